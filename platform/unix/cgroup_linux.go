@@ -1,0 +1,215 @@
+package unix
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Cgroup is a cgroup v2 directory that holds exactly one agent tree.
+type Cgroup struct {
+	Path string
+	fd   int // O_PATH descriptor for CLONE_INTO_CGROUP; -1 when closed
+}
+
+// ErrNoCgroup reports that no writable cgroup v2 hierarchy is available to
+// this process; callers fall back to session containment.
+var ErrNoCgroup = errors.New("no writable cgroup v2")
+
+// cgroup2Mount returns where the cgroup v2 hierarchy is mounted, and the
+// root of the hierarchy that mount shows.
+func cgroup2Mount() (mount, root string, err error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", "", err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		// id parent major:minor root mountpoint options [optional...] - fstype source superopts
+		line := s.Text()
+		pre, post, ok := strings.Cut(line, " - ")
+		if !ok || !strings.HasPrefix(post, "cgroup2 ") {
+			continue
+		}
+		f := strings.Fields(pre)
+		if len(f) >= 5 {
+			return unescapeMount(f[4]), unescapeMount(f[3]), nil
+		}
+	}
+	return "", "", ErrNoCgroup
+}
+
+// unescapeMount undoes the octal escapes of /proc/self/mountinfo.
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// ownCgroupDir returns the directory of the calling process's cgroup v2.
+func ownCgroupDir() (string, error) {
+	mount, root, err := cgroup2Mount()
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(line, []byte("0::")); ok {
+			rel := string(rest)
+			if root != "/" {
+				r, ok := strings.CutPrefix(rel, root)
+				if !ok {
+					return "", ErrNoCgroup
+				}
+				rel = r
+			}
+			return filepath.Join(mount, rel), nil
+		}
+	}
+	return "", ErrNoCgroup
+}
+
+// NewCgroup creates a cgroup named name below the calling process's own
+// cgroup and opens it for CLONE_INTO_CGROUP. It returns ErrNoCgroup (wrapped)
+// when there is no cgroup v2 or it is not writable here.
+func NewCgroup(name string) (*Cgroup, error) {
+	dir, err := ownCgroupDir()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoCgroup, err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.Mkdir(path, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoCgroup, err)
+	}
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err == nil {
+		// The kill file must be there and writable, or teardown could
+		// not use it.
+		err = unix.Access(filepath.Join(path, "cgroup.kill"), unix.W_OK)
+	}
+	if err != nil {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		os.Remove(path)
+		return nil, fmt.Errorf("%w: %v", ErrNoCgroup, err)
+	}
+	return &Cgroup{Path: path, fd: fd}, nil
+}
+
+// OpenCgroup refers to an existing cgroup recorded earlier, after checking
+// that path lies inside the cgroup v2 hierarchy.
+func OpenCgroup(path string) (*Cgroup, error) {
+	mount, _, err := cgroup2Mount()
+	if err != nil {
+		return nil, err
+	}
+	clean := filepath.Clean(path)
+	if !strings.HasPrefix(clean, mount+string(filepath.Separator)) {
+		return nil, fmt.Errorf("%s: not inside the cgroup v2 hierarchy at %s", path, mount)
+	}
+	if _, err := os.Stat(filepath.Join(clean, "cgroup.procs")); err != nil {
+		return nil, err
+	}
+	return &Cgroup{Path: clean, fd: -1}, nil
+}
+
+func (c *Cgroup) apply(attr *syscall.SysProcAttr) error {
+	if c == nil {
+		return nil
+	}
+	if c.fd < 0 {
+		return fmt.Errorf("cgroup %s is not open for spawning", c.Path)
+	}
+	attr.UseCgroupFD = true
+	attr.CgroupFD = c.fd
+	return nil
+}
+
+// CloseSpawnFD releases the descriptor kept for spawning into the cgroup.
+func (c *Cgroup) CloseSpawnFD() {
+	if c != nil && c.fd >= 0 {
+		unix.Close(c.fd)
+		c.fd = -1
+	}
+}
+
+// Pids lists the processes in the cgroup and below it.
+func (c *Cgroup) Pids() ([]int, error) {
+	var pids []int
+	err := filepath.WalkDir(c.Path, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		for f := range bytes.FieldsSeq(b) {
+			if pid, err := strconv.Atoi(string(f)); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+		return nil
+	})
+	return pids, err
+}
+
+// Kill sends SIGKILL to every process in the cgroup through cgroup.kill,
+// which the kernel makes safe against concurrent forks.
+func (c *Cgroup) Kill() error {
+	return os.WriteFile(filepath.Join(c.Path, "cgroup.kill"), []byte("1"), 0)
+}
+
+// Remove deletes the cgroup directory and any empty child cgroups the tree
+// created. It fails with EBUSY while a process remains.
+func (c *Cgroup) Remove() error {
+	c.CloseSpawnFD()
+	var dirs []string
+	_ = filepath.WalkDir(c.Path, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	var first error
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := unix.Rmdir(dirs[i]); err != nil && !errors.Is(err, unix.ENOENT) && first == nil {
+			first = &os.PathError{Op: "rmdir", Path: dirs[i], Err: err}
+		}
+	}
+	return first
+}

@@ -1,0 +1,36 @@
+//go:build unix && !linux
+
+package unix
+
+import (
+	"errors"
+	"syscall"
+)
+
+// Cgroup is only available on Linux; elsewhere no value of it exists.
+type Cgroup struct {
+	Path string
+}
+
+// ErrNoCgroup reports that no writable cgroup v2 hierarchy is available.
+var ErrNoCgroup = errors.New("no writable cgroup v2")
+
+// NewCgroup always fails outside Linux.
+func NewCgroup(name string) (*Cgroup, error) { return nil, ErrNoCgroup }
+
+// OpenCgroup always fails outside Linux.
+func OpenCgroup(path string) (*Cgroup, error) { return nil, ErrNoCgroup }
+
+func (c *Cgroup) apply(attr *syscall.SysProcAttr) error { return nil }
+
+// CloseSpawnFD does nothing outside Linux.
+func (c *Cgroup) CloseSpawnFD() {}
+
+// Pids is empty outside Linux.
+func (c *Cgroup) Pids() ([]int, error) { return nil, nil }
+
+// Kill fails outside Linux.
+func (c *Cgroup) Kill() error { return ErrNoCgroup }
+
+// Remove does nothing outside Linux.
+func (c *Cgroup) Remove() error { return nil }

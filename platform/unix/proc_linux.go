@@ -1,0 +1,106 @@
+package unix
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+)
+
+// Stat reads one process from /proc.
+func Stat(pid int) (Proc, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		if os.IsNotExist(err) {
+			return Proc{}, ErrNoProcess
+		}
+		return Proc{}, err
+	}
+	return parseStat(pid, b)
+}
+
+// parseStat parses /proc/PID/stat. The command name is in parentheses and
+// may itself contain spaces and parentheses, so fields are counted from the
+// last ')'.
+func parseStat(pid int, b []byte) (Proc, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 > len(b) {
+		return Proc{}, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	f := bytes.Fields(b[i+1:])
+	// f[0] is field 3 (state); starttime is field 22.
+	if len(f) < 20 || len(f[0]) != 1 {
+		return Proc{}, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	num := func(k int) int {
+		n, _ := strconv.Atoi(string(f[k]))
+		return n
+	}
+	start, err := strconv.ParseUint(string(f[19]), 10, 64)
+	if err != nil {
+		return Proc{}, fmt.Errorf("/proc/%d/stat: malformed start time", pid)
+	}
+	return Proc{Pid: pid, State: f[0][0], PPid: num(1), Pgid: num(2), Sid: num(3), Start: start}, nil
+}
+
+// Processes scans the process table. Processes that exit during the scan
+// are left out.
+func Processes() ([]Proc, error) {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	procs := make([]Proc, 0, len(names))
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil || pid <= 0 {
+			continue
+		}
+		p, err := Stat(pid)
+		if err != nil {
+			continue
+		}
+		procs = append(procs, p)
+	}
+	return procs, nil
+}
+
+// FileHolders returns the processes that have the file at path open (by
+// device and inode). Processes whose descriptors cannot be read are left
+// out.
+func FileHolders(path string) ([]Proc, error) {
+	want, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	procs, err := Processes()
+	if err != nil {
+		return nil, err
+	}
+	var out []Proc
+	for _, p := range procs {
+		if p.Zombie() {
+			continue
+		}
+		dir := "/proc/" + strconv.Itoa(p.Pid) + "/fd/"
+		d, err := os.Open(dir)
+		if err != nil {
+			continue
+		}
+		fds, _ := d.Readdirnames(-1)
+		d.Close()
+		for _, fd := range fds {
+			fi, err := os.Stat(dir + fd)
+			if err == nil && os.SameFile(fi, want) {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out, nil
+}

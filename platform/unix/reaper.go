@@ -1,0 +1,111 @@
+//go:build unix
+
+package unix
+
+import (
+	"errors"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// ExitStatus is how a process ended: an exit code, or the signal that
+// killed it.
+type ExitStatus struct {
+	Code   int            // exit code; -1 when killed by a signal
+	Signal syscall.Signal // 0 unless killed by a signal
+}
+
+func exitStatus(ws unix.WaitStatus) ExitStatus {
+	if ws.Signaled() {
+		return ExitStatus{Code: -1, Signal: ws.Signal()}
+	}
+	return ExitStatus{Code: ws.ExitStatus()}
+}
+
+// Reaper reaps every child of the process, including orphans adopted as a
+// child subreaper, and hands the exit status of the children it was asked
+// to watch to their waiters. It is driven by SIGCHLD alone: while nothing
+// exits it never wakes. Only one Reaper may exist in a process, and nothing
+// else in the process may wait for children (os/exec's Wait would race it
+// for statuses).
+type Reaper struct {
+	mu      sync.Mutex
+	watch   map[int]chan ExitStatus
+	sigs    chan os.Signal
+	quit    chan struct{}
+	stopped chan struct{}
+}
+
+// NewReaper starts reaping.
+func NewReaper() *Reaper {
+	r := &Reaper{
+		watch:   make(map[int]chan ExitStatus),
+		sigs:    make(chan os.Signal, 1),
+		quit:    make(chan struct{}),
+		stopped: make(chan struct{}),
+	}
+	signal.Notify(r.sigs, syscall.SIGCHLD)
+	go r.loop()
+	return r
+}
+
+func (r *Reaper) loop() {
+	defer close(r.stopped)
+	r.ReapNow()
+	for {
+		select {
+		case <-r.sigs:
+			r.ReapNow()
+		case <-r.quit:
+			return
+		}
+	}
+}
+
+// ReapNow reaps every child that has exited so far.
+func (r *Reaper) ReapNow() {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || pid <= 0 {
+			return
+		}
+		r.mu.Lock()
+		if ch, ok := r.watch[pid]; ok {
+			ch <- exitStatus(ws)
+			delete(r.watch, pid)
+		}
+		r.mu.Unlock()
+	}
+}
+
+// Start runs spawn, which must start one child and return its pid, and
+// watches that child. Holding the reaper's lock across spawn and
+// registration means an immediate exit cannot be reaped before anyone
+// listens for it. The returned channel receives the child's status once.
+func (r *Reaper) Start(spawn func() (int, error)) (int, <-chan ExitStatus, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pid, err := spawn()
+	if err != nil {
+		return 0, nil, err
+	}
+	ch := make(chan ExitStatus, 1)
+	r.watch[pid] = ch
+	return pid, ch, nil
+}
+
+// Close stops reaping. Children that exit afterwards stay zombies until the
+// process exits.
+func (r *Reaper) Close() {
+	signal.Stop(r.sigs)
+	close(r.quit)
+	<-r.stopped
+}

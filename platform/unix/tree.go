@@ -1,0 +1,259 @@
+//go:build unix
+
+package unix
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Tree is one agent's process tree: the session its leader created, every
+// descendant of the subreaper that started it, and its cgroup.
+type Tree struct {
+	// Leader started the session: the tree's session id is Leader.Pid.
+	Leader Ref
+	// Root, when not zero, is the subreaper (the guardian) whose
+	// descendants all belong to the tree. Zero when taking over a tree
+	// whose guardian is gone.
+	Root int
+	// Cgroup holds the tree where cgroup containment is in use.
+	Cgroup *Cgroup
+	// Extra are further processes known to belong to the tree, such as
+	// the holders of its lock found after its guardian died.
+	Extra []Ref
+}
+
+// TreeAliveError reports processes that were still alive after SIGKILL and
+// the grace period: the tree could not be confirmed empty.
+type TreeAliveError struct {
+	Left []Proc
+}
+
+func (e *TreeAliveError) Error() string {
+	var b strings.Builder
+	for i, p := range e.Left {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d (state %c)", p.Pid, p.State)
+	}
+	return fmt.Sprintf("%d process(es) still alive after SIGKILL: %s", len(e.Left), b.String())
+}
+
+// StopReport says how a tree went down.
+type StopReport struct {
+	Terminated int  // processes sent SIGTERM
+	Killed     int  // processes still there at the deadline and killed
+	Forced     bool // the stop timeout ran out
+}
+
+// Members returns the live processes of the tree (zombies count as dead),
+// never the calling process itself.
+func (t *Tree) Members() ([]Proc, error) {
+	procs, err := Processes()
+	if err != nil {
+		return nil, err
+	}
+	return t.members(procs), nil
+}
+
+func (t *Tree) members(procs []Proc) []Proc {
+	self := os.Getpid()
+	byPid := make(map[int]Proc, len(procs))
+	for _, p := range procs {
+		byPid[p.Pid] = p
+	}
+	in := make(map[int]bool)
+	var out []Proc
+	add := func(p Proc) {
+		if p.Pid <= 1 || p.Pid == self || p.Zombie() || in[p.Pid] {
+			return
+		}
+		in[p.Pid] = true
+		out = append(out, p)
+	}
+	if t.Root > 0 {
+		for _, p := range Descendants(procs, t.Root) {
+			add(p)
+		}
+	}
+	if t.Leader.Pid > 0 {
+		// A session id stays allocated while any member lives, so the
+		// members of session Leader.Pid are the tree's unless the
+		// leader's PID now names a different process.
+		leader, ok := byPid[t.Leader.Pid]
+		if !ok || leader.Start == t.Leader.Start {
+			for _, p := range procs {
+				if p.Sid == t.Leader.Pid {
+					add(p)
+				}
+			}
+		}
+	}
+	if t.Cgroup != nil {
+		pids, _ := t.Cgroup.Pids()
+		for _, pid := range pids {
+			if p, ok := byPid[pid]; ok {
+				add(p)
+			}
+		}
+	}
+	for _, r := range t.Extra {
+		if p, ok := byPid[r.Pid]; ok && p.Start == r.Start {
+			add(p)
+		}
+	}
+	return out
+}
+
+// Stop takes the tree down: SIGTERM (and SIGCONT, so a stopped process can
+// act on it) to every member, a wait of up to timeout that wakes on each
+// exit, then SIGKILL for what is left (cgroup.kill, or SIGSTOP to every
+// member until the set is stable and then SIGKILL), and a wait of up to
+// grace for the kernel to finish. It returns a *TreeAliveError when
+// members remain.
+func (t *Tree) Stop(timeout, grace time.Duration) (StopReport, error) {
+	var rep StopReport
+	hs := newHandles()
+	defer hs.close()
+
+	deadline := time.Now().Add(timeout)
+	termed := make(map[Ref]bool)
+	for {
+		ms, err := t.Members()
+		if err != nil {
+			return rep, err
+		}
+		if len(ms) == 0 {
+			return rep, nil
+		}
+		for _, p := range ms {
+			if !termed[p.Ref()] {
+				termed[p.Ref()] = true
+				rep.Terminated++
+				hs.signal(p, syscall.SIGTERM)
+				hs.signal(p, syscall.SIGCONT)
+			}
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			break
+		}
+		if err := waitAny(hs.of(ms), left); err != nil {
+			return rep, err
+		}
+	}
+
+	rep.Forced = true
+	killed := make(map[Ref]bool)
+	kill := func(ms []Proc) {
+		for _, p := range ms {
+			if !killed[p.Ref()] {
+				killed[p.Ref()] = true
+				rep.Killed++
+				hs.signal(p, syscall.SIGKILL)
+			}
+		}
+	}
+	if t.Cgroup != nil {
+		_ = t.Cgroup.Kill()
+	}
+	// Freeze first so nothing forks between the scan and the kill.
+	stopped := make(map[Ref]bool)
+	for range 50 {
+		ms, err := t.Members()
+		if err != nil {
+			return rep, err
+		}
+		fresh := 0
+		for _, p := range ms {
+			if !stopped[p.Ref()] {
+				stopped[p.Ref()] = true
+				fresh++
+				hs.signal(p, syscall.SIGSTOP)
+			}
+		}
+		if fresh == 0 {
+			break
+		}
+	}
+	graceEnd := time.Now().Add(grace)
+	for {
+		ms, err := t.Members()
+		if err != nil {
+			return rep, err
+		}
+		if len(ms) == 0 {
+			return rep, nil
+		}
+		kill(ms)
+		left := time.Until(graceEnd)
+		if left <= 0 {
+			return rep, &TreeAliveError{Left: ms}
+		}
+		if err := waitAny(hs.of(ms), left); err != nil {
+			return rep, err
+		}
+	}
+}
+
+// waitAny waits for one of hs to exit. When none of the members could be
+// opened (they exited between the scan and the open), it yields briefly
+// instead of spinning.
+func waitAny(hs []*Handle, left time.Duration) error {
+	if len(hs) == 0 {
+		time.Sleep(min(left, time.Millisecond))
+		return nil
+	}
+	_, err := WaitExit(hs, left)
+	return err
+}
+
+// handles caches one Handle per process for the length of a Stop.
+type handles map[Ref]*Handle
+
+func newHandles() handles { return make(handles) }
+
+func (hs handles) get(p Proc) *Handle {
+	r := p.Ref()
+	if h, ok := hs[r]; ok {
+		return h
+	}
+	h, err := OpenHandle(r)
+	if err != nil {
+		hs[r] = nil
+		return nil
+	}
+	hs[r] = h
+	return h
+}
+
+func (hs handles) signal(p Proc, sig syscall.Signal) {
+	if h := hs.get(p); h != nil {
+		if err := h.Signal(sig); err != nil && !errors.Is(err, ErrNoProcess) {
+			return
+		}
+	}
+}
+
+func (hs handles) of(ms []Proc) []*Handle {
+	out := make([]*Handle, 0, len(ms))
+	for _, p := range ms {
+		if h := hs.get(p); h != nil {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+func (hs handles) close() {
+	for _, h := range hs {
+		if h != nil {
+			h.Close()
+		}
+	}
+}
