@@ -1,0 +1,20 @@
+// Package guardian is the smallest separate owner of one agent's lifetime,
+// and the owner-side handle on it.
+//
+// The guardian is the tether binary re-executed as "tether guardian". It
+// takes the identity's ownership lock, creates the agent's private
+// directory, starts the agent in a session (and, where it can, a cgroup) of
+// its own, and watches its owner through the tether: one end of a socket
+// pair inherited as descriptor 3. When the tether reaches EOF, when asked to
+// stop, on SIGTERM, SIGINT or SIGHUP, or when the agent exits, it tears the
+// whole tree down, removes the private directory and only then releases the
+// lock.
+//
+// The owner side is Start, which returns a Session. The two speak the
+// protocol in protocol.go: typed JSON lines, the first each way carrying a
+// version.
+//
+// This package knows nothing of the service, its config or its state; it
+// takes paths and argv from its caller and leaves policy (restarts,
+// backoff) to it.
+package guardian

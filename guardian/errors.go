@@ -1,0 +1,111 @@
+package guardian
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+)
+
+// Sentinels for errors.Is. A *StartError unwraps to the one of its Code, a
+// *CleanupError to ErrCleanupFailed (and ErrTreeAlive for tree_alive).
+var (
+	ErrContention = errors.New("identity is held elsewhere")
+	ErrSpawn      = errors.New("agent could not be started")
+	ErrLock       = errors.New("ownership lock unusable")
+	ErrPrivateDir = errors.New("private directory could not be created")
+	ErrConfig     = errors.New("invalid start request")
+	ErrInternal   = errors.New("guardian internal error")
+
+	// ErrHandshake: the guardian gave no readable answer in time.
+	ErrHandshake = errors.New("guardian handshake failed")
+	// ErrGuardianLost: the guardian exited without reporting a teardown.
+	ErrGuardianLost = errors.New("guardian exited unexpectedly")
+	// ErrCleanupFailed: a teardown did not finish cleanly.
+	ErrCleanupFailed = errors.New("cleanup failed")
+	// ErrTreeAlive: processes of the tree survived SIGKILL; the lock is
+	// still held while the guardian retries.
+	ErrTreeAlive = errors.New("agent tree could not be confirmed dead")
+	// ErrUnsupported: this platform has no guardian yet.
+	ErrUnsupported = errors.New("guardian not supported on this platform")
+)
+
+var codeSentinels = map[Code]error{
+	CodeContention: ErrContention,
+	CodeSpawn:      ErrSpawn,
+	CodeLock:       ErrLock,
+	CodePrivateDir: ErrPrivateDir,
+	CodeConfig:     ErrConfig,
+	CodeInternal:   ErrInternal,
+}
+
+// StartError is a typed refusal from the guardian, or a failure to get an
+// answer from it.
+type StartError struct {
+	Identity string
+	Code     Code
+	Message  string
+	Path     string     // the file involved, if any
+	Cause    SpawnCause // for CodeSpawn
+	Holder   *Holder    // for CodeContention
+	// Stderr is what the guardian wrote before it answered, for
+	// handshake failures.
+	Stderr string
+	// handshake is set when no typed answer arrived.
+	handshake error
+}
+
+func (e *StartError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "starting guardian for %q: ", e.Identity)
+	if e.handshake != nil {
+		b.WriteString(e.handshake.Error())
+	} else {
+		b.WriteString(string(e.Code))
+		if e.Message != "" {
+			b.WriteString(": " + e.Message)
+		}
+	}
+	if s := strings.TrimSpace(e.Stderr); s != "" {
+		b.WriteString(" (guardian stderr: " + s + ")")
+	}
+	return b.String()
+}
+
+// Unwrap lets errors.Is match the code's sentinel, and the spawn cause as
+// fs.ErrNotExist or fs.ErrPermission.
+func (e *StartError) Unwrap() []error {
+	var out []error
+	if e.handshake != nil {
+		out = append(out, ErrHandshake, e.handshake)
+	}
+	if s, ok := codeSentinels[e.Code]; ok {
+		out = append(out, s)
+	}
+	switch e.Cause {
+	case CauseNotFound:
+		out = append(out, fs.ErrNotExist)
+	case CauseNotExecutable:
+		out = append(out, fs.ErrPermission)
+	}
+	return out
+}
+
+// CleanupError is a teardown that did not finish cleanly.
+type CleanupError struct {
+	Code    CleanupCode
+	Message string
+	Left    []int
+}
+
+func (e *CleanupError) Error() string {
+	return fmt.Sprintf("cleanup failed (%s): %s", e.Code, e.Message)
+}
+
+// Unwrap matches ErrCleanupFailed, and ErrTreeAlive for tree_alive.
+func (e *CleanupError) Unwrap() []error {
+	if e.Code == CleanupTreeAlive {
+		return []error{ErrCleanupFailed, ErrTreeAlive}
+	}
+	return []error{ErrCleanupFailed}
+}

@@ -1,0 +1,187 @@
+//go:build unix
+
+package guardian
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	punix "github.com/tether-dev/tether/platform/unix"
+)
+
+// stderrLimit bounds what is kept of a guardian's stderr for error
+// messages.
+const stderrLimit = 16 << 10
+
+// Start spawns a guardian for spec and waits for its answer. On success
+// the agent runs and the returned Session owns it; when the Session's
+// owner process dies, the guardian tears the tree down. On failure the
+// error is a *StartError (match it with errors.Is against ErrContention,
+// ErrSpawn, ErrLock, ErrPrivateDir, ErrConfig, ErrInternal or ErrHandshake)
+// and nothing is left running: a guardian that answered is reaped before
+// Start returns or, if it hangs, in the background.
+func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
+	if spec.StopTimeout == 0 {
+		spec.StopTimeout = DefaultStopTimeout
+	}
+	if spec.HandshakeTimeout == 0 {
+		spec.HandshakeTimeout = 10 * time.Second
+	}
+	exe := spec.Executable
+	if exe == "" {
+		if exe, err = os.Executable(); err != nil {
+			return nil, &StartError{Identity: spec.Identity, Code: CodeInternal, Message: "finding the tether executable: " + err.Error()}
+		}
+	}
+	req := &request{
+		Identity: spec.Identity, Profile: spec.Profile, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env,
+		StopTimeout: Duration(spec.StopTimeout), LockDir: spec.LockDir, PrivateRoot: spec.PrivateRoot,
+		LogPath: spec.LogPath, NoCgroup: spec.NoCgroup,
+	}
+	if err := req.validate(); err != nil {
+		return nil, &StartError{Identity: spec.Identity, Code: CodeConfig, Message: err.Error()}
+	}
+
+	// Both ends are close-on-exec from birth, so no other
+	// child spawned concurrently can inherit them (I6); os/exec dups the
+	// guardian's end to descriptor 3 for this one child only.
+	ownerEnd, guardEnd, err := punix.SocketPair()
+	if err != nil {
+		return nil, &StartError{Identity: spec.Identity, Code: CodeInternal, Message: err.Error()}
+	}
+	conn, err := net.FileConn(ownerEnd)
+	ownerEnd.Close()
+	if err != nil {
+		guardEnd.Close()
+		return nil, &StartError{Identity: spec.Identity, Code: CodeInternal, Message: "tether: " + err.Error()}
+	}
+
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		guardEnd.Close()
+		conn.Close()
+		return nil, &StartError{Identity: spec.Identity, Code: CodeInternal, Message: "stderr pipe: " + err.Error()}
+	}
+	cmd := &exec.Cmd{
+		Path:       exe,
+		Args:       []string{exe, "guardian"},
+		Env:        []string{"GOMAXPROCS=1"},
+		Stderr:     stderrW,
+		ExtraFiles: []*os.File{guardEnd},
+		// Its own session: signals for the owner's terminal or process
+		// group never reach it.
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	err = cmd.Start()
+	guardEnd.Close()
+	stderrW.Close()
+	if err != nil {
+		stderrR.Close()
+		conn.Close()
+		return nil, &StartError{Identity: spec.Identity, Code: CodeInternal, Message: "starting the guardian: " + err.Error()}
+	}
+	stderr := &cappedBuffer{max: stderrLimit}
+	stderrDone := make(chan struct{})
+	go func() {
+		defer close(stderrDone)
+		_, _ = io.Copy(stderr, stderrR)
+		stderrR.Close()
+	}()
+	proc := &execProcess{cmd: cmd, stderrDone: stderrDone}
+
+	s := &Session{
+		spec: spec, conn: conn, proc: proc,
+		events:  make(chan Event, eventBuffer),
+		stopped: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	reapLater := func() {
+		conn.Close()
+		go func() { _ = proc.Wait(); close(s.done) }()
+	}
+	if err := s.write(message{Type: msgStart, Version: ProtocolVersion, Start: req}); err != nil {
+		reapLater()
+		return nil, &StartError{Identity: spec.Identity, handshake: fmt.Errorf("sending the start request: %w", err)}
+	}
+	rd := newLineReader(conn)
+	m, err := handshake(ctx, conn, rd, spec.HandshakeTimeout)
+	if err != nil {
+		// Closing the tether tells the guardian its owner is gone: it
+		// undoes whatever it had done, then exits and is reaped.
+		reapLater()
+		se := &StartError{Identity: spec.Identity, handshake: err}
+		select {
+		case <-s.done:
+			se.Stderr = stderr.String()
+		case <-time.After(100 * time.Millisecond):
+		}
+		return nil, se
+	}
+	switch {
+	case m.Type == msgReady && m.Ready != nil:
+		s.ready = *m.Ready
+		go s.run(rd)
+		return s, nil
+	case m.Type == msgFailed && m.Failure != nil:
+		reapLater()
+		f := m.Failure
+		se := &StartError{Identity: spec.Identity, Code: f.Code, Message: f.Message, Path: f.Path, Cause: f.Cause, Holder: f.Holder}
+		if _, ok := codeSentinels[f.Code]; !ok {
+			se.Code = CodeInternal
+			se.Message = fmt.Sprintf("unknown failure code %q: %s", f.Code, f.Message)
+		}
+		// A guardian that answered exits at once; wait briefly so
+		// the common case returns with the guardian already reaped.
+		select {
+		case <-s.done:
+		case <-time.After(time.Second):
+		}
+		return nil, se
+	default:
+		reapLater()
+		return nil, &StartError{Identity: spec.Identity, handshake: fmt.Errorf("unexpected first answer %q", m.Type)}
+	}
+}
+
+type execProcess struct {
+	cmd        *exec.Cmd
+	stderrDone chan struct{}
+}
+
+func (p *execProcess) Pid() int { return p.cmd.Process.Pid }
+
+func (p *execProcess) Wait() error {
+	err := p.cmd.Wait()
+	<-p.stderrDone
+	return err
+}
+
+// cappedBuffer keeps the first max bytes written to it.
+type cappedBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   bytes.Buffer
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if room := c.max - c.b.Len(); room > 0 {
+		c.b.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+func (c *cappedBuffer) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.b.String()
+}

@@ -1,0 +1,117 @@
+//go:build unix
+
+package guardian
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tether-dev/tether/platform/unix"
+)
+
+// record is what the holder of an identity writes next to its lock, in
+// <key>.owner: who holds it and what tree it started. It is read and
+// rewritten in place only under an exclusive flock on the record file
+// itself, which is also held across taking the ownership lock, so a reader
+// never sees a holder without its record or a record without its holder.
+type record struct {
+	Version    int       `json:"version"`
+	Identity   string    `json:"identity"`
+	Profile    string    `json:"profile,omitempty"`
+	Guardian   unix.Ref  `json:"guardian"`
+	Agent      unix.Ref  `json:"agent"`
+	Cgroup     string    `json:"cgroup,omitempty"`
+	PrivateDir string    `json:"private_dir,omitempty"`
+	Since      time.Time `json:"since"`
+}
+
+func (r *record) holder() *Holder {
+	if r == nil {
+		return &Holder{Unknown: true}
+	}
+	return &Holder{
+		Identity:    r.Identity,
+		Profile:     r.Profile,
+		GuardianPID: r.Guardian.Pid,
+		AgentPID:    r.Agent.Pid,
+		Since:       r.Since,
+	}
+}
+
+// recordFile is the open <key>.owner file.
+type recordFile struct {
+	f *os.File
+}
+
+// errRecordBusy: another guardian held the record lock for longer than
+// the wait allowed (it may be taking over an abandoned tree, or be
+// stopped by a signal).
+var errRecordBusy = errors.New("another guardian is acquiring this identity")
+
+func openRecord(lockDir, key string) (*recordFile, error) {
+	f, err := unix.OpenLockFile(filepath.Join(lockDir, key+".owner"))
+	if err != nil {
+		return nil, err
+	}
+	return &recordFile{f: f}, nil
+}
+
+// lock takes the record's flock, retrying until wait has passed.
+func (r *recordFile) lock(wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		err := unix.TryLock(r.f)
+		if !errors.Is(err, unix.ErrLocked) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return errRecordBusy
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (r *recordFile) unlock() { _ = unix.Unlock(r.f) }
+
+func (r *recordFile) close() { r.f.Close() }
+
+// read returns the record, nil when there is none, or an error when the
+// file holds something that is not a record.
+func (r *recordFile) read() (*record, error) {
+	b, err := io.ReadAll(io.NewSectionReader(r.f, 0, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var rec record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+// write replaces the record's content and syncs it.
+func (r *recordFile) write(rec *record) error {
+	var b []byte
+	if rec != nil {
+		var err error
+		if b, err = json.Marshal(rec); err != nil {
+			return err
+		}
+	}
+	if err := r.f.Truncate(0); err != nil {
+		return err
+	}
+	if len(b) > 0 {
+		if _, err := r.f.WriteAt(b, 0); err != nil {
+			return err
+		}
+	}
+	return r.f.Sync()
+}

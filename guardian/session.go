@@ -1,0 +1,209 @@
+package guardian
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// EventType names what a Session reports after ready.
+type EventType string
+
+// The session events.
+const (
+	// EventExited: the agent exited on its own; the guardian is tearing
+	// down the rest of the tree and an EventStopped follows.
+	EventExited EventType = "exited"
+	// EventCleanupFailed: the tree could not be confirmed dead. The
+	// guardian keeps the lock and retries; Err says what is left.
+	EventCleanupFailed EventType = "cleanup_failed"
+	// EventStopped: teardown finished and the lock is free. Err is nil
+	// or a *CleanupError for a warning such as an unremovable directory.
+	EventStopped EventType = "stopped"
+	// EventLost: the guardian exited without a stopped report (it was
+	// killed). Its tree may live on with the lock; the next guardian for
+	// the identity takes it over.
+	EventLost EventType = "lost"
+)
+
+// Event is one report from a running session.
+type Event struct {
+	Type    EventType
+	Time    time.Time
+	Reason  StopReason
+	Exit    *Exit    // EventExited, and EventStopped when known
+	Cleanup *Cleanup // EventStopped and EventCleanupFailed
+	// Err is the typed error of the event: a *CleanupError, or
+	// ErrGuardianLost wrapped with the guardian's exit status.
+	Err error
+}
+
+// Session is the owner's handle on one running guardian.
+type Session struct {
+	spec  Spec
+	ready Ready
+	conn  net.Conn
+	proc  guardianProcess
+
+	events  chan Event
+	stopped chan struct{} // closed when stopped arrives or the guardian is gone
+	done    chan struct{} // closed once the guardian has been reaped
+
+	mu      sync.Mutex
+	final   *Event // the stopped or lost event
+	writeMu sync.Mutex
+}
+
+// guardianProcess is the OS half of a spawned guardian.
+type guardianProcess interface {
+	Pid() int
+	// Wait reaps the guardian; it is called exactly once.
+	Wait() error
+}
+
+// eventBuffer bounds the reports queued for a slow reader. A guardian
+// sends at most a handful, plus one per cleanup retry (at most one every
+// 30 s).
+const eventBuffer = 256
+
+// Ready returns what the guardian reported when the agent started.
+func (s *Session) Ready() Ready { return s.ready }
+
+// Identity returns the identity this session holds.
+func (s *Session) Identity() string { return s.spec.Identity }
+
+// Events delivers the session's reports in order. It is closed after the
+// final event (stopped or lost) once the guardian has been reaped.
+func (s *Session) Events() <-chan Event { return s.events }
+
+// Done is closed once the guardian has exited and been reaped.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Stop asks the guardian to tear the tree down, giving it timeout between
+// SIGTERM and SIGKILL (zero: the Spec's), and waits until the teardown
+// has finished, the guardian is gone, or ctx ends. The result is nil for
+// a clean stop, a *CleanupError for a stop with a cleanup problem, an
+// error matching ErrGuardianLost when the guardian died first, or ctx's
+// error. A second Stop waits for the same result.
+func (s *Session) Stop(ctx context.Context, timeout time.Duration) error {
+	select {
+	case <-s.stopped:
+	default:
+		m := message{Type: msgStop}
+		if timeout > 0 {
+			d := Duration(timeout)
+			m.Timeout = &d
+		}
+		if err := s.write(m); err != nil {
+			// The guardian is gone or going; its final event says which.
+			select {
+			case <-s.stopped:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	select {
+	case <-s.stopped:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.final.Err
+}
+
+// Close drops the owner's end of the tether, which the guardian takes as
+// its owner's death: it tears the tree down. Close does not wait; use
+// Done or Events for that.
+func (s *Session) Close() error {
+	return s.conn.Close()
+}
+
+func (s *Session) write(m message) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	_ = s.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	return writeMessage(s.conn, m)
+}
+
+// run reads the guardian's reports until EOF, then reaps the guardian and
+// closes the event stream.
+func (s *Session) run(rd *lineReader) {
+	defer close(s.done)
+	defer close(s.events)
+	var final *Event
+	for {
+		m, err := rd.next()
+		if err != nil {
+			break
+		}
+		ev := Event{Time: m.Time, Reason: m.Reason, Exit: m.Exit, Cleanup: m.Cleanup}
+		switch m.Type {
+		case msgExited:
+			ev.Type = EventExited
+		case msgCleanupFailed:
+			ev.Type = EventCleanupFailed
+			ev.Err = m.Cleanup.Err()
+			if ev.Err == nil {
+				ev.Err = &CleanupError{Code: CleanupInternal, Message: "cleanup_failed without a cause"}
+			}
+		case msgStopped:
+			ev.Type = EventStopped
+			ev.Err = m.Cleanup.Err()
+		default:
+			continue
+		}
+		if ev.Type == EventStopped {
+			final = &ev
+			s.finish(final)
+		}
+		s.events <- ev
+	}
+	s.conn.Close()
+	werr := s.proc.Wait()
+	if final == nil {
+		ev := Event{Type: EventLost, Time: time.Now().UTC(), Err: fmt.Errorf("guardian pid %d for %q: %w (%v)", s.proc.Pid(), s.spec.Identity, ErrGuardianLost, werr)}
+		s.finish(&ev)
+		s.events <- ev
+	}
+}
+
+func (s *Session) finish(ev *Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.final == nil {
+		s.final = ev
+		close(s.stopped)
+	}
+}
+
+// handshake reads the guardian's first answer.
+func handshake(ctx context.Context, conn net.Conn, rd *lineReader, timeout time.Duration) (message, error) {
+	_ = conn.SetReadDeadline(time.Now().Add(timeout))
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	m, err := rd.next()
+	if err != nil {
+		if ctx.Err() != nil {
+			return m, ctx.Err()
+		}
+		if errors.Is(err, io.EOF) {
+			return m, errors.New("guardian exited before answering")
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return m, fmt.Errorf("no answer within %v", timeout)
+		}
+		return m, err
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	if m.Version != ProtocolVersion {
+		return m, fmt.Errorf("guardian speaks protocol version %d, want %d", m.Version, ProtocolVersion)
+	}
+	return m, nil
+}

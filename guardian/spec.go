@@ -1,0 +1,112 @@
+package guardian
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// DefaultStopTimeout is used when a Spec leaves StopTimeout zero.
+const DefaultStopTimeout = 5 * time.Second
+
+// MaxIdentityLen bounds an identity string, in bytes.
+const MaxIdentityLen = 256
+
+// Spec is what the owner asks a guardian to run.
+type Spec struct {
+	// Identity is the lock key: no two live trees share one.
+	Identity string
+	// Profile names the owner's profile; it is recorded for contention
+	// answers.
+	Profile string
+	// Argv is the agent's command. Argv[0] is looked up in the PATH of
+	// Env when it has no slash.
+	Argv []string
+	// Dir is the agent's working directory; empty means its private
+	// directory.
+	Dir string
+	// Env is the agent's whole environment (the guardian adds TMPDIR,
+	// TMP, TEMP, TETHER_PRIVATE_DIR and TETHER_IDENTITY). It travels on
+	// the tether, never on argv.
+	Env []string
+	// StopTimeout is how long the tree gets between SIGTERM and SIGKILL.
+	StopTimeout time.Duration
+	// LockDir holds the per-user lock files (shared by every profile).
+	LockDir string
+	// PrivateRoot is where the private directory is created.
+	PrivateRoot string
+	// LogPath receives the agent's stdout and stderr (appended) and the
+	// guardian's own lines. Empty discards them.
+	LogPath string
+	// NoCgroup turns cgroup containment off even where it is available.
+	NoCgroup bool
+
+	// Executable is the tether binary to run as guardian; empty means
+	// os.Executable().
+	Executable string
+	// HandshakeTimeout bounds the wait for ready or failed; zero means
+	// 10 s.
+	HandshakeTimeout time.Duration
+}
+
+// ValidateIdentity checks an identity string: 1 to MaxIdentityLen bytes of
+// UTF-8 without control characters. Anything else, including "../x", is
+// allowed: the lock file name is derived from a hash, never from the raw
+// string.
+func ValidateIdentity(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("identity is empty")
+	case len(id) > MaxIdentityLen:
+		return fmt.Errorf("identity is %d bytes long; the limit is %d", len(id), MaxIdentityLen)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("identity %q is not valid UTF-8", id)
+	}
+	for _, r := range id {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("identity %q contains control character %U", id, r)
+		}
+	}
+	return nil
+}
+
+// validate checks the request the guardian received; every message names
+// the offending field.
+func (r *request) validate() error {
+	if err := ValidateIdentity(r.Identity); err != nil {
+		return err
+	}
+	if len(r.Argv) == 0 || r.Argv[0] == "" {
+		return fmt.Errorf("argv: no command")
+	}
+	for i, a := range r.Argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return fmt.Errorf("argv[%d] contains a NUL byte", i)
+		}
+	}
+	for i, e := range r.Env {
+		if strings.IndexByte(e, 0) >= 0 || !strings.Contains(e, "=") {
+			return fmt.Errorf("env[%d] is not KEY=VALUE without NUL bytes", i)
+		}
+	}
+	if r.StopTimeout <= 0 {
+		return fmt.Errorf("stop_timeout %v: must be positive", time.Duration(r.StopTimeout))
+	}
+	for _, p := range []struct{ name, path string }{
+		{"lock_dir", r.LockDir}, {"private_root", r.PrivateRoot},
+	} {
+		if !filepath.IsAbs(p.path) || strings.IndexByte(p.path, 0) >= 0 {
+			return fmt.Errorf("%s %q: must be an absolute path", p.name, p.path)
+		}
+	}
+	for _, p := range []struct{ name, path string }{
+		{"dir", r.Dir}, {"log_path", r.LogPath},
+	} {
+		if p.path != "" && (!filepath.IsAbs(p.path) || strings.IndexByte(p.path, 0) >= 0) {
+			return fmt.Errorf("%s %q: must be an absolute path", p.name, p.path)
+		}
+	}
+	return nil
+}
