@@ -254,3 +254,5 @@ func writeMessage(w io.Writer, m message) error {
 	_, err = w.Write(append(b, '\n'))
 	return err
 }
+
+func (d Duration) String() string { return time.Duration(d).String() }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -138,7 +139,7 @@ func SecureDir(path string) error {
 	if !fi.IsDir() {
 		return &UnsafeFileError{Path: path, Reason: "not a directory"}
 	}
-	st, ok := fi.Sys().(*unix.Stat_t)
+	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return &UnsafeFileError{Path: path, Reason: "cannot read its owner"}
 	}

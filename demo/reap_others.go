@@ -1,0 +1,8 @@
+//go:build !linux
+
+package demo
+
+import "time"
+
+// reapOrphans has nothing to do without a child subreaper.
+func reapOrphans(time.Duration) {}
