@@ -643,6 +643,17 @@ func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit
 	begin := time.Now()
 	g.logf("stopping (%s), stop timeout %v", reason, timeout)
 	rep, err := g.tree.Stop(timeout, killGrace)
+	// A scan of /proc is not atomic: a process reparented to the
+	// guardian in the middle of it can be missed. The guardian is a
+	// subreaper, so its having no children at all is the proof that no
+	// descendant is left; a live child means a member was missed.
+	for i := 0; err == nil && g.subreaper && g.reaper.ReapNow() && i < 20; i++ {
+		var more punix.StopReport
+		more, err = g.tree.Stop(timeout, killGrace)
+		rep.Terminated += more.Terminated
+		rep.Killed += more.Killed
+		rep.Forced = rep.Forced || more.Forced
+	}
 	backoff := time.Second
 	for err != nil {
 		c := &Cleanup{Code: CleanupTreeAlive, Message: err.Error(), Terminated: rep.Terminated, Killed: rep.Killed, Forced: rep.Forced, Elapsed: Duration(time.Since(begin))}
@@ -664,7 +675,11 @@ func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit
 		rep.Terminated += more.Terminated
 		rep.Killed += more.Killed
 	}
-	g.reaper.ReapNow()
+	// Members that died as zombies were reparented here; reap them all
+	// before exiting, or they would fall to a parent that may not reap.
+	if !g.reaper.ReapAll(killGrace) {
+		g.logf("children still unreaped after %v", killGrace)
+	}
 	if exit == nil {
 		select {
 		case st := <-g.agentExit:

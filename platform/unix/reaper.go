@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -66,16 +67,27 @@ func (r *Reaper) loop() {
 	}
 }
 
-// ReapNow reaps every child that has exited so far.
-func (r *Reaper) ReapNow() {
+// ReapNow reaps every child that has exited so far and reports whether
+// any child, necessarily a live one, is left. The kernel's answer is
+// atomic, unlike a scan of /proc: a subreaper with no children has no
+// descendants at all.
+func (r *Reaper) ReapNow() (childrenLeft bool) {
+	return r.reap()
+}
+
+// reap reaps what has exited and reports whether any child is left.
+func (r *Reaper) reap() (childrenLeft bool) {
 	for {
 		var ws unix.WaitStatus
 		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
-		if err != nil || pid <= 0 {
-			return
+		if err != nil {
+			return !errors.Is(err, unix.ECHILD)
+		}
+		if pid <= 0 {
+			return true
 		}
 		r.mu.Lock()
 		if ch, ok := r.watch[pid]; ok {
@@ -84,6 +96,21 @@ func (r *Reaper) ReapNow() {
 		}
 		r.mu.Unlock()
 	}
+}
+
+// ReapAll waits until the process has no children left, or within has
+// passed, and reports whether none is left. A subreaper calls it before
+// exiting: zombies it leaves would fall to its own parent, which may never
+// reap them.
+func (r *Reaper) ReapAll(within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for r.reap() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return true
 }
 
 // Start runs spawn, which must start one child and return its pid, and

@@ -160,6 +160,16 @@ func (t *Tree) Stop(timeout, grace time.Duration) (StopReport, error) {
 		}
 	}
 	if t.Cgroup != nil {
+		// cgroup.kill is safe against concurrent forks; count what it
+		// kills first.
+		ms, err := t.Members()
+		if err != nil {
+			return rep, err
+		}
+		for _, p := range ms {
+			killed[p.Ref()] = true
+		}
+		rep.Killed += len(ms)
 		_ = t.Cgroup.Kill()
 	}
 	// Freeze first so nothing forks between the scan and the kill.

@@ -1,0 +1,206 @@
+//go:build unix
+
+package unix
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// newTestReaper starts the process's one Reaper. When the test ends every
+// child must have been reaped; then the Reaper is closed.
+func newTestReaper(t *testing.T) *Reaper {
+	t.Helper()
+	r := NewReaper()
+	t.Cleanup(func() {
+		waitNoChildren(t)
+		r.Close()
+	})
+	return r
+}
+
+// waitNoChildren waits until the test process has no child left, live or
+// zombie: everything it started or adopted is gone and reaped.
+func waitNoChildren(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		procs, err := Processes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var left []Proc
+		for _, p := range procs {
+			if p.PPid == os.Getpid() {
+				left = append(left, p)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("children left after %v: %+v", waitLimit, left)
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func receive(t *testing.T, what string, ch <-chan ExitStatus) ExitStatus {
+	t.Helper()
+	select {
+	case st := <-ch:
+		return st
+	case <-time.After(waitLimit):
+		t.Fatalf("no exit status for %s after %v", what, waitLimit)
+		return ExitStatus{}
+	}
+}
+
+// TestReaper runs alone in a subprocess: a Reaper reaps every child of its
+// process, so nothing else there may wait for one.
+func TestReaper(t *testing.T) {
+	if !isolated(t) {
+		return
+	}
+	r := newTestReaper(t)
+
+	// The child has exited, and the Reaper has had every chance to reap
+	// it, before Start even returns: its status still arrives.
+	t.Run("immediate exit", func(t *testing.T) {
+		for code := range 6 {
+			pid, ch, err := r.Start(func() (int, error) {
+				pid, err := startSession(t, "exit", helperOpts{args: []string{strconv.Itoa(code)}}, nil)
+				if err != nil {
+					return 0, err
+				}
+				deadline := time.Now().Add(waitLimit)
+				for {
+					p, err := Stat(pid)
+					if errors.Is(err, ErrNoProcess) || err == nil && p.Zombie() {
+						return pid, nil
+					}
+					if time.Now().After(deadline) {
+						return pid, errors.New("the child did not exit")
+					}
+					time.Sleep(time.Millisecond)
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := receive(t, "pid "+strconv.Itoa(pid), ch); st != (ExitStatus{Code: code}) {
+				t.Errorf("exit %d: status %+v", code, st)
+			}
+		}
+	})
+
+	t.Run("concurrent", func(t *testing.T) {
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				code := 10 + i
+				pid, ch, err := r.Start(func() (int, error) {
+					return startSession(t, "exit", helperOpts{args: []string{strconv.Itoa(code)}}, nil)
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				select {
+				case st := <-ch:
+					if st != (ExitStatus{Code: code}) {
+						t.Errorf("pid %d exit %d: status %+v", pid, code, st)
+					}
+				case <-time.After(waitLimit):
+					t.Errorf("pid %d: no status", pid)
+				}
+			})
+		}
+		wg.Wait()
+	})
+
+	t.Run("signalled", func(t *testing.T) {
+		for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+			rp := newReadyPipe(t)
+			_, ch, err := r.Start(func() (int, error) {
+				return startSession(t, "sleep", helperOpts{tag: "p", ready: rp}, nil)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := rp.wait(t, "p")["p"]
+			h, err := OpenHandle(ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = h.Signal(sig)
+			h.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := receive(t, sig.String(), ch); st != (ExitStatus{Code: -1, Signal: sig}) {
+				t.Errorf("killed by %v: status %+v", sig, st)
+			}
+		}
+	})
+
+	t.Run("spawn error", func(t *testing.T) {
+		boom := errors.New("boom")
+		pid, ch, err := r.Start(func() (int, error) { return 0, boom })
+		if !errors.Is(err, boom) || pid != 0 || ch != nil {
+			t.Errorf("Start(failing spawn) = %d, %v, %v", pid, ch, err)
+		}
+	})
+
+	// A double-forked process comes back to the subreaper when its parent
+	// exits, and the Reaper reaps it like any child: no zombie stays.
+	t.Run("orphans", func(t *testing.T) {
+		if !subreaper {
+			t.Skip("no child subreaper on this system")
+		}
+		rp := newReadyPipe(t)
+		_, ch, err := r.Start(func() (int, error) {
+			return startSession(t, "middle", helperOpts{args: []string{"sleep", "orphan"}, ready: rp}, nil)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := receive(t, "the middle process", ch); st != (ExitStatus{}) {
+			t.Errorf("middle process: status %+v", st)
+		}
+		orphan := rp.wait(t, "orphan")["orphan"]
+		waitFor(t, "the orphan to be adopted", func() bool {
+			p, err := Stat(orphan.Pid)
+			return err == nil && p.PPid == os.Getpid()
+		})
+		h, err := OpenHandle(orphan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		if err := h.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the orphan to be reaped", func() bool {
+			_, err := Stat(orphan.Pid)
+			return errors.Is(err, ErrNoProcess)
+		})
+		// Several at once, exiting by themselves.
+		for i := range 4 {
+			_, ch, err := r.Start(func() (int, error) {
+				return startSession(t, "middle", helperOpts{args: []string{"exit", strconv.Itoa(i)}}, nil)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			receive(t, "a middle process", ch)
+		}
+		waitNoChildren(t)
+	})
+}

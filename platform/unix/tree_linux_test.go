@@ -1,0 +1,119 @@
+package unix
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const freezerRoot = "/sys/fs/cgroup/freezer"
+
+// requireFreezer skips the test (fails it under CI=true) unless this process
+// can create cgroup v1 freezer groups.
+func requireFreezer(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		skipOrFail(t, "the cgroup v1 freezer test needs root")
+	}
+	var st syscall.Statfs_t
+	const cgroupSuperMagic = 0x27e0eb
+	if err := syscall.Statfs(freezerRoot, &st); err != nil || st.Type != cgroupSuperMagic {
+		skipOrFail(t, fmt.Sprintf("no cgroup v1 freezer hierarchy at %s (statfs: %v)", freezerRoot, err))
+	}
+	if _, err := os.Stat(filepath.Join(freezerRoot, "cgroup.procs")); err != nil {
+		skipOrFail(t, fmt.Sprintf("no cgroup v1 freezer hierarchy at %s: %v", freezerRoot, err))
+	}
+}
+
+// freezer is a cgroup v1 freezer group of the test's own.
+type freezer struct{ dir string }
+
+// newFreezer creates a freezer group, removed when the test ends once the
+// processes moved into it are gone.
+func newFreezer(t *testing.T) *freezer {
+	t.Helper()
+	dir := filepath.Join(freezerRoot, fmt.Sprintf("tether-unix-test-%d-%d", os.Getpid(), time.Now().UnixNano()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		skipOrFail(t, fmt.Sprintf("cannot create a freezer group: %v", err))
+	}
+	t.Cleanup(func() {
+		deadline := time.Now().Add(waitLimit)
+		for {
+			err := syscall.Rmdir(dir)
+			if err == nil || errors.Is(err, syscall.ENOENT) {
+				return
+			}
+			if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+				t.Errorf("removing freezer group %s: %v", dir, err)
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+	return &freezer{dir: dir}
+}
+
+func (f *freezer) add(t *testing.T, pid int) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(f.dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+		t.Fatalf("moving %d into %s: %v", pid, f.dir, err)
+	}
+}
+
+// set writes state (FROZEN or THAWED) and waits until the kernel reports it.
+func (f *freezer) set(t testing.TB, state string) {
+	t.Helper()
+	file := filepath.Join(f.dir, "freezer.state")
+	if err := os.WriteFile(file, []byte(state), 0); err != nil {
+		t.Fatalf("writing %s to %s: %v", state, file, err)
+	}
+	waitFor(t, f.dir+" to be "+state, func() bool {
+		b, err := os.ReadFile(file)
+		return err == nil && strings.TrimSpace(string(b)) == state
+	})
+}
+
+// A frozen process cannot die, even of SIGKILL: Stop must not claim the
+// tree is gone, but say which process is left. Once thawed, it dies and a
+// second Stop succeeds.
+func TestTreeStopFrozen(t *testing.T) {
+	requireFreezer(t)
+	if !isolated(t) {
+		return
+	}
+	r := newTestReaper(t)
+	fz := newFreezer(t)
+	tt := startTree(t, r, "pgrp:sleep:worker")
+	worker := tt.procs["worker"]
+	fz.add(t, worker.Pid)
+	t.Cleanup(func() { fz.set(t, "THAWED") }) // before the tree is killed
+	fz.set(t, "FROZEN")
+
+	rep, err := tt.tree.Stop(100*time.Millisecond, 200*time.Millisecond)
+	var ae *TreeAliveError
+	if !errors.As(err, &ae) {
+		t.Fatalf("Stop of a tree with a frozen member = %+v, %v; want a *TreeAliveError", rep, err)
+	}
+	if len(ae.Left) != 1 || ae.Left[0].Pid != worker.Pid || ae.Left[0].Zombie() {
+		t.Errorf("TreeAliveError.Left = %+v, want the frozen worker %d", ae.Left, worker.Pid)
+	}
+	if !rep.Forced || rep.Killed != 1 || rep.Terminated != 2 {
+		t.Errorf("Stop report %+v, want 2 terminated, 1 killed, forced", rep)
+	}
+	if !Alive(worker) {
+		t.Fatalf("the frozen worker died")
+	}
+
+	fz.set(t, "THAWED")
+	rep, err = tt.tree.Stop(waitLimit, waitLimit)
+	if err != nil {
+		t.Fatalf("second Stop after thawing = %+v, %v", rep, err)
+	}
+	tt.checkGone(t, syscall.SIGTERM)
+}
