@@ -106,6 +106,9 @@ func run(out io.Writer) (err error) {
 		return err
 	}
 	say("   tree gone, private dir removed and lock free after %.1f ms", float64(took.Microseconds())/1000)
+	if line := lastLogLine(e.spec("demo").LogPath, "stopped (owner_lost)"); line != "" {
+		say("   the guardian's log: %s", line)
+	}
 	say("")
 
 	say("3. A new owner starts the identity again.")
@@ -268,6 +271,24 @@ func (e *env) killOwnerAndMeasure(a *ownerAnswer, members []punix.Proc) (time.Du
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
+}
+
+// lastLogLine returns the part after "tether guardian[pid]: " of the
+// last log line containing substr.
+func lastLogLine(path, substr string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var found string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if strings.Contains(line, substr) {
+			if _, after, ok := strings.Cut(line, "]: "); ok {
+				found = after
+			}
+		}
+	}
+	return found
 }
 
 func lockFree(path string) bool {

@@ -458,7 +458,7 @@ func (g *guardian) spawn() *failure {
 		g.agent = p.Ref()
 	}
 	g.agentExit = exit
-	g.tree = &punix.Tree{Leader: g.agent, Root: os.Getpid(), Cgroup: g.cgroup}
+	g.tree = &punix.Tree{Leader: g.agent, Root: os.Getpid(), RootSubreaper: g.subreaper, Cgroup: g.cgroup}
 	return nil
 }
 

@@ -47,7 +47,19 @@ const waitLimit = 10 * time.Second
 // double-forked helpers come back to it (Linux only).
 var subreaper bool
 
+// godebug is GODEBUG as the test process found it; helpers get it back.
+var godebug, haveGodebug = os.LookupEnv("GODEBUG")
+
 func init() {
+	if os.Getenv(helperEnv) == "" {
+		// As in os/exec's tests: an exec.Cmd started but never waited
+		// for panics when the collector finds it.
+		v := "execwait=2"
+		if godebug != "" {
+			v = godebug + "," + v
+		}
+		os.Setenv("GODEBUG", v)
+	}
 	if os.Getenv(helperEnv) == "zombie-leader" {
 		// Called from init, this keeps the main goroutine, and so the
 		// helper, on the main thread, the thread group leader.
@@ -68,6 +80,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	// Give the execwait finalizers their chance.
+	runtime.GC()
+	runtime.GC()
 	if leaked := killLeftovers(); len(leaked) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: %d process(es) outlived the tests and were killed:\n", len(leaked))
 		for _, p := range leaked {
@@ -289,20 +304,35 @@ func spawnHelper(role, tag string, args []string, attr *syscall.SysProcAttr, wai
 
 // helperEnviron is the environment of a helper child.
 func helperEnviron(role, tag string, ready bool) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case helperEnv, tagEnv, readyEnv, isolatedEnv:
-			continue
-		}
-		env = append(env, kv)
-	}
-	env = append(env, helperEnv+"="+role, tagEnv+"="+tag)
+	env := append(childEnviron(), helperEnv+"="+role, tagEnv+"="+tag)
 	if ready {
 		env = append(env, readyEnv+"=1")
 	}
 	return env
+}
+
+// childEnviron is the environment of the test process without the helper
+// settings. It keeps the caller's race detector options but drops the
+// second a race-enabled binary otherwise sleeps at exit, so that helpers
+// exit as promptly under -race as without it.
+func childEnviron() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case helperEnv, tagEnv, readyEnv, isolatedEnv, "GORACE", "GODEBUG":
+			continue
+		}
+		env = append(env, kv)
+	}
+	if haveGodebug {
+		env = append(env, "GODEBUG="+godebug)
+	}
+	race := "atexit_sleep_ms=0"
+	if old := os.Getenv("GORACE"); old != "" {
+		race = old + " " + race
+	}
+	return append(env, "GORACE="+race)
 }
 
 func testExecutable(t testing.TB) string {
@@ -483,6 +513,10 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// afterIsolated run with the pid of an isolated test process once it has
+// ended, to undo what its cleanups could not do if it was killed.
+var afterIsolated []func(t *testing.T, pid int)
+
 // isolated runs the calling test alone in a fresh copy of the test binary
 // and reports whether the caller is that copy. Tests that reap every child
 // (a Reaper) or treat every descendant of the process as theirs (Tree.Root)
@@ -497,11 +531,14 @@ func isolated(t *testing.T) bool {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, testExecutable(t),
 		"-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.count=1", "-test.v", "-test.timeout=60s")
-	cmd.Env = append(os.Environ(), isolatedEnv+"="+t.Name())
+	cmd.Env = append(childEnviron(), isolatedEnv+"="+t.Name())
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
+	for _, undo := range afterIsolated {
+		undo(t, cmd.Process.Pid)
+	}
 	switch {
 	case err != nil:
 		t.Fatalf("%s in a subprocess: %v\n%s", t.Name(), err, out.Bytes())

@@ -63,3 +63,13 @@ func Processes() ([]Proc, error) {
 // FileHolders is not available on macOS without libproc; tether relies on
 // the session scan there.
 func FileHolders(path string) ([]Proc, error) { return nil, nil }
+
+// DescendantProcs returns the processes below root from a scan of the
+// process table.
+func DescendantProcs(root int) ([]Proc, error) {
+	procs, err := Processes()
+	if err != nil {
+		return nil, err
+	}
+	return Descendants(procs, root), nil
+}

@@ -104,3 +104,64 @@ func FileHolders(path string) ([]Proc, error) {
 	}
 	return out, nil
 }
+
+// childrenOf returns the children of pid from the children lists of all
+// its threads (a child belongs to the thread that forked it).
+func childrenOf(pid int) ([]int, error) {
+	base := "/proc/" + strconv.Itoa(pid) + "/task/"
+	d, err := os.Open(base)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	tids, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, tid := range tids {
+		b, err := os.ReadFile(base + tid + "/children")
+		if err != nil {
+			continue
+		}
+		for f := range bytes.FieldsSeq(b) {
+			if c, err := strconv.Atoi(string(f)); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out, nil
+}
+
+// DescendantProcs returns the processes below root by walking the
+// kernel's children lists, touching only the tree instead of the whole
+// process table. Like any walk of /proc it is not atomic: a process being
+// reparented during the walk can be missed, so a subreaper confirms an
+// empty tree by having no children left (see Reaper.ReapNow).
+func DescendantProcs(root int) ([]Proc, error) {
+	var out []Proc
+	seen := map[int]bool{root: true}
+	queue := []int{root}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		kids, err := childrenOf(pid)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range kids {
+			if seen[c] {
+				continue
+			}
+			seen[c] = true
+			if p, err := Stat(c); err == nil {
+				out = append(out, p)
+				queue = append(queue, c)
+			}
+		}
+	}
+	return out, nil
+}

@@ -20,6 +20,10 @@ type Tree struct {
 	// descendants all belong to the tree. Zero when taking over a tree
 	// whose guardian is gone.
 	Root int
+	// RootSubreaper says Root is a child subreaper: every descendant,
+	// even one that left the session, stays below it, so the tree is
+	// found by walking Root's children instead of scanning every process.
+	RootSubreaper bool
 	// Cgroup holds the tree where cgroup containment is in use.
 	Cgroup *Cgroup
 	// Extra are further processes known to belong to the tree, such as
@@ -54,6 +58,36 @@ type StopReport struct {
 // Members returns the live processes of the tree (zombies count as dead),
 // never the calling process itself.
 func (t *Tree) Members() ([]Proc, error) {
+	if t.Root > 0 && t.RootSubreaper {
+		procs, err := DescendantProcs(t.Root)
+		if err != nil {
+			return nil, err
+		}
+		// The cgroup and Extra members are below Root too, unless
+		// something moved them out; look them up one by one.
+		known := make(map[int]bool, len(procs))
+		for _, p := range procs {
+			known[p.Pid] = true
+		}
+		var others []int
+		if t.Cgroup != nil {
+			others, _ = t.Cgroup.Pids()
+		}
+		for _, r := range t.Extra {
+			others = append(others, r.Pid)
+		}
+		for _, pid := range others {
+			if !known[pid] {
+				if p, err := Stat(pid); err == nil {
+					known[pid] = true
+					procs = append(procs, p)
+				}
+			}
+		}
+		sub := *t
+		sub.Leader = Ref{} // every session member is a descendant
+		return sub.members(procs), nil
+	}
 	procs, err := Processes()
 	if err != nil {
 		return nil, err

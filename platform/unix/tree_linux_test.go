@@ -31,6 +31,31 @@ func requireFreezer(t *testing.T) {
 	}
 }
 
+func init() { afterIsolated = append(afterIsolated, thawLeftovers) }
+
+// thawLeftovers thaws, kills and removes the freezer groups that an
+// isolated test process left behind, which it does only when it was killed
+// before its cleanups ran: a frozen process would outlive the tests.
+func thawLeftovers(t *testing.T, pid int) {
+	dirs, _ := filepath.Glob(filepath.Join(freezerRoot, fmt.Sprintf("tether-unix-test-%d-*", pid)))
+	for _, dir := range dirs {
+		t.Errorf("freezer group %s outlived its test process; thawing and killing its processes", dir)
+		_ = os.WriteFile(filepath.Join(dir, "freezer.state"), []byte("THAWED"), 0)
+		b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		for f := range strings.FieldsSeq(string(b)) {
+			// Orphans of the dead test process are the test's own now
+			// and stay unreaped until TestMain: their pids are stable.
+			if pid, err := strconv.Atoi(f); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		deadline := time.Now().Add(waitLimit)
+		for syscall.Rmdir(dir) != nil && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
 // freezer is a cgroup v1 freezer group of the test's own.
 type freezer struct{ dir string }
 
@@ -95,7 +120,7 @@ func TestTreeStopFrozen(t *testing.T) {
 	t.Cleanup(func() { fz.set(t, "THAWED") }) // before the tree is killed
 	fz.set(t, "FROZEN")
 
-	rep, err := tt.tree.Stop(100*time.Millisecond, 200*time.Millisecond)
+	rep, err := tt.tree.Stop(300*time.Millisecond, 200*time.Millisecond)
 	var ae *TreeAliveError
 	if !errors.As(err, &ae) {
 		t.Fatalf("Stop of a tree with a frozen member = %+v, %v; want a *TreeAliveError", rep, err)
@@ -103,8 +128,9 @@ func TestTreeStopFrozen(t *testing.T) {
 	if len(ae.Left) != 1 || ae.Left[0].Pid != worker.Pid || ae.Left[0].Zombie() {
 		t.Errorf("TreeAliveError.Left = %+v, want the frozen worker %d", ae.Left, worker.Pid)
 	}
-	if !rep.Forced || rep.Killed != 1 || rep.Terminated != 2 {
-		t.Errorf("Stop report %+v, want 2 terminated, 1 killed, forced", rep)
+	// The leader dies of SIGTERM, unless it is too slow for the timeout.
+	if !rep.Forced || rep.Killed < 1 || rep.Terminated != 2 {
+		t.Errorf("Stop report %+v, want 2 terminated, the worker killed, forced", rep)
 	}
 	if !Alive(worker) {
 		t.Fatalf("the frozen worker died")

@@ -229,7 +229,9 @@ func TestTreeStopForced(t *testing.T) {
 	r := newTestReaper(t)
 	tt := startTree(t, r, "pgrp:ignore-term:stubborn", "escape:ignore-term:escapee", "child:sleep:polite")
 
-	const timeout = 200 * time.Millisecond
+	// Long enough for the polite members to die of SIGTERM, even on a
+	// loaded machine.
+	const timeout = 500 * time.Millisecond
 	start := time.Now()
 	rep, err := tt.tree.Stop(timeout, waitLimit)
 	took := time.Since(start)
