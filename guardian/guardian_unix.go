@@ -31,9 +31,9 @@ const (
 	requestWait = 30 * time.Second
 	// recordWait bounds the wait for another guardian's record lock.
 	recordWait = 2 * time.Second
-	// killGrace is how long the kernel gets to finish off a tree after
-	// SIGKILL before the tree counts as alive.
-	killGrace = 2 * time.Second
+	// defaultKillGrace is how long the kernel gets to finish off a tree
+	// after SIGKILL before the tree counts as alive.
+	defaultKillGrace = 2 * time.Second
 	// writeWait bounds one write to the owner, so an owner that stopped
 	// reading cannot stall a teardown.
 	writeWait = 2 * time.Second
@@ -132,6 +132,9 @@ func run() int {
 		return 1
 	}
 	g.key = Key(g.req.Identity)
+	if g.req.KillGrace == 0 {
+		g.req.KillGrace = Duration(defaultKillGrace)
+	}
 	if fl := g.openLog(); fl != nil {
 		g.fail(fl)
 		return 1
@@ -338,10 +341,10 @@ func (g *guardian) takeOver(prev *record, lockPath string) *failure {
 		}
 	}
 	g.logf("guardian of %s is gone but its tree holds the lock; stopping that tree", prev.holder())
-	if _, err := tree.Stop(g.req.StopTimeout.d(), killGrace); err != nil {
+	if _, err := tree.Stop(g.req.StopTimeout.d(), g.req.KillGrace.d()); err != nil {
 		return &failure{Code: CodeContention, Message: "the abandoned tree of " + prev.holder().String() + " could not be stopped: " + err.Error(), Holder: prev.holder()}
 	}
-	deadline := time.Now().Add(killGrace)
+	deadline := time.Now().Add(g.req.KillGrace.d())
 	for {
 		err := punix.TryLock(g.lock)
 		if err == nil {
@@ -374,7 +377,7 @@ func (g *guardian) stopLeftover(prev *record) *failure {
 	}
 	if len(ms) > 0 {
 		g.logf("an earlier tree of this identity (session %d) still has %d process(es); stopping them", prev.Agent.Pid, len(ms))
-		if _, err := tree.Stop(g.req.StopTimeout.d(), killGrace); err != nil {
+		if _, err := tree.Stop(g.req.StopTimeout.d(), g.req.KillGrace.d()); err != nil {
 			return &failure{Code: CodeContention, Message: "an earlier tree of this identity could not be stopped: " + err.Error(), Holder: prev.holder()}
 		}
 	}
@@ -538,7 +541,7 @@ func quote(s string) string { return fmt.Sprintf("%q", s) }
 // start leaves no lock, no directory and no process behind.
 func (g *guardian) abort() {
 	if g.tree != nil {
-		if _, err := g.tree.Stop(g.req.StopTimeout.d(), killGrace); err != nil {
+		if _, err := g.tree.Stop(g.req.StopTimeout.d(), g.req.KillGrace.d()); err != nil {
 			g.logf("stopping the agent after a failed start: %v", err)
 		}
 	}
@@ -642,14 +645,14 @@ func toExit(st punix.ExitStatus) Exit {
 func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit) int {
 	begin := time.Now()
 	g.logf("stopping (%s), stop timeout %v", reason, timeout)
-	rep, err := g.tree.Stop(timeout, killGrace)
+	rep, err := g.tree.Stop(timeout, g.req.KillGrace.d())
 	// A scan of /proc is not atomic: a process reparented to the
 	// guardian in the middle of it can be missed. The guardian is a
 	// subreaper, so its having no children at all is the proof that no
 	// descendant is left; a live child means a member was missed.
 	for i := 0; err == nil && g.subreaper && g.reaper.ReapNow() && i < 20; i++ {
 		var more punix.StopReport
-		more, err = g.tree.Stop(timeout, killGrace)
+		more, err = g.tree.Stop(timeout, g.req.KillGrace.d())
 		rep.Terminated += more.Terminated
 		rep.Killed += more.Killed
 		rep.Forced = rep.Forced || more.Forced
@@ -671,14 +674,14 @@ func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit
 		time.Sleep(backoff)
 		backoff = min(2*backoff, retryMax)
 		var more punix.StopReport
-		more, err = g.tree.Stop(0, killGrace)
+		more, err = g.tree.Stop(0, g.req.KillGrace.d())
 		rep.Terminated += more.Terminated
 		rep.Killed += more.Killed
 	}
 	// Members that died as zombies were reparented here; reap them all
 	// before exiting, or they would fall to a parent that may not reap.
-	if !g.reaper.ReapAll(killGrace) {
-		g.logf("children still unreaped after %v", killGrace)
+	if !g.reaper.ReapAll(g.req.KillGrace.d()) {
+		g.logf("children still unreaped after %v", g.req.KillGrace.d())
 	}
 	if exit == nil {
 		select {

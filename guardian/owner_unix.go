@@ -43,7 +43,7 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	}
 	req := &request{
 		Identity: spec.Identity, Profile: spec.Profile, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env,
-		StopTimeout: Duration(spec.StopTimeout), LockDir: spec.LockDir, PrivateRoot: spec.PrivateRoot,
+		StopTimeout: Duration(spec.StopTimeout), KillGrace: Duration(spec.KillGrace), LockDir: spec.LockDir, PrivateRoot: spec.PrivateRoot,
 		LogPath: spec.LogPath, NoCgroup: spec.NoCgroup,
 	}
 	if err := req.validate(); err != nil {

@@ -75,6 +75,7 @@ type request struct {
 	Dir         string   `json:"dir,omitempty"`
 	Env         []string `json:"env,omitempty"`
 	StopTimeout Duration `json:"stop_timeout"`
+	KillGrace   Duration `json:"kill_grace,omitempty"`
 	LockDir     string   `json:"lock_dir"`
 	PrivateRoot string   `json:"private_root"`
 	LogPath     string   `json:"log_path,omitempty"`

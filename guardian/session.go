@@ -55,6 +55,7 @@ type Session struct {
 
 	mu      sync.Mutex
 	final   *Event // the stopped or lost event
+	lastErr error  // the outcome of the latest cleanup_failed, stopped or lost
 	writeMu sync.Mutex
 }
 
@@ -117,6 +118,16 @@ func (s *Session) Stop(ctx context.Context, timeout time.Duration) error {
 	return s.final.Err
 }
 
+// Err returns the outcome of the latest report that carries one: a
+// cleanup failure stays here, through any number of retries, until a
+// newer outcome (a clean stop, or a different failure) replaces it. An
+// agent's exit is not an outcome and replaces nothing.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastErr
+}
+
 // Close drops the owner's end of the tether, which the guardian takes as
 // its owner's death: it tears the tree down. Close does not wait; use
 // Done or Events for that.
@@ -158,6 +169,9 @@ func (s *Session) run(rd *lineReader) {
 		default:
 			continue
 		}
+		if ev.Type != EventExited {
+			s.setErr(ev.Err)
+		}
 		if ev.Type == EventStopped {
 			final = &ev
 			s.finish(final)
@@ -168,9 +182,16 @@ func (s *Session) run(rd *lineReader) {
 	werr := s.proc.Wait()
 	if final == nil {
 		ev := Event{Type: EventLost, Time: time.Now().UTC(), Err: fmt.Errorf("guardian pid %d for %q: %w (%v)", s.proc.Pid(), s.spec.Identity, ErrGuardianLost, werr)}
+		s.setErr(ev.Err)
 		s.finish(&ev)
 		s.events <- ev
 	}
+}
+
+func (s *Session) setErr(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastErr = err
 }
 
 func (s *Session) finish(ev *Event) {

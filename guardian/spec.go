@@ -33,6 +33,10 @@ type Spec struct {
 	Env []string
 	// StopTimeout is how long the tree gets between SIGTERM and SIGKILL.
 	StopTimeout time.Duration
+	// KillGrace is how long the kernel gets to finish a tree off after
+	// SIGKILL before the tree counts as alive and the cleanup as failed;
+	// zero means 2 s.
+	KillGrace time.Duration
 	// LockDir holds the per-user lock files (shared by every profile).
 	LockDir string
 	// PrivateRoot is where the private directory is created.
@@ -90,6 +94,9 @@ func (r *request) validate() error {
 		if strings.IndexByte(e, 0) >= 0 || !strings.Contains(e, "=") {
 			return fmt.Errorf("env[%d] is not KEY=VALUE without NUL bytes", i)
 		}
+	}
+	if r.KillGrace < 0 {
+		return fmt.Errorf("kill_grace %v: must not be negative", time.Duration(r.KillGrace))
 	}
 	if r.StopTimeout <= 0 {
 		return fmt.Errorf("stop_timeout %v: must be positive", time.Duration(r.StopTimeout))

@@ -86,7 +86,7 @@ func TestMain(m *testing.M) {
 	if leaked := killLeftovers(); len(leaked) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: %d process(es) outlived the tests and were killed:\n", len(leaked))
 		for _, p := range leaked {
-			fmt.Fprintf(os.Stderr, "\tpid %d (ppid %d, state %c): %s\n", p.Pid, p.PPid, p.State, cmdline(p.Pid))
+			fmt.Fprintf(os.Stderr, "\tpid %d (ppid %d, state %c): %s\n", p.Pid, p.PPid, p.State, p.cmdline)
 		}
 		code = 1
 	}
@@ -100,10 +100,10 @@ func TestMain(m *testing.M) {
 // killLeftovers kills every live descendant of the test process, reaps
 // every zombie child, and returns the live ones it found: each is a leak.
 // It runs after all tests, when nothing else waits for children.
-func killLeftovers() []Proc {
+func killLeftovers() []leak {
 	self := os.Getpid()
 	seen := make(map[Ref]bool)
-	var leaked []Proc
+	var leaked []leak
 	deadline := time.Now().Add(waitLimit)
 	for {
 		for {
@@ -128,7 +128,7 @@ func killLeftovers() []Proc {
 			}
 			if !seen[p.Ref()] {
 				seen[p.Ref()] = true
-				leaked = append(leaked, p)
+				leaked = append(leaked, leak{p, cmdline(p.Pid)})
 			}
 			if h, err := OpenHandle(p.Ref()); err == nil {
 				_ = h.Signal(syscall.SIGKILL)
@@ -142,9 +142,23 @@ func killLeftovers() []Proc {
 	}
 }
 
+type leak struct {
+	Proc
+	cmdline string
+}
+
+// cmdline describes a process by its arguments and, for a helper, its role.
 func cmdline(pid int) string {
-	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+	dir := "/proc/" + strconv.Itoa(pid)
+	b, _ := os.ReadFile(dir + "/cmdline")
+	s := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+	env, _ := os.ReadFile(dir + "/environ")
+	for kv := range strings.SplitSeq(string(env), "\x00") {
+		if role, ok := strings.CutPrefix(kv, helperEnv+"="); ok {
+			s += " (helper " + role + ")"
+		}
+	}
+	return s
 }
 
 // runHelper plays one helper role and returns the exit code.

@@ -111,15 +111,15 @@ func childrenOf(pid int) ([]int, error) {
 	base := "/proc/" + strconv.Itoa(pid) + "/task/"
 	d, err := os.Open(base)
 	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, nil
-		}
-		return nil, err
+		// Gone, or not ours to read: either way it has no children
+		// we could act on.
+		return nil, nil
 	}
 	tids, err := d.Readdirnames(-1)
 	d.Close()
 	if err != nil {
-		return nil, err
+		// The process exited while its directory was open.
+		return nil, nil
 	}
 	var out []int
 	for _, tid := range tids {
