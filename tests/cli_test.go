@@ -1,0 +1,114 @@
+// Package tests holds end-to-end tests that build the real tether binary
+// and drive it through its command-line contract.
+package tests
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+var tether string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tether-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	tether = filepath.Join(dir, "tether")
+	build := exec.Command("go", "build", "-o", tether, "github.com/tether-dev/tether")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building tether:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func run(t *testing.T, timeout time.Duration, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(tether, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Env = append(os.Environ(), "DISPLAY=", "WAYLAND_DISPLAY=")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("tether %v did not finish within %v\nstdout:\n%s\nstderr:\n%s", args, timeout, out.String(), errb.String())
+	}
+	return result{cmd.ProcessState.ExitCode(), out.String(), errb.String()}
+}
+
+func TestDemoRunsAndCleansUp(t *testing.T) {
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+		t.Skip("the demo needs the Unix guardian")
+	}
+	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "tether-demo-*"))
+	r := run(t, 60*time.Second, "demo")
+	if r.code != 0 {
+		t.Fatalf("demo exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		"escapee in its own session",
+		"worker in its own process group",
+		"tree gone, private dir removed and lock free after",
+		`refused, code "contention"`,
+		"ok: one identity ran exactly once",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	after, _ := filepath.Glob(filepath.Join(os.TempDir(), "tether-demo-*"))
+	if len(after) > len(before) {
+		t.Errorf("demo left its directory behind: %v", after)
+	}
+}
+
+func TestCommandLineContract(t *testing.T) {
+	for _, c := range []struct {
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{[]string{"version"}, 0, "tether ", ""},
+		{[]string{"--profile", "work", "version"}, 0, "tether ", ""},
+		{[]string{"--config=/nonexistent.yaml", "version"}, 0, "tether ", ""},
+		{[]string{}, 0, "usage: tether", ""},
+		{[]string{"guardian"}, 2, "", "not meant to be run by hand"},
+		{[]string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
+		{[]string{"--profile"}, 2, "", "--profile needs a value"},
+		{[]string{"status"}, 2, "", "not built yet"},
+		{[]string{"service", "run"}, 2, "", "not built yet"},
+		{[]string{"tray"}, 2, "", "not built yet"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			r := run(t, 10*time.Second, c.args...)
+			if r.code != c.code || !strings.Contains(r.stdout, c.stdout) || !strings.Contains(r.stderr, c.stderr) {
+				t.Fatalf("exit %d (want %d)\nstdout %q (want %q)\nstderr %q (want %q)", r.code, c.code, r.stdout, c.stdout, r.stderr, c.stderr)
+			}
+		})
+	}
+}
