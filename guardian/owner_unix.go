@@ -107,23 +107,27 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 		conn.Close()
 		go func() { _ = proc.Wait(); close(s.done) }()
 	}
-	if err := s.write(message{Type: msgStart, Version: ProtocolVersion, Start: req}); err != nil {
-		reapLater()
-		return nil, &StartError{Identity: spec.Identity, handshake: fmt.Errorf("sending the start request: %w", err)}
-	}
-	rd := newLineReader(conn)
-	m, err := handshake(ctx, conn, rd, spec.HandshakeTimeout)
-	if err != nil {
-		// Closing the tether tells the guardian its owner is gone: it
-		// undoes whatever it had done, then exits and is reaped.
+	// A handshake failure closes the tether, which tells the guardian its
+	// owner is gone: it undoes whatever it had done, then exits and is
+	// reaped. A guardian that is exiting anyway is given a moment, so its
+	// stderr can explain the failure.
+	handshakeFailed := func(err error) *StartError {
 		reapLater()
 		se := &StartError{Identity: spec.Identity, handshake: err}
 		select {
 		case <-s.done:
 			se.Stderr = stderr.String()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(500 * time.Millisecond):
 		}
-		return nil, se
+		return se
+	}
+	if err := s.write(message{Type: msgStart, Version: ProtocolVersion, Start: req}); err != nil {
+		return nil, handshakeFailed(fmt.Errorf("sending the start request: %w", err))
+	}
+	rd := newLineReader(conn)
+	m, err := handshake(ctx, conn, rd, spec.HandshakeTimeout)
+	if err != nil {
+		return nil, handshakeFailed(err)
 	}
 	switch {
 	case m.Type == msgReady && m.Ready != nil:
