@@ -76,7 +76,9 @@ func runHelper(args []string) int {
 			child = "closer"
 		}
 		spawnSelf(child, &syscall.SysProcAttr{Setpgid: true}, true)
-		spawnSelf("escape-"+child, nil, true)
+		// The middle of the double fork exits at once; reap it before
+		// announcing, so it is not a zombie that outlives the test.
+		runSelf("escape-" + child)
 		announce("leader")
 		<-term
 		return 0
@@ -114,6 +116,15 @@ func runHelper(args []string) int {
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper role", role)
 	return 2
+}
+
+func runSelf(role string) {
+	cmd := exec.Command(os.Args[0], "helper", role)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		os.Exit(3)
+	}
 }
 
 func spawnSelf(role string, attr *syscall.SysProcAttr, wait bool) {

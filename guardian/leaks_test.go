@@ -47,9 +47,18 @@ func checkNoLeaks(t *testing.T) {
 			}
 			if time.Now().After(deadline) {
 				t.Errorf("left behind: unreaped children %v, live children %v", zombies, children)
+				// Clear them, so one failure does not fail every
+				// test after it.
 				for _, pid := range children {
 					_ = syscall.Kill(pid, syscall.SIGKILL)
+					expectAdopted(pid)
 				}
+				for _, p := range procs {
+					if p.PPid == os.Getpid() && p.Zombie() {
+						expectAdopted(p.Pid)
+					}
+				}
+				reapAdopted()
 				break
 			}
 			time.Sleep(time.Millisecond)
