@@ -96,11 +96,19 @@ func (p *proc) reapWithin(d time.Duration) error {
 // close releases the pidfd.
 func (p *proc) close() { unix.Close(p.fd) }
 
-// exitedAll reports whether every process in fds (pidfds polled for
-// POLLIN) has exited, in one poll(2).
-func exitedAll(fds []unix.PollFd) bool {
-	n, err := unix.Poll(fds, 0)
-	return err == nil && n == len(fds)
+// stillAlive returns the pidfds in fds (polled for POLLIN) whose process
+// has not exited, in one poll(2).
+func stillAlive(fds []unix.PollFd) []unix.PollFd {
+	if _, err := unix.Poll(fds, 0); err != nil {
+		return fds
+	}
+	var out []unix.PollFd
+	for _, f := range fds {
+		if f.Revents == 0 {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // comm returns the command name of pid, or "?" when it is gone.

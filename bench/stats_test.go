@@ -1,16 +1,17 @@
 package bench
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"testing"
 	"time"
 )
 
-// quantile returns the nearest-rank q-quantile (0 < q <= 1) of ds, which
+// quantile returns the nearest-rank q-quantile (0 < q <= 1) of xs, which
 // must not be empty.
-func quantile(ds []time.Duration, q float64) time.Duration {
-	s := slices.Clone(ds)
+func quantile[T cmp.Ordered](xs []T, q float64) T {
+	s := slices.Clone(xs)
 	slices.Sort(s)
 	rank := int(math.Ceil(q * float64(len(s))))
 	return s[min(max(rank, 1), len(s))-1]
@@ -32,6 +33,7 @@ func reportDurations(b *testing.B, prefix string, ds []time.Duration) {
 // checkTarget logs a missed target; the benchmarks measure, they do not
 // fail on a slow machine.
 func checkTarget(b *testing.B, what string, got, limit float64, unit string) {
+	b.Helper()
 	if got > limit {
 		b.Logf("target missed: %s is %.2f %s, target <= %.2f %s", what, got, unit, limit, unit)
 	}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -66,7 +65,7 @@ func tetherPresent() bool {
 }
 
 type guardian struct {
-	conn  net.Conn
+	conn  *os.File
 	outMu sync.Mutex
 
 	req    request
@@ -97,9 +96,7 @@ func run() int {
 
 	// The agent must never inherit the tether (I6).
 	sys.CloseOnExec(tetherFD)
-	f := os.NewFile(tetherFD, "tether")
-	conn, err := net.FileConn(f)
-	f.Close()
+	conn, err := punix.Pollable(tetherFD, "tether")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tether guardian: descriptor %d: %v\n", tetherFD, err)
 		return 1

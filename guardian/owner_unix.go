@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"sync"
@@ -53,15 +52,9 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	// Both ends are close-on-exec from birth, so no other
 	// child spawned concurrently can inherit them (I6); os/exec dups the
 	// guardian's end to descriptor 3 for this one child only.
-	ownerEnd, guardEnd, err := punix.SocketPair()
+	conn, guardEnd, err := punix.SocketPair()
 	if err != nil {
 		return nil, &StartError{Identity: spec.Identity, Code: CodeInternal, Message: err.Error()}
-	}
-	conn, err := net.FileConn(ownerEnd)
-	ownerEnd.Close()
-	if err != nil {
-		guardEnd.Close()
-		return nil, &StartError{Identity: spec.Identity, Code: CodeInternal, Message: "tether: " + err.Error()}
 	}
 
 	stderrR, stderrW, err := os.Pipe()

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
+	"os"
 	"sync"
 	"time"
 )
@@ -46,7 +46,7 @@ type Event struct {
 type Session struct {
 	spec  Spec
 	ready Ready
-	conn  net.Conn
+	conn  *os.File
 	proc  guardianProcess
 
 	events  chan Event
@@ -204,7 +204,7 @@ func (s *Session) finish(ev *Event) {
 }
 
 // handshake reads the guardian's first answer.
-func handshake(ctx context.Context, conn net.Conn, rd *lineReader, timeout time.Duration) (message, error) {
+func handshake(ctx context.Context, conn *os.File, rd *lineReader, timeout time.Duration) (message, error) {
 	_ = conn.SetReadDeadline(time.Now().Add(timeout))
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
@@ -216,8 +216,7 @@ func handshake(ctx context.Context, conn net.Conn, rd *lineReader, timeout time.
 		if errors.Is(err, io.EOF) {
 			return m, errors.New("guardian exited before answering")
 		}
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return m, fmt.Errorf("no answer within %v", timeout)
 		}
 		return m, err

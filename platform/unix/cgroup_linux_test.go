@@ -207,8 +207,8 @@ func TestTreeStopCgroup(t *testing.T) {
 	// The cgroup alone names the tree.
 	tree := &Tree{Cgroup: cg}
 	rep, err := tree.Stop(100*time.Millisecond, waitLimit)
-	if err != nil || !rep.Forced || rep.Terminated != 2 {
-		t.Fatalf("Stop = %+v, %v; want forced, 2 terminated", rep, err)
+	if err != nil || !rep.Forced || rep.Terminated != 2 || rep.Killed < 1 {
+		t.Fatalf("Stop = %+v, %v; want forced, 2 terminated, the stubborn one killed", rep, err)
 	}
 	for tag, r := range procs {
 		reapPid(t, r)
@@ -218,5 +218,38 @@ func TestTreeStopCgroup(t *testing.T) {
 	}
 	if pids := sortedPids(t, cg); len(pids) != 0 {
 		t.Errorf("cgroup still has %v", pids)
+	}
+}
+
+// A member outside the cgroup, here one the tree names in Extra (a holder
+// of its lock, say), is not reached by cgroup.kill: Stop must SIGKILL it
+// itself, not merely stop it and report the tree alive.
+func TestTreeStopCgroupMemberOutside(t *testing.T) {
+	cg := newTestCgroup(t)
+	rp := newReadyPipe(t)
+	if _, err := startSession(t, "leader", helperOpts{tag: "inside", args: []string{"pgrp:ignore-term:stubborn"}, ready: rp}, cg); err != nil {
+		t.Fatal(err)
+	}
+	startHelper(t, "ignore-term", helperOpts{tag: "outside", ready: rp, attr: &syscall.SysProcAttr{Setsid: true}})
+	procs := rp.wait(t, "inside", "stubborn", "outside")
+	outside := procs["outside"]
+	if got := cgroupOf(t, outside.Pid); got == cg.Path {
+		t.Fatalf("the outside helper is in the tree's cgroup")
+	}
+
+	tree := &Tree{Cgroup: cg, Extra: []Ref{outside}}
+	rep, err := tree.Stop(100*time.Millisecond, time.Second)
+	if err != nil {
+		p, _ := Stat(outside.Pid)
+		t.Errorf("Stop = %+v, %v; the member outside the cgroup is left in state %c", rep, err, p.State)
+	}
+	if Alive(outside) {
+		t.Errorf("the member outside the cgroup survived Stop")
+	}
+	if !rep.Forced || rep.Killed < 2 {
+		t.Errorf("Stop report %+v, want forced with the two stubborn members killed", rep)
+	}
+	for _, tag := range []string{"inside", "stubborn"} { // the other is exec's to wait for
+		reapPid(t, procs[tag])
 	}
 }

@@ -40,6 +40,11 @@ func (h *Handle) Ref() Ref { return h.ref }
 // Signal sends sig to the process. A process that has exited yields
 // ErrNoProcess.
 func (h *Handle) Signal(sig syscall.Signal) error {
+	// The kernel accepts signals for a zombie; a readable pidfd means
+	// the process has exited.
+	if n, _ := unix.Poll([]unix.PollFd{{Fd: int32(h.fd), Events: unix.POLLIN}}, 0); n > 0 {
+		return ErrNoProcess
+	}
 	err := unix.PidfdSendSignal(h.fd, sig, nil, 0)
 	if errors.Is(err, unix.ESRCH) {
 		return ErrNoProcess

@@ -59,6 +59,8 @@ func openNoFollow(path string, flags int, perm uint32) (int, error) {
 			continue
 		case errors.Is(err, unix.ELOOP), errors.Is(err, unix.EMLINK) && isSymlink(path):
 			return -1, &os.PathError{Op: "open", Path: path, Err: ErrLockSymlink}
+		case errors.Is(err, unix.EISDIR):
+			return -1, &UnsafeFileError{Path: path, Reason: "is a directory"}
 		default:
 			return -1, &os.PathError{Op: "open", Path: path, Err: err}
 		}

@@ -16,10 +16,16 @@ type Proc struct {
 	Sid   int
 	State byte   // 'R', 'S', 'D', 'T', 'Z', ...; 'Z' is a zombie
 	Start uint64 // start time in platform units; with Pid, names one process forever
+	// threads is the number of threads, where the platform says. A
+	// process whose main thread exited while others run shows state Z
+	// with more than one thread: it is not a zombie.
+	threads int
 }
 
 // Zombie reports whether the process has exited and only waits to be reaped.
-func (p Proc) Zombie() bool { return p.State == 'Z' || p.State == 'X' }
+func (p Proc) Zombie() bool {
+	return p.State == 'X' || p.State == 'Z' && p.threads <= 1
+}
 
 // Ref names a process across PID reuse: a PID together with its start time.
 type Ref struct {

@@ -40,7 +40,8 @@ func parseStat(pid int, b []byte) (Proc, error) {
 	if err != nil {
 		return Proc{}, fmt.Errorf("/proc/%d/stat: malformed start time", pid)
 	}
-	return Proc{Pid: pid, State: f[0][0], PPid: num(1), Pgid: num(2), Sid: num(3), Start: start}, nil
+	// f[17] is field 20, num_threads.
+	return Proc{Pid: pid, State: f[0][0], PPid: num(1), Pgid: num(2), Sid: num(3), Start: start, threads: num(17)}, nil
 }
 
 // Processes scans the process table. Processes that exit during the scan
@@ -141,7 +142,46 @@ func childrenOf(pid int) ([]int, error) {
 // process table. Like any walk of /proc it is not atomic: a process being
 // reparented during the walk can be missed, so a subreaper confirms an
 // empty tree by having no children left (see Reaper.ReapNow).
+//
+// A dying process's children move between its threads' lists and then to
+// the subreaper, so one walk can miss them; the walk is repeated until two
+// in a row agree.
 func DescendantProcs(root int) ([]Proc, error) {
+	prev, err := walkDescendants(root)
+	if err != nil {
+		return nil, err
+	}
+	for range 10 {
+		cur, err := walkDescendants(root)
+		if err != nil {
+			return nil, err
+		}
+		if sameRefs(prev, cur) {
+			return cur, nil
+		}
+		prev = cur
+	}
+	return prev, nil
+}
+
+func sameRefs(a, b []Proc) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	in := make(map[Ref]bool, len(a))
+	for _, p := range a {
+		in[p.Ref()] = true
+	}
+	for _, p := range b {
+		if !in[p.Ref()] {
+			return false
+		}
+	}
+	return true
+}
+
+// walkDescendants walks the kernel's children lists below root once.
+func walkDescendants(root int) ([]Proc, error) {
 	var out []Proc
 	seen := map[int]bool{root: true}
 	queue := []int{root}

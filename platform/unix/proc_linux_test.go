@@ -214,3 +214,68 @@ func TestZombieLeaderIsAlive(t *testing.T) {
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 }
+
+// DescendantProcs walks the kernel's children lists (of every thread: a Go
+// program forks from any of its threads) and finds what a scan of the
+// whole process table finds.
+func TestDescendantProcs(t *testing.T) {
+	rp := newReadyPipe(t)
+	startHelper(t, "leader", helperOpts{tag: "leader", ready: rp, attr: &syscall.SysProcAttr{Setsid: true},
+		args: []string{"child:sleep:a", "pgrp:leader:b", "escape:sleep:escapee"}})
+	procs := rp.wait(t, "leader", "a", "b", "escapee")
+	for _, tag := range []string{"a", "b", "escapee"} { // the leader is exec's to wait for
+		t.Cleanup(func() { killAndReap(t, procs[tag]) })
+	}
+	escapee := procs["escapee"]
+	waitFor(t, "the escapee to be adopted", func() bool {
+		p, err := Stat(escapee.Pid)
+		return err == nil && p.PPid == os.Getpid()
+	})
+	pidsOf := func(ps []Proc) []int {
+		var out []int
+		for _, p := range ps {
+			if !p.Zombie() {
+				out = append(out, p.Pid)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	leader := procs["leader"].Pid
+	walked, err := DescendantProcs(leader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := Processes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int{procs["a"].Pid, procs["b"].Pid}
+	slices.Sort(want)
+	if got := pidsOf(walked); !slices.Equal(got, want) {
+		t.Errorf("DescendantProcs(leader) = %v, want %v", got, want)
+	}
+	if got, scanned := pidsOf(walked), pidsOf(Descendants(all, leader)); !slices.Equal(got, scanned) {
+		t.Errorf("DescendantProcs(leader) = %v, the scan finds %v", got, scanned)
+	}
+	for _, p := range walked {
+		if p.Zombie() {
+			continue // the exited middle process, reaped any moment now
+		}
+		if st, err := Stat(p.Pid); err != nil || st.Ref() != p.Ref() || st.PPid != p.PPid {
+			t.Errorf("DescendantProcs gave %+v, Stat says %+v, %v", p, st, err)
+		}
+	}
+	self, err := DescendantProcs(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tag, r := range procs {
+		if !slices.Contains(pidsOf(self), r.Pid) {
+			t.Errorf("DescendantProcs(self) = %v lacks %s (%d)", pidsOf(self), tag, r.Pid)
+		}
+	}
+	if got, err := DescendantProcs(1 << 30); err != nil || len(got) != 0 {
+		t.Errorf("DescendantProcs(nonexistent) = %v, %v; want none", got, err)
+	}
+}

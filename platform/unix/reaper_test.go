@@ -127,14 +127,7 @@ func TestReaper(t *testing.T) {
 
 	t.Run("signalled", func(t *testing.T) {
 		for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
-			rp := newReadyPipe(t)
-			_, ch, err := r.Start(func() (int, error) {
-				return startSession(t, "sleep", helperOpts{tag: "p", ready: rp}, nil)
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ref := rp.wait(t, "p")["p"]
+			ref, ch := startSleeper(t, r)
 			h, err := OpenHandle(ref)
 			if err != nil {
 				t.Fatal(err)
@@ -147,6 +140,40 @@ func TestReaper(t *testing.T) {
 			if st := receive(t, sig.String(), ch); st != (ExitStatus{Code: -1, Signal: sig}) {
 				t.Errorf("killed by %v: status %+v", sig, st)
 			}
+		}
+	})
+
+	// ReapNow and ReapAll say whether a child is left; the kernel's answer
+	// covers every descendant of a subreaper.
+	t.Run("children left", func(t *testing.T) {
+		waitNoChildren(t)
+		if r.ReapNow() {
+			t.Errorf("ReapNow() = true with no child")
+		}
+		if !r.ReapAll(0) {
+			t.Errorf("ReapAll(0) = false with no child")
+		}
+		ref, ch := startSleeper(t, r)
+		if !r.ReapNow() {
+			t.Errorf("ReapNow() = false with a live child")
+		}
+		start := time.Now()
+		if r.ReapAll(50 * time.Millisecond) {
+			t.Errorf("ReapAll = true with a live child")
+		}
+		if took := time.Since(start); took < 50*time.Millisecond {
+			t.Errorf("ReapAll gave up after %v, before 50ms", took)
+		}
+		h := openHandle(t, ref)
+		if err := h.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		if !r.ReapAll(waitLimit) {
+			t.Errorf("ReapAll = false after the only child was killed")
+		}
+		// Whoever reaped it, the status reached its waiter.
+		if st := receive(t, "the killed child", ch); st != (ExitStatus{Code: -1, Signal: syscall.SIGKILL}) {
+			t.Errorf("status %+v, want killed by SIGKILL", st)
 		}
 	})
 
@@ -203,4 +230,17 @@ func TestReaper(t *testing.T) {
 		}
 		waitNoChildren(t)
 	})
+}
+
+// startSleeper starts a sleeping helper through r and waits until it runs.
+func startSleeper(t *testing.T, r *Reaper) (Ref, <-chan ExitStatus) {
+	t.Helper()
+	rp := newReadyPipe(t)
+	_, ch, err := r.Start(func() (int, error) {
+		return startSession(t, "sleep", helperOpts{tag: "p", ready: rp}, nil)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rp.wait(t, "p")["p"], ch
 }

@@ -9,7 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// SocketPair returns a connected pair of stream sockets, both close-on-exec.
+// SocketPair returns a connected pair of stream sockets, both close-on-exec;
+// the first end is non-blocking and served by the runtime's poller.
 // Without SOCK_CLOEXEC, holding syscall.ForkLock across creation and
 // marking keeps a concurrent fork+exec from inheriting either end.
 func SocketPair() (*os.File, *os.File, error) {
@@ -21,5 +22,5 @@ func SocketPair() (*os.File, *os.File, error) {
 	}
 	unix.CloseOnExec(fds[0])
 	unix.CloseOnExec(fds[1])
-	return os.NewFile(uintptr(fds[0]), "socketpair-0"), os.NewFile(uintptr(fds[1]), "socketpair-1"), nil
+	return pair(fds)
 }

@@ -4,6 +4,7 @@ package unix
 
 import (
 	"os"
+	"runtime"
 	"syscall"
 )
 
@@ -28,19 +29,24 @@ type SpawnSpec struct {
 // controlling terminal and no signal meant for its parent's terminal or
 // process group reaches it, and returns its pid. The caller must reap it
 // (see Reaper).
+//
+// It uses syscall.ForkExec rather than os.StartProcess: the process is
+// reaped by pid, so os.Process would add nothing but, on the first spawn
+// of a process, a probe for pidfd support that costs a fork of its own.
 func StartSession(s SpawnSpec) (int, error) {
 	attr := &syscall.SysProcAttr{Setsid: true}
 	if err := s.Cgroup.apply(attr); err != nil {
 		return 0, err
 	}
 	files := append([]*os.File{s.Stdin, s.Stdout, s.Stderr}, s.Extra...)
-	p, err := os.StartProcess(s.Path, s.Argv, &os.ProcAttr{Dir: s.Dir, Env: s.Env, Files: files, Sys: attr})
-	if err != nil {
-		return 0, err
+	fds := make([]uintptr, len(files))
+	for i, f := range files {
+		fds[i] = f.Fd()
 	}
-	pid := p.Pid
-	// Release drops os.Process's own handle; the Reaper collects the
-	// status by pid.
-	_ = p.Release()
+	pid, err := syscall.ForkExec(s.Path, s.Argv, &syscall.ProcAttr{Dir: s.Dir, Env: s.Env, Files: fds, Sys: attr})
+	runtime.KeepAlive(files)
+	if err != nil {
+		return 0, &os.PathError{Op: "fork/exec", Path: s.Path, Err: err}
+	}
 	return pid, nil
 }

@@ -173,11 +173,13 @@ func (t *Tree) Stop(timeout, grace time.Duration) (StopReport, error) {
 				hs.signal(p, syscall.SIGCONT)
 			}
 		}
-		left := time.Until(deadline)
-		if left <= 0 {
+		if !time.Now().Before(deadline) {
 			break
 		}
-		if err := waitAny(hs.of(ms), left); err != nil {
+		// Wait for everyone signalled, not just the first, before
+		// scanning again: a polite tree then costs one more scan, not
+		// one per member.
+		if err := waitAll(hs.of(ms), deadline); err != nil {
 			return rep, err
 		}
 	}
@@ -194,17 +196,15 @@ func (t *Tree) Stop(timeout, grace time.Duration) (StopReport, error) {
 		}
 	}
 	if t.Cgroup != nil {
-		// cgroup.kill is safe against concurrent forks; count what it
-		// kills first.
+		// cgroup.kill is safe against concurrent forks. Members outside
+		// the cgroup (or all of them, if the write fails) still get a
+		// SIGKILL of their own.
 		ms, err := t.Members()
 		if err != nil {
 			return rep, err
 		}
-		for _, p := range ms {
-			killed[p.Ref()] = true
-		}
-		rep.Killed += len(ms)
 		_ = t.Cgroup.Kill()
+		kill(ms)
 	}
 	// Freeze first so nothing forks between the scan and the kill.
 	stopped := make(map[Ref]bool)
@@ -243,6 +243,28 @@ func (t *Tree) Stop(timeout, grace time.Duration) (StopReport, error) {
 			return rep, err
 		}
 	}
+}
+
+// waitAll waits until every one of hs has exited or the deadline passes.
+func waitAll(hs []*Handle, deadline time.Time) error {
+	if len(hs) == 0 {
+		time.Sleep(min(time.Until(deadline), time.Millisecond))
+		return nil
+	}
+	for len(hs) > 0 {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil
+		}
+		done, err := WaitExit(hs, left)
+		if err != nil {
+			return err
+		}
+		for i := len(done) - 1; i >= 0; i-- {
+			hs = append(hs[:done[i]], hs[done[i]+1:]...)
+		}
+	}
+	return nil
 }
 
 // waitAny waits for one of hs to exit. When none of the members could be

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -142,4 +145,71 @@ func TestTreeStopFrozen(t *testing.T) {
 		t.Fatalf("second Stop after thawing = %+v, %v", rep, err)
 	}
 	tt.checkGone(t, syscall.SIGTERM)
+}
+
+// While a member dies, its children move to the subreaper (Root). A walk of
+// Root's children lists that reads Root's list before the move and the dying
+// member's list after it sees neither copy. Members must not lose a live
+// process that way, nor Stop call the tree empty while it runs.
+func TestTreeMembersDuringReparent(t *testing.T) {
+	if !subreaper {
+		t.Skip("no child subreaper")
+	}
+	if !isolated(t) {
+		return
+	}
+	r := newTestReaper(t)
+	misses := 0
+	// A round catches the race about one time in three.
+	for round := 0; round < 20 && misses == 0; round++ {
+		tt := startTree(t, r, "child:sleep:w1", "child:sleep:w2", "child:sleep:w3")
+		tree := &Tree{Leader: tt.procs["leader"], Root: os.Getpid(), RootSubreaper: true}
+		workers := []Ref{tt.procs["w1"], tt.procs["w2"], tt.procs["w3"]}
+
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		missed := make(chan []int, 2)
+		for range 2 {
+			wg.Go(func() {
+				var lost []int
+				for !stop.Load() {
+					ms, err := tree.Members()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					for _, w := range workers {
+						if !slices.ContainsFunc(ms, func(p Proc) bool { return p.Pid == w.Pid }) {
+							lost = append(lost, w.Pid)
+						}
+					}
+				}
+				missed <- lost
+			})
+		}
+		h := openHandle(t, tt.procs["leader"])
+		if err := h.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the workers to be adopted", func() bool {
+			for _, w := range workers {
+				if p, err := Stat(w.Pid); err != nil || p.PPid != os.Getpid() {
+					return false
+				}
+			}
+			return true
+		})
+		stop.Store(true)
+		wg.Wait()
+		close(missed)
+		for lost := range missed {
+			for _, pid := range lost {
+				t.Errorf("round %d: Members() missed the live worker %d while its parent died", round, pid)
+				misses++
+			}
+		}
+		if _, err := tt.tree.Stop(0, waitLimit); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

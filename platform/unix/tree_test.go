@@ -111,6 +111,9 @@ func startTree(t *testing.T, r *Reaper, children ...string) *testTree {
 		}
 	}
 	tt := &testTree{procs: rp.wait(t, tags...), exit: exit}
+	// As a guardian builds it, but found by a scan of every process: the
+	// walk of the subreaper's children (RootSubreaper) can lose a process
+	// while its parent dies, as TestTreeMembersDuringReparent shows.
 	tt.tree = &Tree{Leader: tt.procs["leader"], Root: os.Getpid()}
 	t.Cleanup(func() {
 		if _, err := tt.tree.Stop(0, waitLimit); err != nil {
@@ -199,6 +202,12 @@ func TestTreeStopPolite(t *testing.T) {
 		ms, _ := sessionOnly.Members()
 		if len(ms) != 2 {
 			t.Errorf("session members = %+v, want leader and worker", ms)
+		}
+		// Walking the subreaper's children finds the same, as long as
+		// nothing dies meanwhile.
+		walk := &testTree{tree: &Tree{Leader: tt.tree.Leader, Root: os.Getpid(), RootSubreaper: true}}
+		if got, want := walk.members(t), tt.pids("leader", "worker", "escapee"); !slices.Equal(got, want) {
+			t.Errorf("Members() by walking the subreaper's children = %v, want %v", got, want)
 		}
 	}
 
