@@ -1,0 +1,123 @@
+package api
+
+import (
+	"fmt"
+	"time"
+)
+
+// Version is the path prefix of this API: every path starts with it.
+const Version = "/localapi/v0"
+
+// Agent states, as in the command-line contract.
+const (
+	StateStopped       = "stopped"
+	StateStarting      = "starting"
+	StateRunning       = "running"
+	StateStopping      = "stopping"
+	StateBackoff       = "backoff"
+	StateFailed        = "failed"
+	StateCleanupFailed = "cleanup_failed"
+)
+
+// Error codes. Each maps to one exit code of the command line.
+const (
+	CodeNotFound      = "not_found"      // no agent with that id
+	CodeBadRequest    = "bad_request"    // malformed request
+	CodeContention    = "contention"     // the identity is held elsewhere
+	CodeCleanupFailed = "cleanup_failed" // a stop could not be confirmed
+	CodeSpawn         = "spawn"          // the agent could not be started
+	CodeConfig        = "config"         // the config is invalid
+	CodeState         = "state"          // the durable state file is unusable
+	CodeForbidden     = "forbidden"      // not the service's user, or a browser
+	CodeInternal      = "internal"
+)
+
+// Error is a typed failure, in a response body or attached to an agent.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
+
+// Agent is one row of the status.
+type Agent struct {
+	ID          string    `json:"id"`
+	Identity    string    `json:"identity"`
+	State       string    `json:"state"`
+	Enabled     bool      `json:"enabled"`
+	PID         int       `json:"pid"`
+	GuardianPID int       `json:"guardian_pid"`
+	Since       time.Time `json:"since"`
+	Restarts    int       `json:"restarts"`
+	Error       *Error    `json:"error"`
+}
+
+// Status is the answer of GET /localapi/v0/status.
+type Status struct {
+	Profile    string  `json:"profile"`
+	ServicePID int     `json:"service_pid"`
+	Agents     []Agent `json:"agents"`
+	// StateError reports a durable state file that could not be read;
+	// the service keeps running and leaves the file as it is.
+	StateError *Error `json:"state_error,omitempty"`
+	// ConfigError reports a config that failed to load on reload; the
+	// running config stays in force.
+	ConfigError *Error `json:"config_error,omitempty"`
+}
+
+// Event types on the event stream.
+const (
+	EventHello = "hello" // first event: the whole status
+	EventAgent = "agent" // an agent's row changed
+	EventLog   = "log"   // a line of an agent's log (when asked for)
+)
+
+// Event is one line of GET /localapi/v0/events.
+type Event struct {
+	Type   string    `json:"type"`
+	Time   time.Time `json:"time"`
+	Status *Status   `json:"status,omitempty"` // hello
+	Agent  *Agent    `json:"agent,omitempty"`  // agent
+	ID     string    `json:"id,omitempty"`     // log
+	Line   string    `json:"line,omitempty"`   // log
+}
+
+// Result is the answer of an action on one agent.
+type Result struct {
+	ID    string `json:"id"`
+	Agent *Agent `json:"agent,omitempty"`
+	Error *Error `json:"error,omitempty"`
+}
+
+// Paths of the API, under Version.
+const (
+	PathStatus  = Version + "/status"         // GET
+	PathEvents  = Version + "/events"         // GET, newline-delimited JSON; ?logs=ID,ID
+	PathStart   = Version + "/agents/start"   // POST {"ids":[...]}
+	PathStop    = Version + "/agents/stop"    // POST {"ids":[...]}
+	PathRestart = Version + "/agents/restart" // POST {"ids":[...]}
+	PathLogs    = Version + "/logs"           // GET ?id=ID&n=N
+	PathReload  = Version + "/reload"         // POST
+	PathQuit    = Version + "/quit"           // POST: stop every agent and exit
+)
+
+// IDsRequest is the body of start, stop and restart.
+type IDsRequest struct {
+	IDs []string `json:"ids"`
+}
+
+// Results is the answer of start, stop and restart: one Result per id,
+// in order.
+type Results struct {
+	Results []Result `json:"results"`
+}
+
+// Logs is the answer of GET /localapi/v0/logs.
+type Logs struct {
+	ID    string   `json:"id"`
+	Lines []string `json:"lines"`
+}
+
+// MaxBody bounds a request body.
+const MaxBody = 64 << 10
