@@ -8,6 +8,12 @@ import (
 // Version is the path prefix of this API: every path starts with it.
 const Version = "/localapi/v0"
 
+// Host is the host name clients put in their requests (http://tether/...).
+// The service accepts it, or no Host at all, and refuses any other: a
+// request naming another host was not made by a tether client but relayed
+// by something else, such as a browser or a proxy.
+const Host = "tether"
+
 // Agent states, as in the command-line contract.
 const (
 	StateStopped       = "stopped"

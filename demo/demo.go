@@ -1,14 +1,14 @@
 //go:build unix
 
 // Package demo is tether's self-contained crash-survival demonstration and
-// the demo agent built into the binary. It runs everything in a throwaway
-// directory and touches nothing of the user's.
+// the demo agent built into the binary. It runs real services in a
+// throwaway directory (its own XDG directories) and touches nothing of the
+// user's.
 package demo
 
 import (
-	"bufio"
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,29 +16,21 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
-	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/api"
 	punix "github.com/tether-dev/tether/platform/unix"
 )
 
-// identity is the one identity the demo runs.
-const identity = "demo@local"
-
-// ownerAnswer is what an owner process prints once its guardian answered.
-type ownerAnswer struct {
-	OwnerPID int              `json:"owner_pid"`
-	Ready    *guardian.Ready  `json:"ready,omitempty"`
-	Code     guardian.Code    `json:"code,omitempty"`
-	Error    string           `json:"error,omitempty"`
-	Holder   *guardian.Holder `json:"holder,omitempty"`
-}
+// The demo agent's id and identity, as in the embedded default config.
+const (
+	agentID  = "demo"
+	identity = "demo@local"
+)
 
 // Run runs the demo and returns the exit code.
 func Run(args []string) int {
-	if len(args) == 1 && args[0] == "--owner" {
-		return owner()
-	}
 	if len(args) > 0 {
 		fmt.Fprintln(os.Stderr, "usage: tether demo")
 		return 2
@@ -51,12 +43,10 @@ func Run(args []string) int {
 }
 
 type env struct {
-	dir    string
-	exe    string
-	out    io.Writer
-	cmds   []*exec.Cmd
-	stdins map[int]io.WriteCloser
-	stdout map[int]*bufio.Reader
+	dir      string
+	exe      string
+	environ  []string
+	services map[string]*exec.Cmd
 }
 
 func run(out io.Writer) (err error) {
@@ -71,7 +61,21 @@ func run(out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	e := &env{dir: dir, exe: exe, out: out, stdins: map[int]io.WriteCloser{}, stdout: map[int]*bufio.Reader{}}
+	e := &env{dir: dir, exe: exe, services: map[string]*exec.Cmd{}}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "XDG_") {
+			e.environ = append(e.environ, kv)
+		}
+	}
+	for _, d := range []string{"config", "state", "run"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
+			return err
+		}
+	}
+	e.environ = append(e.environ,
+		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
+		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
+		"XDG_RUNTIME_DIR="+filepath.Join(dir, "run"))
 	defer func() {
 		if cerr := e.cleanup(); err == nil {
 			err = cerr
@@ -81,70 +85,270 @@ func run(out io.Writer) (err error) {
 
 	say("tether demo: crash survival, in %s", dir)
 	say("")
-	say("1. An owner process starts a guardian for identity %q; the guardian starts the demo agent,", identity)
-	say("   which starts a worker in its own process group and a double-forked escapee in its own session.")
-	first, err := e.startOwner("demo")
+	say("1. Start the service (profile \"demo\") with the built-in demo agent: it starts a worker in")
+	say("   its own process group and a double-forked escapee in its own session.")
+	svc, err := e.startService("demo")
 	if err != nil {
 		return err
 	}
-	r := first.Ready
-	say("   owner pid %d -> guardian pid %d -> agent pid %d (containment: %s)", first.OwnerPID, r.GuardianPID, r.AgentPID, r.Containment)
-	tree := &punix.Tree{Leader: punix.Ref{Pid: r.AgentPID}, Root: r.GuardianPID}
-	members, err := waitTree(tree, r.AgentPID, 5*time.Second)
+	a, err := e.waitRunning("demo")
+	if err != nil {
+		return err
+	}
+	say("   service pid %d -> guardian pid %d -> agent pid %d (identity %q)", svc.Process.Pid, a.GuardianPID, a.PID, a.Identity)
+	tree := &punix.Tree{Leader: punix.Ref{Pid: a.PID}, Root: a.GuardianPID}
+	members, err := waitTree(tree, a.PID, 10*time.Second)
 	if err != nil {
 		return err
 	}
 	for _, p := range members {
-		say("   %s", describe(p, r.AgentPID))
+		say("   %s", describe(p, a.PID))
 	}
-	say("   private dir %s", r.PrivateDir)
 	say("")
 
-	say("2. SIGKILL the owner (pid %d). Nothing tells the guardian but EOF on its tether.", first.OwnerPID)
-	took, err := e.killOwnerAndMeasure(first, members)
+	say("2. SIGKILL the service (pid %d). Nothing tells the guardian but EOF on its tether.", svc.Process.Pid)
+	took, err := e.killAndMeasure("demo", a, members)
 	if err != nil {
 		return err
 	}
 	say("   tree gone, private dir removed and lock free after %.1f ms", float64(took.Microseconds())/1000)
-	if line := lastLogLine(e.spec("demo").LogPath, "stopped (owner_lost)"); line != "" {
+	if line := lastLogLine(filepath.Join(dir, "state", "tether", "demo", "logs", agentID+".log"), "stopped (owner_lost)"); line != "" {
 		say("   the guardian's log: %s", line)
 	}
 	say("")
 
-	say("3. A new owner starts the identity again.")
-	second, err := e.startOwner("demo")
+	say("3. Relaunch the service: the agent was enabled, so it comes back, exactly once.")
+	svc, err = e.startService("demo")
 	if err != nil {
 		return err
 	}
-	say("   agent pid %d running; it is the only tree of %q", second.Ready.AgentPID, identity)
-	say("")
-
-	say("4. Another profile asks for the same identity.")
-	third, err := e.startOwner("other")
-	if err == nil {
-		return fmt.Errorf("a second owner started %q while it was running (agent pid %d)", identity, third.Ready.AgentPID)
-	}
-	var ce *contentionError
-	if !errors.As(err, &ce) {
-		return err
-	}
-	say("   refused, code %q: %s", guardian.CodeContention, ce.msg)
-	say("")
-
-	say("5. The owner asks its guardian to stop the agent.")
-	st, err := e.stopOwner(second)
+	a2, err := e.waitRunning("demo")
 	if err != nil {
 		return err
 	}
-	say("   stopped in %s: %d process(es) got SIGTERM, %d needed SIGKILL; cleanup %s", st.Elapsed, st.Terminated, st.Killed, st.Code)
+	n, err := treesOf(a2.PID)
+	if err != nil {
+		return err
+	}
+	say("   service pid %d, agent pid %d; live trees of %q: %d", svc.Process.Pid, a2.PID, identity, n)
+	say("")
+
+	say("4. A second profile (\"other\") on the same identity: tether --profile other start %s", agentID)
+	if _, err := e.startService("other"); err != nil {
+		return err
+	}
+	if _, err := e.client("other").Status(context.Background()); err != nil {
+		return err
+	}
+	code, msg := e.cli("--profile", "other", "start", agentID)
+	if code != 4 {
+		return fmt.Errorf("the second profile's start exited %d, want 4 (contention): %s", code, msg)
+	}
+	say("   exit %d: %s", code, strings.TrimSpace(msg))
+	if n, err := treesOf(a2.PID); err != nil || n != 1 {
+		return fmt.Errorf("%d trees of %q after the second profile tried (%v)", n, identity, err)
+	}
+	say("")
+
+	say("5. Stop both services: every agent stops, nothing is left behind.")
+	for _, p := range []string{"other", "demo"} {
+		if err := e.quit(p); err != nil {
+			return err
+		}
+	}
+	if _, err := waitGone(&punix.Tree{Leader: punix.Ref{Pid: a2.PID}, Root: a2.GuardianPID}, 10*time.Second); err != nil {
+		return err
+	}
 	say("")
 	say("ok: one identity ran exactly once at a time, and nothing was left behind.")
 	return nil
 }
 
-type contentionError struct{ msg string }
+func (e *env) client(profile string) *api.Client {
+	return api.NewClient(filepath.Join(e.dir, "run", "tether", profile+".sock"))
+}
 
-func (e *contentionError) Error() string { return e.msg }
+// startService runs "tether --profile P service run" in the demo's world.
+func (e *env) startService(profile string) (*exec.Cmd, error) {
+	cmd := exec.Command(e.exe, "--profile", profile, "service", "run")
+	cmd.Env = e.environ
+	logf, err := os.OpenFile(filepath.Join(e.dir, "service-"+profile+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	e.services[profile] = cmd
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := e.client(profile).Status(context.Background()); err == nil {
+			return cmd, nil
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(filepath.Join(e.dir, "service-"+profile+".log"))
+			return nil, fmt.Errorf("the service of profile %q did not come up:\n%s", profile, b)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (e *env) waitRunning(profile string) (api.Agent, error) {
+	deadline := time.Now().Add(15 * time.Second)
+	var last api.Status
+	for {
+		st, err := e.client(profile).Status(context.Background())
+		if err == nil {
+			last = st
+			for _, a := range st.Agents {
+				if a.ID == agentID && a.State == api.StateRunning {
+					return a, nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return api.Agent{}, fmt.Errorf("agent %q of profile %q is not running: %+v", agentID, profile, last.Agents)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// cli runs the tether command line in the demo's world.
+func (e *env) cli(args ...string) (int, string) {
+	cmd := exec.Command(e.exe, args...)
+	cmd.Env = e.environ
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return -1, err.Error()
+	}
+	return cmd.ProcessState.ExitCode(), out.String()
+}
+
+// killAndMeasure SIGKILLs a service and measures until its agent's tree
+// is gone, its private directory removed and its lock free.
+func (e *env) killAndMeasure(profile string, a api.Agent, members []punix.Proc) (time.Duration, error) {
+	cmd := e.services[profile]
+	privRoot := filepath.Join(e.dir, "state", "tether", profile, "private")
+	tree := &punix.Tree{Leader: punix.Ref{Pid: a.PID}, Root: a.GuardianPID}
+	for _, p := range members {
+		tree.Extra = append(tree.Extra, p.Ref())
+	}
+	begin := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return 0, err
+	}
+	deadline := begin.Add(10 * time.Second)
+	for {
+		ms, _ := tree.Members()
+		ents, _ := os.ReadDir(privRoot)
+		if len(ms) == 0 && len(ents) == 0 && e.lockFree() {
+			took := time.Since(begin)
+			_ = cmd.Wait()
+			delete(e.services, profile)
+			return took, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("after 10 s: %d process(es) left, %d private dir(s)", len(ms), len(ents))
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+func (e *env) lockFree() bool {
+	locks, _ := filepath.Glob(filepath.Join(e.dir, "state", "tether", "locks", "*.lock"))
+	for _, l := range locks {
+		if !lockFree(l) {
+			return false
+		}
+	}
+	return true
+}
+
+// quit asks a service to stop every agent and exit, and waits for it.
+func (e *env) quit(profile string) error {
+	cmd := e.services[profile]
+	if err := e.client(profile).Quit(context.Background()); err != nil {
+		return fmt.Errorf("quitting profile %q: %w", profile, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		delete(e.services, profile)
+		if err != nil {
+			return fmt.Errorf("service of profile %q: %w", profile, err)
+		}
+		return nil
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("service of profile %q did not exit", profile)
+	}
+}
+
+// treesOf counts the live agent trees of the demo identity: processes
+// whose session is a live demo agent's. There must only ever be one.
+func treesOf(agentPID int) (int, error) {
+	procs, err := punix.Processes()
+	if err != nil {
+		return 0, err
+	}
+	sessions := map[int]bool{}
+	for _, p := range procs {
+		if p.Zombie() || p.Pid != p.Sid {
+			continue
+		}
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.Pid))
+		if bytes.HasSuffix(cmdline, []byte("demo-agent\x00")) {
+			sessions[p.Sid] = true
+		}
+	}
+	if len(sessions) == 1 && !sessions[agentPID] {
+		return 0, fmt.Errorf("the live demo agent is pid %v, not %d", sessions, agentPID)
+	}
+	return len(sessions), nil
+}
+
+func waitGone(t *punix.Tree, within time.Duration) (time.Duration, error) {
+	begin := time.Now()
+	for {
+		ms, err := t.Members()
+		if err != nil {
+			return 0, err
+		}
+		if len(ms) == 0 {
+			return time.Since(begin), nil
+		}
+		if time.Since(begin) > within {
+			return 0, fmt.Errorf("%d process(es) of the demo tree left after %v", len(ms), within)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (e *env) cleanup() error {
+	for _, cmd := range e.services {
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+	}
+	// Guardians of killed services were adopted here; wait for them.
+	reapOrphans(5 * time.Second)
+	var left []string
+	for _, pattern := range []string{"state/tether/*/private/*", "run/tether/*.sock"} {
+		m, _ := filepath.Glob(filepath.Join(e.dir, pattern))
+		left = append(left, m...)
+	}
+	if err := os.RemoveAll(e.dir); err != nil {
+		return err
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("left behind: %s", strings.Join(left, ", "))
+	}
+	return nil
+}
 
 func describe(p punix.Proc, agent int) string {
 	role := "descendant"
@@ -157,120 +361,6 @@ func describe(p punix.Proc, agent int) string {
 		role = fmt.Sprintf("worker in its own process group %d", p.Pgid)
 	}
 	return fmt.Sprintf("pid %-7d %s", p.Pid, role)
-}
-
-func (e *env) spec(profile string) guardian.Spec {
-	return guardian.Spec{
-		Identity:    identity,
-		Profile:     profile,
-		Argv:        []string{e.exe, "demo-agent"},
-		Env:         []string{"PATH=" + os.Getenv("PATH")},
-		StopTimeout: 2 * time.Second,
-		LockDir:     filepath.Join(e.dir, "locks"),
-		PrivateRoot: filepath.Join(e.dir, profile, "private"),
-		LogPath:     filepath.Join(e.dir, profile, "logs", "demo.log"),
-		Executable:  e.exe,
-	}
-}
-
-// startOwner starts "tether demo --owner" and returns its answer.
-func (e *env) startOwner(profile string) (*ownerAnswer, error) {
-	cmd := exec.Command(e.exe, "demo", "--owner")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	outPipe, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	e.cmds = append(e.cmds, cmd)
-	spec := e.spec(profile)
-	if err := json.NewEncoder(in).Encode(spec); err != nil {
-		return nil, err
-	}
-	br := bufio.NewReader(outPipe)
-	e.stdins[cmd.Process.Pid], e.stdout[cmd.Process.Pid] = in, br
-	line, err := br.ReadBytes('\n')
-	if err != nil {
-		return nil, fmt.Errorf("owner process: %w", err)
-	}
-	var a ownerAnswer
-	if err := json.Unmarshal(line, &a); err != nil {
-		return nil, fmt.Errorf("owner process: %w", err)
-	}
-	switch {
-	case a.Code == guardian.CodeContention:
-		_ = cmd.Wait()
-		return nil, &contentionError{msg: a.Error}
-	case a.Error != "":
-		_ = cmd.Wait()
-		return nil, errors.New(a.Error)
-	}
-	return &a, nil
-}
-
-// stopOwner asks an owner to stop its session and returns the cleanup.
-func (e *env) stopOwner(a *ownerAnswer) (*guardian.Cleanup, error) {
-	if _, err := io.WriteString(e.stdins[a.OwnerPID], "stop\n"); err != nil {
-		return nil, err
-	}
-	line, err := e.stdout[a.OwnerPID].ReadBytes('\n')
-	if err != nil {
-		return nil, fmt.Errorf("owner process: %w", err)
-	}
-	var st stopAnswer
-	if err := json.Unmarshal(line, &st); err != nil {
-		return nil, fmt.Errorf("owner process: %w", err)
-	}
-	if st.Error != "" {
-		return nil, errors.New(st.Error)
-	}
-	return st.Cleanup, nil
-}
-
-// stopAnswer is what an owner prints after a stop.
-type stopAnswer struct {
-	Cleanup *guardian.Cleanup `json:"cleanup,omitempty"`
-	Error   string            `json:"error,omitempty"`
-}
-
-// killOwnerAndMeasure SIGKILLs an owner and measures until its tree is
-// gone, its private directory removed and its lock free.
-func (e *env) killOwnerAndMeasure(a *ownerAnswer, members []punix.Proc) (time.Duration, error) {
-	var cmd *exec.Cmd
-	for _, c := range e.cmds {
-		if c.Process.Pid == a.OwnerPID {
-			cmd = c
-		}
-	}
-	r := a.Ready
-	tree := &punix.Tree{Leader: punix.Ref{Pid: r.AgentPID}, Root: r.GuardianPID}
-	for _, p := range members {
-		tree.Extra = append(tree.Extra, p.Ref())
-	}
-	begin := time.Now()
-	if err := cmd.Process.Kill(); err != nil {
-		return 0, err
-	}
-	deadline := begin.Add(10 * time.Second)
-	for {
-		ms, _ := tree.Members()
-		_, dirErr := os.Lstat(r.PrivateDir)
-		if len(ms) == 0 && errors.Is(dirErr, os.ErrNotExist) && lockFree(r.LockPath) {
-			took := time.Since(begin)
-			_ = cmd.Wait()
-			return took, nil
-		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("after 10 s: %d process(es) left, private dir error %v", len(ms), dirErr)
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
 }
 
 // lastLogLine returns the part after "tether guardian[pid]: " of the
@@ -326,79 +416,5 @@ func waitTree(t *punix.Tree, agent int, within time.Duration) ([]punix.Proc, err
 			return nil, fmt.Errorf("the demo tree is incomplete after %v: %d process(es)", within, len(ms))
 		}
 		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func (e *env) cleanup() error {
-	for _, c := range e.cmds {
-		if c.ProcessState == nil {
-			_ = c.Process.Kill()
-			_ = c.Wait()
-		}
-	}
-	// Guardians of killed owners were adopted here; wait for them.
-	reapOrphans(5 * time.Second)
-	var left []string
-	filepath.WalkDir(e.dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && !strings.HasSuffix(p, ".lock") && !strings.HasSuffix(p, ".owner") && !strings.HasSuffix(p, ".log") {
-			left = append(left, p)
-		}
-		return nil
-	})
-	if err := os.RemoveAll(e.dir); err != nil {
-		return err
-	}
-	if len(left) > 0 {
-		return fmt.Errorf("left behind: %s", strings.Join(left, ", "))
-	}
-	return nil
-}
-
-// owner is the owner process: it reads a Spec on stdin, starts a guardian,
-// prints the answer and then waits until it is killed or stdin closes.
-func owner() int {
-	var spec guardian.Spec
-	in := bufio.NewReader(os.Stdin)
-	if err := json.NewDecoder(in).Decode(&spec); err != nil {
-		fmt.Fprintln(os.Stderr, "demo owner:", err)
-		return 1
-	}
-	a := ownerAnswer{OwnerPID: os.Getpid()}
-	s, err := guardian.Start(context.Background(), spec)
-	if err != nil {
-		a.Error = err.Error()
-		var se *guardian.StartError
-		if errors.As(err, &se) {
-			a.Code, a.Holder = se.Code, se.Holder
-		}
-	} else {
-		r := s.Ready()
-		a.Ready = &r
-	}
-	b, _ := json.Marshal(a)
-	fmt.Printf("%s\n", b)
-	if err != nil {
-		return 1
-	}
-	// Each "stop" line stops the session; EOF ends the owner.
-	for {
-		line, err := in.ReadString('\n')
-		if strings.TrimSpace(line) == "stop" {
-			var st stopAnswer
-			serr := s.Stop(context.Background(), 0)
-			for ev := range s.Events() {
-				if ev.Type == guardian.EventStopped {
-					st.Cleanup = ev.Cleanup
-				}
-			}
-			if serr != nil {
-				st.Error = serr.Error()
-			}
-			b, _ := json.Marshal(st)
-			fmt.Printf("%s\n", b)
-		}
-		if err != nil {
-			return 0
-		}
 	}
 }

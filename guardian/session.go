@@ -91,23 +91,9 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 // error matching ErrGuardianLost when the guardian died first, or ctx's
 // error. A second Stop waits for the same result.
 func (s *Session) Stop(ctx context.Context, timeout time.Duration) error {
-	select {
-	case <-s.stopped:
-	default:
-		m := message{Type: msgStop}
-		if timeout > 0 {
-			d := Duration(timeout)
-			m.Timeout = &d
-		}
-		if err := s.write(m); err != nil {
-			// The guardian is gone or going; its final event says which.
-			select {
-			case <-s.stopped:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-	}
+	// A failed request means the guardian is gone or going; its final
+	// event says which.
+	_ = s.RequestStop(timeout)
 	select {
 	case <-s.stopped:
 	case <-ctx.Done():
@@ -116,6 +102,23 @@ func (s *Session) Stop(ctx context.Context, timeout time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.final.Err
+}
+
+// RequestStop asks the guardian to tear the tree down and returns without
+// waiting; the outcome arrives as events (cleanup_failed while retrying,
+// then stopped). It is a no-op once the session has ended.
+func (s *Session) RequestStop(timeout time.Duration) error {
+	select {
+	case <-s.stopped:
+		return nil
+	default:
+	}
+	m := message{Type: msgStop}
+	if timeout > 0 {
+		d := Duration(timeout)
+		m.Timeout = &d
+	}
+	return s.write(m)
 }
 
 // Err returns the outcome of the latest report that carries one: a

@@ -1,4 +1,9 @@
-// Package service will hold the per-user service: config, durable intent,
-// the local API server and OS registration. It owns agents only through
-// guardian sessions. Not built yet: "tether service" says so.
+// Package service is the per-user, per-profile owner of intent: it reads
+// the config, remembers which agents are enabled, runs one guardian
+// session per running agent (through package guardian), restarts agents by
+// policy, and serves the local API that the command line and the tray use.
+//
+// It never touches an agent's processes itself: every start, stop and
+// cleanup goes through the agent's guardian, and when the service dies its
+// guardians tear their trees down on their own.
 package service

@@ -1,0 +1,216 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// ErrNotRunning reports that no service listens on the socket: there is no
+// socket file, or only the stale one of a service that died. The command
+// line exits 3 on it, with a hint on how to start the service.
+var ErrNotRunning = errors.New("the tether service is not running")
+
+// ErrStreamClosed ends an event stream that the service closed: it shut
+// down, or dropped a reader that fell too far behind. Reconnecting gives a
+// fresh hello.
+var ErrStreamClosed = errors.New("the service closed the event stream")
+
+// maxErrorBody bounds how much of an error answer the client reads.
+const maxErrorBody = 64 << 10
+
+// Client speaks to the service of one profile over its local socket. Its
+// methods are safe for concurrent use.
+//
+// Errors: *Error (errors.As) when the service answered with one;
+// ErrNotRunning (errors.Is) when nothing listens on the socket; otherwise
+// the transport's error, or the context's.
+type Client struct {
+	path string
+	hc   *http.Client
+}
+
+// NewClient returns a client of the service listening at socketPath (see
+// SocketPath). It connects only when a method is called.
+func NewClient(socketPath string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return dialSocket(ctx, socketPath)
+		},
+		// One connection per request: a connect over a local socket is
+		// cheap, the service checks the peer per connection, and no idle
+		// connection (with its goroutines) outlives a call or points at
+		// a service that has since been restarted. Proxy is nil: the
+		// environment's proxy settings must never apply here.
+		DisableKeepAlives:  true,
+		DisableCompression: true,
+	}
+	// No Timeout on the http.Client: the event stream lasts as long as
+	// its context; every call is bounded by the caller's context.
+	return &Client{path: socketPath, hc: &http.Client{Transport: tr}}
+}
+
+// SocketPath returns the socket of this client.
+func (c *Client) SocketPath() string { return c.path }
+
+// Status returns the service's status.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var st Status
+	err := c.call(ctx, http.MethodGet, PathStatus, nil, &st)
+	return st, err
+}
+
+// Start enables and starts the agents ids. The service answers one Result
+// per id, in order; a failure of one id is in its Result, not in the
+// error, which reports a request that failed as a whole.
+func (c *Client) Start(ctx context.Context, ids ...string) (Results, error) {
+	return c.action(ctx, PathStart, ids)
+}
+
+// Stop disables and stops the agents ids; see Start for the answer.
+func (c *Client) Stop(ctx context.Context, ids ...string) (Results, error) {
+	return c.action(ctx, PathStop, ids)
+}
+
+// Restart restarts the agents ids; see Start for the answer.
+func (c *Client) Restart(ctx context.Context, ids ...string) (Results, error) {
+	return c.action(ctx, PathRestart, ids)
+}
+
+func (c *Client) action(ctx context.Context, path string, ids []string) (Results, error) {
+	var res Results
+	body, err := json.Marshal(IDsRequest{IDs: ids})
+	if err != nil {
+		return res, err
+	}
+	err = c.call(ctx, http.MethodPost, path, body, &res)
+	return res, err
+}
+
+// Reload makes the service apply its config file again.
+func (c *Client) Reload(ctx context.Context) error {
+	return c.call(ctx, http.MethodPost, PathReload, nil, nil)
+}
+
+// Quit makes the service stop every agent and exit. It returns once the
+// agents are stopped; the service then closes its socket.
+func (c *Client) Quit(ctx context.Context) error {
+	return c.call(ctx, http.MethodPost, PathQuit, nil, nil)
+}
+
+// Logs returns the last n lines of agent id's log; n <= 0 asks for the
+// service's default (100). The service allows at most 10000.
+func (c *Client) Logs(ctx context.Context, id string, n int) (Logs, error) {
+	q := url.Values{"id": {id}}
+	if n > 0 {
+		q.Set("n", strconv.Itoa(n))
+	}
+	var lg Logs
+	err := c.call(ctx, http.MethodGet, PathLogs+"?"+q.Encode(), nil, &lg)
+	return lg, err
+}
+
+// Events opens the event stream. The error reports a stream that could not
+// be opened (ErrNotRunning, or an *Error such as not_found for an unknown
+// id in logs). The sequence then yields a hello event with the whole
+// status, an agent event whenever an agent's row changes, and a log event
+// per new line of the agents in logs.
+//
+// The sequence can be ranged over once. It ends when the loop breaks, or
+// with a last error: ctx's error once ctx is done, ErrStreamClosed when the
+// service closed the stream, or the transport's. The connection is released
+// when the sequence ends, or when ctx is done; a caller that will not range
+// over it must cancel ctx.
+func (c *Client) Events(ctx context.Context, logs ...string) (iter.Seq2[Event, error], error) {
+	path := PathEvents
+	if len(logs) > 0 {
+		path += "?" + url.Values{"logs": {strings.Join(logs, ",")}}.Encode()
+	}
+	resp, err := c.do(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return nil, err
+	}
+	return func(yield func(Event, error) bool) {
+		defer resp.Body.Close()
+		dec := json.NewDecoder(resp.Body)
+		for {
+			var ev Event
+			if err := dec.Decode(&ev); err != nil {
+				switch {
+				case ctx.Err() != nil:
+					err = ctx.Err()
+				case errors.Is(err, io.EOF):
+					err = ErrStreamClosed
+				case errors.Is(err, io.ErrUnexpectedEOF):
+					err = fmt.Errorf("%w in the middle of an event", ErrStreamClosed)
+				}
+				yield(Event{}, err)
+				return
+			}
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	}, nil
+}
+
+// call makes one request and decodes a successful answer into out.
+func (c *Client) call(ctx context.Context, method, path string, body []byte, out any) error {
+	resp, err := c.do(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, err = io.Copy(io.Discard, resp.Body)
+		return err
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("reading the answer to %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// do makes one request and returns a successful response, whose body the
+// caller closes, or the error the service answered with.
+func (c *Client) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+Host+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		// The *url.Error only adds the method and a URL that names no
+		// real host; its cause is what the caller can act on.
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			err = ue.Err
+		}
+		return nil, err
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	var e Error
+	if err := json.Unmarshal(b, &e); err != nil || e.Code == "" {
+		return nil, &Error{Code: CodeInternal, Message: fmt.Sprintf("unexpected answer to %s %s: %s: %.200s", method, path, resp.Status, b)}
+	}
+	return nil, &e
+}

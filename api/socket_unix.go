@@ -1,0 +1,76 @@
+//go:build unix
+
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+)
+
+// SocketPath returns where the service of profile listens:
+//
+//   - Linux: $XDG_RUNTIME_DIR/tether/<profile>.sock, or
+//     /tmp/tether-<uid>/<profile>.sock when XDG_RUNTIME_DIR is unset (or
+//     not absolute, which the XDG spec says to ignore).
+//   - macOS and other Unix systems: $TMPDIR/tether-<uid>/<profile>.sock;
+//     on macOS $TMPDIR is already private to the user.
+//
+// The service creates the directory 0700 and refuses one owned by another
+// uid. A path longer than a unix socket can have is an error naming it.
+func SocketPath(profile string) (string, error) {
+	if err := checkProfile(profile); err != nil {
+		return "", err
+	}
+	uid := strconv.Itoa(os.Geteuid())
+	var dir string
+	switch d := os.Getenv("XDG_RUNTIME_DIR"); {
+	case runtime.GOOS == "linux" && filepath.IsAbs(d):
+		dir = filepath.Join(d, "tether")
+	case runtime.GOOS == "linux":
+		// Not os.TempDir: $TMPDIR may be long, and /tmp is where a user
+		// without a runtime directory looks.
+		dir = filepath.Join("/tmp", "tether-"+uid)
+	default:
+		dir = filepath.Join(os.TempDir(), "tether-"+uid)
+	}
+	path := filepath.Join(dir, profile+".sock")
+	if limit := maxSocketPath(); len(path) > limit {
+		return "", fmt.Errorf("socket path %s is %d bytes, longer than the %d a unix socket allows: use a shorter profile name", path, len(path), limit)
+	}
+	return path, nil
+}
+
+// maxSocketPath is sun_path's size less its terminating NUL.
+func maxSocketPath() int {
+	if runtime.GOOS == "linux" {
+		return 107
+	}
+	return 103
+}
+
+// dialSocket connects to the service's socket. No socket file, or one
+// nobody listens on, is ErrNotRunning.
+func dialSocket(ctx context.Context, path string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", path)
+	if err != nil && (errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)) {
+		return nil, fmt.Errorf("%w: nothing listens on %s (%w)", ErrNotRunning, path, unwrapOpError(err))
+	}
+	return c, err
+}
+
+// unwrapOpError drops the *net.OpError around a dial's cause: its text
+// repeats the path.
+func unwrapOpError(err error) error {
+	if oe, ok := errors.AsType[*net.OpError](err); ok {
+		return oe.Err
+	}
+	return err
+}

@@ -1,0 +1,158 @@
+// Package cli is tether's command line: it parses the command-line
+// contract and hands each command to the package that owns it. It holds
+// no state of its own; the service is reached through package api.
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/tether-dev/tether/demo"
+	"github.com/tether-dev/tether/guardian"
+)
+
+// Exit codes of the command-line contract.
+const (
+	ExitOK          = 0
+	ExitFailure     = 1
+	ExitUsage       = 2
+	ExitUnreachable = 3
+	ExitContention  = 4
+	ExitCleanup     = 5
+)
+
+const usage = `usage: tether [--config FILE] [--profile NAME] COMMAND [ARGS]
+
+commands:
+  tray                       the system tray (also a bare "tether" on a desktop)
+  demo                       self-contained crash-survival demo in a temp dir
+  service run                run the service in the foreground
+  service install|uninstall|start|stop|status [--print]
+  status [--json]            one row per agent
+  start|stop|restart ID...
+  logs ID [-f] [-n N]
+  check                      validate the config
+  reload                     apply config changes (also SIGHUP to the service)
+  config init                write the default config out for editing
+  version
+
+exit codes: 0 ok, 1 failure, 2 usage, 3 service not reachable,
+            4 identity held elsewhere, 5 cleanup failed
+`
+
+// Version is set by main from its link-time version.
+var Version = "dev"
+
+// globals are the flags every command takes.
+type globals struct {
+	config  string
+	profile string
+}
+
+// env is what a command needs from its surroundings.
+type env struct {
+	g      globals
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// Main runs the command line and returns the exit code.
+func Main(args []string) int {
+	g, args, err := parseGlobals(args)
+	e := &env{g: g, stdout: os.Stdout, stderr: os.Stderr}
+	if err != nil {
+		return e.usage(err)
+	}
+	if len(args) == 0 {
+		if os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != "" {
+			return e.notBuilt("tray")
+		}
+		fmt.Fprint(e.stdout, usage)
+		return ExitOK
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "guardian":
+		return guardian.Main(rest)
+	case "demo":
+		return demo.Run(rest)
+	case "demo-agent":
+		return demo.Agent(rest)
+	case "version", "--version":
+		fmt.Fprintln(e.stdout, "tether", Version)
+		return ExitOK
+	case "help", "-h", "--help":
+		fmt.Fprint(e.stdout, usage)
+		return ExitOK
+	case "tray":
+		return e.notBuilt("tray")
+	case "service":
+		return e.service(rest)
+	case "status":
+		return e.status(rest)
+	case "start", "stop", "restart":
+		return e.action(cmd, rest)
+	case "logs":
+		return e.logs(rest)
+	case "check":
+		return e.check(rest)
+	case "reload":
+		return e.reload(rest)
+	case "config":
+		return e.configCmd(rest)
+	default:
+		return e.usage(fmt.Errorf("unknown command %q", cmd))
+	}
+}
+
+func (e *env) usage(err error) int {
+	fmt.Fprintln(e.stderr, "tether:", err)
+	fmt.Fprint(e.stderr, usage)
+	return ExitUsage
+}
+
+func (e *env) notBuilt(cmd string) int {
+	fmt.Fprintf(e.stderr, "tether %s: not built yet in this version\n", cmd)
+	return ExitUsage
+}
+
+func (e *env) fail(format string, args ...any) int {
+	fmt.Fprintf(e.stderr, "tether: "+format+"\n", args...)
+	return ExitFailure
+}
+
+// parseGlobals removes --config and --profile (as "--flag value" or
+// "--flag=value") from anywhere before a "--".
+func parseGlobals(args []string) (globals, []string, error) {
+	var g globals
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return g, append(out, args[i:]...), nil
+		}
+		name, value, hasValue := strings.Cut(a, "=")
+		if name != "--config" && name != "--profile" {
+			out = append(out, a)
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				return g, nil, fmt.Errorf("%s needs a value", name)
+			}
+			i++
+			value = args[i]
+		}
+		if value == "" {
+			return g, nil, fmt.Errorf("%s needs a value", name)
+		}
+		if name == "--config" {
+			g.config = value
+		} else {
+			g.profile = value
+		}
+	}
+	return g, out, nil
+}

@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/service"
+	"github.com/tether-dev/tether/service/install"
+)
+
+// serviceManager handles "service install|uninstall|start|stop|status".
+func (e *env) serviceManager(p service.Paths, args []string) int {
+	verb := args[0]
+	fs := flag.NewFlagSet("service "+verb, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	printOnly := fs.Bool("print", false, "show exactly what would be written, and write nothing")
+	if err := fs.Parse(args[1:]); err != nil || fs.NArg() > 0 {
+		return e.usage(fmt.Errorf("usage: tether service %s [--print]", verb))
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return e.fail("%v", err)
+	}
+	o := install.Options{Executable: exe, Profile: p.Profile}
+	if p.ConfigSet {
+		o.ConfigPath = p.Config
+	}
+	if *printOnly {
+		if verb != "install" {
+			return e.usage(fmt.Errorf("--print goes with install"))
+		}
+		files, err := install.Plan(o)
+		if err != nil {
+			return e.fail("%v", err)
+		}
+		for _, f := range files {
+			fmt.Fprintf(e.stdout, "# %s (mode %v)\n%s\n", f.Path, f.Mode, f.Content)
+		}
+		return ExitOK
+	}
+	switch verb {
+	case "install":
+		r, err := install.Install(o)
+		if err != nil {
+			return e.installFailure(err)
+		}
+		fmt.Fprintln(e.stdout, r.Message)
+	case "uninstall":
+		r, err := install.Uninstall(o)
+		if err != nil {
+			return e.installFailure(err)
+		}
+		fmt.Fprintln(e.stdout, r.Message)
+	case "start":
+		if err := install.Start(o); err != nil {
+			return e.installFailure(err)
+		}
+		fmt.Fprintln(e.stdout, "started")
+	case "stop":
+		err := install.Stop(o)
+		if errors.Is(err, install.ErrNoServiceManager) {
+			// No manager to ask (Windows Run key): ask the service
+			// itself to quit through the local API.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			if qerr := api.NewClient(p.Socket).Quit(ctx); qerr != nil {
+				return e.apiFailure(p, qerr)
+			}
+			err = nil
+		}
+		if err != nil {
+			return e.installFailure(err)
+		}
+		fmt.Fprintln(e.stdout, "stopped")
+	case "status":
+		st, err := install.Status(o)
+		if err != nil {
+			return e.installFailure(err)
+		}
+		installed := "not installed"
+		if st.Installed {
+			installed = "installed"
+			if !st.Current {
+				installed += " (out of date: run tether service install again)"
+			}
+		}
+		fmt.Fprintf(e.stdout, "%s %s (%s): %s, %s", st.Manager, st.Name, st.Path, installed, st.State)
+		if st.Detail != "" {
+			fmt.Fprintf(e.stdout, " (%s)", st.Detail)
+		}
+		fmt.Fprintln(e.stdout)
+	default:
+		return e.usage(fmt.Errorf("unknown service command %q", verb))
+	}
+	return ExitOK
+}
+
+func (e *env) installFailure(err error) int {
+	fmt.Fprintln(e.stderr, "tether service:", err)
+	if errors.Is(err, install.ErrNoServiceManager) {
+		fmt.Fprintln(e.stderr, "Run the service in the foreground instead: tether service run")
+	}
+	return ExitFailure
+}
+
+// followLogs prints log lines of id as the service streams them, until
+// the stream ends or the process is interrupted.
+func (e *env) followLogs(c *api.Client, p service.Paths, id string) int {
+	events, err := c.Events(context.Background(), id)
+	if err != nil {
+		return e.apiFailure(p, err)
+	}
+	for ev, err := range events {
+		if err != nil {
+			if errors.Is(err, api.ErrStreamClosed) {
+				return ExitOK
+			}
+			return e.apiFailure(p, err)
+		}
+		if ev.Type == api.EventLog && ev.ID == id {
+			fmt.Fprintln(e.stdout, ev.Line)
+		}
+	}
+	return ExitOK
+}

@@ -1,0 +1,435 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/service/config"
+	"github.com/tether-dev/tether/service/state"
+)
+
+type cmdKind int
+
+const (
+	cmdStart cmdKind = iota
+	cmdStop
+	cmdRestart
+	cmdReconfigure // the config changed: restart if running
+	cmdRemove      // removed from the config: stop and end
+	cmdShutdown    // the service is exiting: stop, intent unchanged
+)
+
+type command struct {
+	kind  cmdKind
+	reply chan error // nil: nobody waits
+}
+
+// actor runs one agent: every change of its state happens on its own
+// goroutine, so start, stop, session events and timers never race.
+type actor struct {
+	c    *Controller
+	id   string
+	cmds chan command
+	cfgc chan config.Agent
+	done chan struct{} // closed when run returns
+
+	// Owned by run.
+	cfg        config.Agent
+	row        api.Agent
+	session    *guardian.Session
+	events     <-chan guardian.Event
+	timer      *time.Timer
+	timerC     <-chan time.Time
+	want       bool // the agent should be running
+	stopAsked  bool // a stop was sent to the guardian
+	restartArm bool // start again once stopped
+	ending     bool // removed or shutting down: end once stopped
+	backoff    time.Duration
+	failures   int
+	startedAt  time.Time
+	contention time.Time // when contention began
+	contDelay  time.Duration
+	startWait  []chan error // answered when a start settles
+	stopWait   []chan error // answered when a stop settles
+}
+
+func newActor(c *Controller, a config.Agent) *actor {
+	act := &actor{
+		c: c, id: a.ID, cfg: a,
+		cmds: make(chan command, 16),
+		cfgc: make(chan config.Agent, 1),
+		done: make(chan struct{}),
+	}
+	act.row = api.Agent{ID: a.ID, Identity: a.Identity, State: api.StateStopped, Since: time.Now().UTC()}
+	return act
+}
+
+// send queues a command without waiting.
+func (a *actor) send(cmd command) { a.cmds <- cmd }
+
+// do sends a command and waits for its outcome or ctx.
+func (a *actor) do(ctx context.Context, kind cmdKind) error {
+	reply := make(chan error, 1)
+	select {
+	case a.cmds <- command{kind: kind, reply: reply}:
+	case <-a.done:
+		return errEnded
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-a.done:
+		// It ended right after answering, or without taking the
+		// command.
+		select {
+		case err := <-reply:
+			return err
+		default:
+			return errEnded
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (a *actor) setConfig(cfg config.Agent) {
+	select {
+	case <-a.cfgc:
+	default:
+	}
+	a.cfgc <- cfg
+}
+
+// errEnded answers commands to an agent that was removed or shut down.
+var errEnded = &api.Error{Code: api.CodeInternal, Message: "the agent was removed or the service is shutting down"}
+
+func (a *actor) run() {
+	defer close(a.done)
+	for {
+		select {
+		case cmd := <-a.cmds:
+			if a.handle(cmd) {
+				return
+			}
+		case ev, ok := <-a.events:
+			if !ok {
+				a.events = nil
+				continue
+			}
+			if a.event(ev) {
+				return
+			}
+		case <-a.timerC:
+			a.timerC = nil
+			if a.want && a.session == nil {
+				a.start()
+			}
+		}
+	}
+}
+
+// handle applies a command and reports whether the actor has ended.
+func (a *actor) handle(cmd command) bool {
+	select {
+	case cfg := <-a.cfgc:
+		a.cfg = cfg
+		a.row.Identity = cfg.Identity
+	default:
+	}
+	switch cmd.kind {
+	case cmdStart:
+		a.want = true
+		a.failures, a.backoff = 0, 0
+		a.contention = time.Time{}
+		if cmd.reply != nil {
+			a.startWait = append(a.startWait, cmd.reply)
+		}
+		switch {
+		case a.session != nil && a.stopAsked:
+			a.restartArm = true
+		case a.session != nil:
+			a.answer(&a.startWait, nil)
+		default:
+			a.stopTimer()
+			a.start()
+		}
+	case cmdStop, cmdRemove, cmdShutdown:
+		if cmd.kind != cmdShutdown {
+			a.want = false
+		}
+		a.restartArm = false
+		a.ending = cmd.kind != cmdStop
+		a.stopTimer()
+		a.answer(&a.startWait, &api.Error{Code: api.CodeInternal, Message: "stopped before it started"})
+		if cmd.reply != nil {
+			a.stopWait = append(a.stopWait, cmd.reply)
+		}
+		if a.session == nil {
+			if a.row.State != api.StateFailed || cmd.kind == cmdStop {
+				a.setState(api.StateStopped, nil)
+			}
+			a.answer(&a.stopWait, nil)
+			return a.ending
+		}
+		a.requestStop()
+	case cmdRestart, cmdReconfigure:
+		if cmd.kind == cmdRestart {
+			a.want = true
+			a.failures, a.backoff = 0, 0
+		}
+		if cmd.reply != nil {
+			a.startWait = append(a.startWait, cmd.reply)
+		}
+		if a.session == nil {
+			if a.want {
+				a.stopTimer()
+				a.start()
+			} else {
+				a.answer(&a.startWait, nil)
+			}
+			return false
+		}
+		a.restartArm = true
+		a.requestStop()
+	}
+	return false
+}
+
+func (a *actor) requestStop() {
+	if !a.stopAsked {
+		a.stopAsked = true
+		a.setState(api.StateStopping, a.row.Error)
+		if err := a.session.RequestStop(a.cfg.StopTimeout); err != nil {
+			// The guardian is gone; its lost event follows.
+			_ = err
+		}
+	}
+}
+
+func (a *actor) stopTimer() {
+	if a.timer != nil {
+		a.timer.Stop()
+	}
+	a.timerC = nil
+}
+
+func (a *actor) schedule(d time.Duration) {
+	a.stopTimer()
+	a.timer = time.NewTimer(d)
+	a.timerC = a.timer.C
+}
+
+func (a *actor) answer(waiters *[]chan error, err error) {
+	for _, w := range *waiters {
+		w <- err
+	}
+	*waiters = nil
+}
+
+// setState publishes the agent's row. Every outcome replaces the error
+// before it: an older, unrelated message never hides a newer one.
+func (a *actor) setState(s string, err *api.Error) {
+	a.row.State = s
+	a.row.Since = time.Now().UTC()
+	a.row.Error = err
+	a.row.Enabled = a.want
+	a.c.publish(a.row)
+}
+
+// start asks for a guardian. It blocks the actor for at most the
+// handshake: commands queue meanwhile.
+func (a *actor) start() {
+	a.setState(api.StateStarting, a.row.Error)
+	env, err := a.cfg.Environ(a.c.opts.BaseEnv)
+	if err != nil {
+		a.fail(&api.Error{Code: api.CodeConfig, Message: err.Error()})
+		return
+	}
+	argv := append([]string(nil), a.cfg.Command...)
+	if argv[0] == "tether" {
+		argv[0] = a.c.opts.Executable
+	}
+	p := a.c.opts.Paths
+	spec := guardian.Spec{
+		Identity: a.cfg.Identity, Profile: p.Profile, Argv: argv, Dir: a.cfg.Dir, Env: env,
+		StopTimeout: a.cfg.StopTimeout, LockDir: p.LockDir, PrivateRoot: p.PrivateRoot,
+		LogPath: p.LogPath(a.id), Executable: a.c.opts.Executable,
+	}
+	if err := rotateLog(spec.LogPath); err != nil {
+		a.fail(&api.Error{Code: api.CodeInternal, Message: "rotating the log: " + err.Error()})
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	s, err := guardian.Start(ctx, spec)
+	cancel()
+	if err != nil {
+		a.startFailed(err)
+		return
+	}
+	a.session, a.events = s, s.Events()
+	a.stopAsked = false
+	a.contention, a.contDelay = time.Time{}, 0
+	a.startedAt = time.Now()
+	r := s.Ready()
+	a.row.PID, a.row.GuardianPID = r.AgentPID, r.GuardianPID
+	a.setState(api.StateRunning, nil)
+	a.recordRun(func(run *state.Run) { *run = state.Run{Started: a.startedAt.UTC(), PID: r.AgentPID} })
+	a.answer(&a.startWait, nil)
+}
+
+func (a *actor) startFailed(err error) {
+	var se *guardian.StartError
+	if errors.As(err, &se) && se.Code == guardian.CodeContention {
+		now := time.Now()
+		if a.contention.IsZero() {
+			a.contention, a.contDelay = now, 20*time.Millisecond
+		}
+		ae := &api.Error{Code: api.CodeContention, Message: err.Error()}
+		if now.Sub(a.contention) < a.c.opts.ContentionWindow {
+			// An old guardian may still be cleaning up after a crash:
+			// retry soon and often, for a bounded time.
+			// Whoever asked hears of the contention now (exit 4);
+			// the retries go on in the background.
+			a.setState(api.StateBackoff, ae)
+			a.answer(&a.startWait, ae)
+			a.schedule(a.contDelay)
+			a.contDelay = min(2*a.contDelay, time.Second)
+			return
+		}
+		a.fail(ae)
+		return
+	}
+	code := api.CodeInternal
+	if se != nil {
+		switch se.Code {
+		case guardian.CodeSpawn:
+			code = api.CodeSpawn
+		case guardian.CodeConfig:
+			code = api.CodeConfig
+		}
+	}
+	a.fail(&api.Error{Code: code, Message: err.Error()})
+}
+
+// fail parks the agent in failed with its reason.
+func (a *actor) fail(e *api.Error) {
+	a.setState(api.StateFailed, e)
+	a.answer(&a.startWait, e)
+	a.recordRun(func(run *state.Run) {
+		run.Error = &state.RunError{Code: e.Code, Message: e.Message}
+	})
+}
+
+func (a *actor) recordRun(f func(*state.Run)) {
+	_ = a.c.store.Update(func(s *state.State) {
+		if s.Agents == nil {
+			s.Agents = map[string]state.Agent{}
+		}
+		ag := s.Agents[a.id]
+		if ag.LastRun == nil {
+			ag.LastRun = &state.Run{}
+		}
+		f(ag.LastRun)
+		s.Agents[a.id] = ag
+	})
+}
+
+// event handles a report of the running session and reports whether the
+// actor has ended.
+func (a *actor) event(ev guardian.Event) bool {
+	switch ev.Type {
+	case guardian.EventExited:
+		a.recordRun(func(run *state.Run) { run.Exit = ev.Exit.String() })
+		return false
+	case guardian.EventCleanupFailed:
+		e := &api.Error{Code: api.CodeCleanupFailed, Message: ev.Err.Error()}
+		a.setState(api.StateCleanupFailed, e)
+		a.answer(&a.stopWait, e)
+		return false
+	}
+	// stopped or lost: the session is over.
+	a.session, a.events = nil, nil
+	a.row.PID, a.row.GuardianPID = 0, 0
+	now := time.Now()
+	a.recordRun(func(run *state.Run) {
+		run.Stopped = now.UTC()
+		if ev.Exit != nil {
+			run.Exit = ev.Exit.String()
+		}
+		if ev.Err != nil {
+			run.Error = &state.RunError{Code: api.CodeCleanupFailed, Message: ev.Err.Error()}
+		}
+	})
+	var e *api.Error
+	switch {
+	case ev.Type == guardian.EventLost:
+		e = &api.Error{Code: api.CodeInternal, Message: ev.Err.Error()}
+	case ev.Err != nil:
+		e = &api.Error{Code: api.CodeCleanupFailed, Message: ev.Err.Error()}
+	}
+	if a.stopAsked {
+		a.stopAsked = false
+		a.setState(api.StateStopped, e)
+		a.answer(&a.stopWait, errOrNil(e))
+		if a.ending {
+			return true
+		}
+		if a.restartArm && a.want {
+			a.restartArm = false
+			a.row.Restarts++
+			a.start()
+		} else {
+			a.answer(&a.startWait, nil)
+		}
+		return false
+	}
+	// The agent ended on its own (or its guardian died).
+	failed := ev.Type == guardian.EventLost || ev.Exit == nil || ev.Exit.Code != 0
+	if e == nil && failed {
+		what := "the agent ended"
+		if ev.Exit != nil {
+			what = "the agent exited: " + ev.Exit.String()
+		}
+		e = &api.Error{Code: "exited", Message: what}
+	}
+	restart := a.want && (a.cfg.Restart == "always" || a.cfg.Restart == "on-failure" && failed)
+	if !restart {
+		if failed {
+			a.setState(api.StateFailed, e)
+		} else {
+			a.setState(api.StateStopped, e)
+		}
+		return false
+	}
+	if now.Sub(a.startedAt) >= a.c.opts.HealthyAfter {
+		a.failures, a.backoff = 0, 0
+	}
+	a.failures++
+	if a.failures > a.c.opts.CrashLoopLimit {
+		a.setState(api.StateFailed, &api.Error{Code: "crash_loop",
+			Message: fmt.Sprintf("ended %d times in a row, each within %v of starting; last: %s", a.failures, a.c.opts.HealthyAfter, e.Message)})
+		return false
+	}
+	if a.backoff == 0 {
+		a.backoff = a.c.opts.BackoffMin
+	} else {
+		a.backoff = min(2*a.backoff, a.c.opts.BackoffMax)
+	}
+	a.row.Restarts++
+	a.setState(api.StateBackoff, e)
+	a.schedule(a.backoff)
+	return false
+}
+
+func errOrNil(e *api.Error) error {
+	if e == nil {
+		return nil
+	}
+	return e
+}

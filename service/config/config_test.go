@@ -1,0 +1,497 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// want is one expected problem. File is "cfg" for the config file, or the
+// name of a file in the test's directory; msg, when set, must appear in the
+// message (to check a hint or the other line of a duplicate).
+type want struct {
+	file string
+	line int
+	key  string
+	msg  string
+}
+
+func TestParseErrors(t *testing.T) {
+	long := strings.Repeat("a", 4096)
+	tests := []struct {
+		name  string
+		yaml  string
+		files map[string]string // extra files, 0600, in the test dir
+		want  []want
+	}{
+		// YAML itself.
+		{"malformed mapping", "agents:\n  - id: a\n    command: [x, y]\n  - id: b\n    command: x: y\n",
+			nil, []want{{"cfg", 5, "", "invalid YAML"}}},
+		{"unclosed flow list", "agents:\n  - id: a\n    command: [x, y\n  - id: b\n",
+			nil, []want{{"cfg", 2, "", "invalid YAML"}}},
+		{"second document", "agents: []\n---\nagents: []\n",
+			nil, []want{{"cfg", 3, "", "second YAML document"}}},
+		{"root is a list", "- id: a\n", nil, []want{{"cfg", 1, "", ""}}},
+		{"root is a scalar", "hello\n", nil, []want{{"cfg", 1, "", ""}}},
+		{"agents is a mapping", "agents:\n  id: a\n", nil, []want{{"cfg", 2, "agents", ""}}},
+		{"agent is a scalar", "agents:\n  - a\n", nil, []want{{"cfg", 2, "agents[0]", ""}}},
+		{"duplicate mapping key", "agents:\n  - id: a\n    command: [x]\n    id: b\n",
+			nil, []want{{"cfg", 4, "agents[0].id", "line 2"}}},
+		{"duplicate top-level key", "agents: []\nagents: []\n", nil, []want{{"cfg", 2, "agents", "line 1"}}},
+
+		// Unknown keys.
+		{"unknown agent key", "agents:\n  - id: a\n    command: [x]\n    restrat: never\n",
+			nil, []want{{"cfg", 4, "agents[0].restrat", ""}}},
+		{"unknown key in second agent", "agents:\n  - id: a\n    command: [x]\n  - id: b\n    command: [x]\n    auto_start: true\n",
+			nil, []want{{"cfg", 6, "agents[1].auto_start", ""}}},
+		{"unknown top-level key", "agent:\n  - id: a\n", nil, []want{{"cfg", 1, "agent", ""}}},
+
+		// Wrong types.
+		{"autostart not bool", "agents:\n  - id: a\n    command: [x]\n    autostart: maybe\n",
+			nil, []want{{"cfg", 4, "agents[0].autostart", ""}}},
+		{"autostart a list", "agents:\n  - id: a\n    command: [x]\n    autostart: [true]\n",
+			nil, []want{{"cfg", 4, "agents[0].autostart", ""}}},
+		{"command a mapping", "agents:\n  - id: a\n    command: {a: b}\n",
+			nil, []want{{"cfg", 3, "agents[0].command", ""}}},
+		{"command a string", "agents:\n  - id: a\n    command: goose acp\n",
+			nil, []want{{"cfg", 3, "agents[0].command", "without a shell"}}},
+		{"command item a list", "agents:\n  - id: a\n    command: [x, [y]]\n",
+			nil, []want{{"cfg", 3, "agents[0].command[1]", ""}}},
+		{"env a list", "agents:\n  - id: a\n    command: [x]\n    env: [A=b]\n",
+			nil, []want{{"cfg", 4, "agents[0].env", ""}}},
+		{"id a list", "agents:\n  - id: [a]\n    command: [x]\n",
+			nil, []want{{"cfg", 2, "agents[0].id", ""}}},
+		{"dir a mapping", "agents:\n  - id: a\n    command: [x]\n    dir: {a: b}\n",
+			nil, []want{{"cfg", 4, "agents[0].dir", ""}}},
+
+		// id.
+		{"id missing", "agents:\n  - command: [x]\n", nil, []want{{"cfg", 2, "agents[0].id", "missing"}}},
+		{"id empty", "agents:\n  - id: \"\"\n    command: [x]\n", nil, []want{{"cfg", 2, "agents[0].id", ""}}},
+		{"id null", "agents:\n  - id:\n    command: [x]\n", nil, []want{{"cfg", 2, "agents[0].id", ""}}},
+		{"id traversal", "agents:\n  - id: ../x\n    command: [x]\n", nil, []want{{"cfg", 2, "agents[0].id", "not a valid id"}}},
+		{"id slash", "agents:\n  - id: a/b\n    command: [x]\n", nil, []want{{"cfg", 2, "agents[0].id", ""}}},
+		{"id leading dot", "agents:\n  - id: .a\n    command: [x]\n", nil, []want{{"cfg", 2, "agents[0].id", ""}}},
+		{"id NUL", "agents:\n  - id: \"a\\0b\"\n    command: [x]\n", nil, []want{{"cfg", 2, "agents[0].id", ""}}},
+		{"id space", "agents:\n  - id: a b\n    command: [x]\n", nil, []want{{"cfg", 2, "agents[0].id", ""}}},
+		{"id 4 KB", "agents:\n  - id: " + long + "\n    command: [x]\n", nil, []want{{"cfg", 2, "agents[0].id", "4096 bytes"}}},
+		{"id 129 bytes", "agents:\n  - id: " + long[:129] + "\n    command: [x]\n", nil, []want{{"cfg", 2, "agents[0].id", ""}}},
+
+		// identity.
+		{"identity empty", "agents:\n  - id: a\n    identity: \"\"\n    command: [x]\n", nil, []want{{"cfg", 3, "agents[0].identity", ""}}},
+		{"identity too long", "agents:\n  - id: a\n    identity: " + long[:257] + "\n    command: [x]\n", nil, []want{{"cfg", 3, "agents[0].identity", ""}}},
+		{"identity control char", "agents:\n  - id: a\n    identity: \"a\\tb\"\n    command: [x]\n", nil, []want{{"cfg", 3, "agents[0].identity", ""}}},
+		{"identity NUL", "agents:\n  - id: a\n    identity: \"a\\0b\"\n    command: [x]\n", nil, []want{{"cfg", 3, "agents[0].identity", ""}}},
+		{"identity a mapping", "agents:\n  - id: a\n    identity: {a: b}\n    command: [x]\n", nil, []want{{"cfg", 3, "agents[0].identity", ""}}},
+
+		// Duplicates name both lines.
+		{"duplicate id", "agents:\n  - id: a\n    identity: one\n    command: [x]\n  - id: a\n    identity: two\n    command: [x]\n",
+			nil, []want{{"cfg", 5, "agents[1].id", "line 2"}}},
+		{"duplicate identity", "agents:\n  - id: a\n    identity: same\n    command: [x]\n  - id: b\n    identity: same\n    command: [x]\n",
+			nil, []want{{"cfg", 6, "agents[1].identity", "line 3"}}},
+		{"identity defaulted from id clashes", "agents:\n  - id: a\n    identity: b\n    command: [x]\n  - id: b\n    command: [x]\n",
+			nil, []want{{"cfg", 5, "agents[1].identity", "line 3"}}},
+		{"duplicate id and defaulted identity", "agents:\n  - id: a\n    command: [x]\n  - id: a\n    command: [x]\n",
+			nil, []want{{"cfg", 4, "agents[1].id", "line 2"}, {"cfg", 4, "agents[1].identity", "line 2"}}},
+
+		// command.
+		{"command missing", "agents:\n  - id: a\n", nil, []want{{"cfg", 2, "agents[0].command", "missing"}}},
+		{"command null", "agents:\n  - id: a\n    command:\n", nil, []want{{"cfg", 2, "agents[0].command", "missing"}}},
+		{"command empty", "agents:\n  - id: a\n    command: []\n", nil, []want{{"cfg", 3, "agents[0].command", ""}}},
+		{"command empty argv0", "agents:\n  - id: a\n    command: [\"\", x]\n", nil, []want{{"cfg", 3, "agents[0].command[0]", ""}}},
+		{"command NUL", "agents:\n  - id: a\n    command: [x, \"a\\0\"]\n", nil, []want{{"cfg", 3, "agents[0].command[1]", "NUL"}}},
+
+		// stop_timeout.
+		{"duration without unit", "agents:\n  - id: a\n    command: [x]\n    stop_timeout: 5\n", nil, []want{{"cfg", 4, "agents[0].stop_timeout", "unit"}}},
+		{"duration garbage", "agents:\n  - id: a\n    command: [x]\n    stop_timeout: soon\n", nil, []want{{"cfg", 4, "agents[0].stop_timeout", ""}}},
+		{"duration zero", "agents:\n  - id: a\n    command: [x]\n    stop_timeout: 0s\n", nil, []want{{"cfg", 4, "agents[0].stop_timeout", ""}}},
+		{"duration negative", "agents:\n  - id: a\n    command: [x]\n    stop_timeout: -1s\n", nil, []want{{"cfg", 4, "agents[0].stop_timeout", ""}}},
+		{"duration over 1h", "agents:\n  - id: a\n    command: [x]\n    stop_timeout: 61m\n", nil, []want{{"cfg", 4, "agents[0].stop_timeout", "1h"}}},
+
+		// restart.
+		{"restart unknown", "agents:\n  - id: a\n    command: [x]\n    restart: sometimes\n",
+			nil, []want{{"cfg", 4, "agents[0].restart", `"sometimes" is not one of never, on-failure, always`}}},
+		{"restart empty string", "agents:\n  - id: a\n    command: [x]\n    restart: \"\"\n", nil, []want{{"cfg", 4, "agents[0].restart", ""}}},
+		{"restart wrong case", "agents:\n  - id: a\n    command: [x]\n    restart: Always\n", nil, []want{{"cfg", 4, "agents[0].restart", ""}}},
+
+		// env.
+		{"env key starts with digit", "agents:\n  - id: a\n    command: [x]\n    env:\n      1A: b\n", nil, []want{{"cfg", 5, "agents[0].env.1A", ""}}},
+		{"env key with dash", "agents:\n  - id: a\n    command: [x]\n    env:\n      A-B: b\n", nil, []want{{"cfg", 5, "agents[0].env.A-B", ""}}},
+		{"env key with =", "agents:\n  - id: a\n    command: [x]\n    env:\n      \"A=B\": b\n", nil, []want{{"cfg", 5, "agents[0].env.A=B", ""}}},
+		{"env value NUL", "agents:\n  - id: a\n    command: [x]\n    env:\n      A: \"x\\0y\"\n", nil, []want{{"cfg", 5, "agents[0].env.A", "NUL"}}},
+		{"env value a list", "agents:\n  - id: a\n    command: [x]\n    env:\n      A: [1]\n", nil, []want{{"cfg", 5, "agents[0].env.A", ""}}},
+		{"env key twice", "agents:\n  - id: a\n    command: [x]\n    env:\n      A: 1\n      A: 2\n", nil, []want{{"cfg", 6, "agents[0].env.A", "line 5"}}},
+
+		// env_file.
+		{"env_file missing", "agents:\n  - id: a\n    command: [x]\n    env_file: {{dir}}/nope.env\n",
+			nil, []want{{"cfg", 4, "agents[0].env_file", "nope.env"}}},
+		{"env_file a directory", "agents:\n  - id: a\n    command: [x]\n    env_file: {{dir}}\n",
+			nil, []want{{"cfg", 4, "agents[0].env_file", "not a regular file"}}},
+		{"env_file relative and missing", "agents:\n  - id: a\n    command: [x]\n    env_file: nope.env\n",
+			nil, []want{{"cfg", 4, "agents[0].env_file", ""}}},
+		{"env_file ~user", "agents:\n  - id: a\n    command: [x]\n    env_file: ~alice/a.env\n",
+			nil, []want{{"cfg", 4, "agents[0].env_file", ""}}},
+		{"env_file bad line", "agents:\n  - id: a\n    command: [x]\n    env_file: a.env\n",
+			map[string]string{"a.env": "# secrets\nA=1\n\nthis is not a pair\n"}, []want{{"a.env", 4, "agents[0].env_file", "KEY=VALUE"}}},
+		{"env_file bad name", "agents:\n  - id: a\n    command: [x]\n    env_file: a.env\n",
+			map[string]string{"a.env": "A=1\n2B=2\n"}, []want{{"a.env", 2, "agents[0].env_file", ""}}},
+		{"env_file unclosed quote", "agents:\n  - id: a\n    command: [x]\n    env_file: a.env\n",
+			map[string]string{"a.env": "A=\"1\n"}, []want{{"a.env", 1, "agents[0].env_file", ""}}},
+		{"env_file mismatched quotes", "agents:\n  - id: a\n    command: [x]\n    env_file: a.env\n",
+			map[string]string{"a.env": "\n\nA='1\"\n"}, []want{{"a.env", 3, "agents[0].env_file", ""}}},
+		{"env_file NUL value", "agents:\n  - id: a\n    command: [x]\n    env_file: a.env\n",
+			map[string]string{"a.env": "A=x\x00y\n"}, []want{{"a.env", 1, "agents[0].env_file", "NUL"}}},
+
+		// Several at once, reported in line order.
+		{"several", "agents:\n  - id: ../x\n    command: [x]\n    restart: sometimes\n  - id: b\n    stop_timeout: 0s\nextra: 1\n",
+			nil, []want{
+				{"cfg", 2, "agents[0].id", ""},
+				{"cfg", 4, "agents[0].restart", ""},
+				{"cfg", 5, "agents[1].command", ""},
+				{"cfg", 6, "agents[1].stop_timeout", ""},
+				{"cfg", 7, "extra", ""},
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, text := range tt.files {
+				write(t, dir, name, text, 0o600)
+			}
+			path := write(t, dir, "agents.yaml", expand(tt.yaml, dir), 0o600)
+			cfg, err := Load(path)
+			if err == nil {
+				t.Fatalf("Load succeeded: %+v", cfg)
+			}
+			if cfg != nil {
+				t.Errorf("Load returned a config along with %v", err)
+			}
+			got := problems(t, err)
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %d problems, want %d:\n%v", len(got), len(tt.want), err)
+			}
+			// One problem comes back as *Error, several as Errors.
+			var es Errors
+			if isMany := errors.As(err, &es); isMany != (len(tt.want) > 1) {
+				t.Errorf("err is %T for %d problems", err, len(tt.want))
+			}
+			for i, w := range tt.want {
+				g := got[i]
+				wantFile := path
+				if w.file != "cfg" {
+					wantFile = filepath.Join(dir, w.file)
+				}
+				if g.File != wantFile || g.Line != w.line || g.Key != w.key {
+					t.Errorf("problem %d = {File: %s, Line: %d, Key: %q}, want {%s, %d, %q}\n(%v)", i, g.File, g.Line, g.Key, wantFile, w.line, w.key, g)
+				}
+				if w.msg != "" && !strings.Contains(g.Msg, w.msg) {
+					t.Errorf("problem %d: message %q does not mention %q", i, g.Msg, w.msg)
+				}
+				if g.Msg == "" {
+					t.Errorf("problem %d has no message", i)
+				}
+			}
+		})
+	}
+}
+
+func TestErrorText(t *testing.T) {
+	e := &Error{File: "agents.yaml", Line: 12, Key: "agents[1].restart", Msg: `"sometimes" is not one of never, on-failure, always`}
+	if got, want := e.Error(), `agents.yaml:12: agents[1].restart: "sometimes" is not one of never, on-failure, always`; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	for _, tt := range []struct {
+		e    *Error
+		want string
+	}{
+		{&Error{File: "f", Msg: "m"}, "f: m"},
+		{&Error{Line: 3, Key: "k", Msg: "m"}, "line 3: k: m"},
+		{&Error{Msg: "m"}, "m"},
+	} {
+		if got := tt.e.Error(); got != tt.want {
+			t.Errorf("Error() = %q, want %q", got, tt.want)
+		}
+	}
+	es := Errors{e, {File: "f", Msg: "m", Err: fs.ErrPermission}}
+	if !errors.Is(es, fs.ErrPermission) {
+		t.Error("Errors does not unwrap to its causes")
+	}
+	var first *Error
+	if !errors.As(fmt.Errorf("wrapped: %w", es), &first) || first != e {
+		t.Error("errors.As does not find the first *Error through Errors")
+	}
+}
+
+func TestParseAgent(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("USERPROFILE", home) // os.UserHomeDir on Windows
+	dir := t.TempDir()
+	write(t, dir, "alice.env", "TOKEN=x\n", 0o600)
+	write(t, home, "h.env", "TOKEN=y\n", 0o600)
+	text := `# a comment
+agents:
+  - id: alice
+    identity: alice@relay
+    command: [goose, acp, --port, 8080, true]
+    dir: ~/agents/alice
+    env: {LOG_LEVEL: info, N: 3, EMPTY: }
+    env_file: alice.env
+    autostart: true
+    restart: always
+    stop_timeout: 1m30s
+
+  - id: bob
+    command: [tether, demo-agent]
+    dir: rel/bob
+    env_file: ~/h.env
+  - id: c.d_e@f-1
+    command: [x]
+    restart: never
+    stop_timeout: 1h
+    autostart: false
+`
+	path := write(t, dir, "agents.yaml", text, 0o600)
+	cfg, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Path != path {
+		t.Errorf("Path = %q, want %q", cfg.Path, path)
+	}
+	want := []Agent{{
+		ID: "alice", Identity: "alice@relay",
+		Command:     []string{"goose", "acp", "--port", "8080", "true"},
+		Dir:         filepath.Join(home, "agents", "alice"),
+		Env:         map[string]string{"LOG_LEVEL": "info", "N": "3", "EMPTY": ""},
+		EnvFile:     filepath.Join(dir, "alice.env"),
+		Autostart:   true,
+		Restart:     Always,
+		StopTimeout: 90 * time.Second,
+		Line:        3,
+	}, {
+		ID: "bob", Identity: "bob",
+		Command:     []string{"tether", "demo-agent"},
+		Dir:         filepath.Join(dir, "rel", "bob"),
+		EnvFile:     filepath.Join(home, "h.env"),
+		Restart:     OnFailure,
+		StopTimeout: 5 * time.Second,
+		Line:        13,
+	}, {
+		ID: "c.d_e@f-1", Identity: "c.d_e@f-1",
+		Command:     []string{"x"},
+		Restart:     Never,
+		StopTimeout: time.Hour,
+		Line:        17,
+	}}
+	if !reflect.DeepEqual(cfg.Agents, want) {
+		t.Errorf("agents:\n got %+v\nwant %+v", cfg.Agents, want)
+	}
+}
+
+func TestParseAnchorsAndMerges(t *testing.T) {
+	text := `agents:
+  - &base
+    id: a
+    command: [x]
+    env: &env {A: "1", B: "2"}
+    restart: always
+  - <<: *base
+    id: b
+    identity: b
+    env:
+      <<: *env
+      B: "3"
+  - id: c
+    command: [y]
+    env: *env
+`
+	cfg, err := Parse("", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Agents) != 3 {
+		t.Fatalf("got %d agents", len(cfg.Agents))
+	}
+	b := cfg.Agents[1]
+	if b.ID != "b" || b.Restart != Always || !reflect.DeepEqual(b.Command, []string{"x"}) ||
+		!reflect.DeepEqual(b.Env, map[string]string{"A": "1", "B": "3"}) {
+		t.Errorf("merged agent = %+v", b)
+	}
+	if c := cfg.Agents[2]; !reflect.DeepEqual(c.Env, map[string]string{"A": "1", "B": "2"}) {
+		t.Errorf("aliased env = %v", c.Env)
+	}
+
+	// A merge that refers to itself stops, with an error.
+	_, err = Parse("", []byte("agents:\n  - &a\n    <<: *a\n    id: x\n    command: [x]\n"))
+	if p := problems(t, err); len(p) != 1 || p[0].Line != 3 || p[0].Key != "agents[0]" {
+		t.Errorf("self-merge: %v", err)
+	}
+}
+
+func TestEmptyConfigs(t *testing.T) {
+	for _, text := range []string{"", "\n", "# nothing yet\n", "agents:\n", "agents: []\n", "{}\n", "---\n", "~\n"} {
+		cfg, err := Parse("agents.yaml", []byte(text))
+		if err != nil {
+			t.Errorf("%q: %v", text, err)
+			continue
+		}
+		if len(cfg.Agents) != 0 {
+			t.Errorf("%q: %d agents", text, len(cfg.Agents))
+		}
+	}
+}
+
+func TestDefaultConfig(t *testing.T) {
+	cfg, err := Parse("default.yaml", Default())
+	if err != nil {
+		t.Fatalf("the default config does not validate: %v", err)
+	}
+	want := []Agent{{
+		ID: "demo", Identity: "demo@local",
+		Command:     []string{"tether", "demo-agent"},
+		Autostart:   true,
+		Restart:     OnFailure,
+		StopTimeout: 5 * time.Second,
+		Line:        cfg.Agents[0].Line,
+	}}
+	if !reflect.DeepEqual(cfg.Agents, want) {
+		t.Errorf("default agents = %+v, want %+v", cfg.Agents, want)
+	}
+	if line := bytes.Split(Default(), []byte("\n"))[cfg.Agents[0].Line-1]; !bytes.Contains(line, []byte("id: demo")) {
+		t.Errorf("Line %d is %q, not the agent's entry", cfg.Agents[0].Line, line)
+	}
+	// Every field is explained for the user who edits it.
+	for _, key := range agentKeys {
+		if !bytes.Contains(Default(), []byte("# "+key+" ")) {
+			t.Errorf("the default config does not explain %s", key)
+		}
+	}
+	// Default hands out a copy.
+	d := Default()
+	d[0] = 'X'
+	if Default()[0] == 'X' {
+		t.Error("Default exposes the embedded bytes")
+	}
+}
+
+func TestWriteDefault(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a", "b", "tether", "agents.yaml")
+	if err := WriteDefault(path); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(data, Default()) {
+		t.Error("written file differs from Default()")
+	}
+	if _, err := Load(path); err != nil {
+		t.Errorf("written default does not load: %v", err)
+	}
+	if runtime.GOOS != "windows" {
+		fi, _ := os.Stat(path)
+		if m := fi.Mode().Perm(); m != 0o600 {
+			t.Errorf("file mode %#o, want 0600", m)
+		}
+		for _, d := range []string{filepath.Join(dir, "a"), filepath.Join(dir, "a", "b", "tether")} {
+			fi, _ := os.Stat(d)
+			if m := fi.Mode().Perm(); m != 0o700 {
+				t.Errorf("%s mode %#o, want 0700", d, m)
+			}
+		}
+	}
+
+	// A second init refuses and leaves the user's edits alone.
+	edited := []byte("agents: []\n")
+	if err := os.WriteFile(path, edited, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = WriteDefault(path)
+	if !errors.Is(err, ErrExists) || !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("second WriteDefault: %v, want ErrExists", err)
+	}
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || pe.Path != path {
+		t.Errorf("error %v does not carry the path", err)
+	}
+	if data, _ := os.ReadFile(path); !bytes.Equal(data, edited) {
+		t.Error("WriteDefault changed an existing file")
+	}
+
+	// A dangling symlink is not followed to create its target.
+	if runtime.GOOS != "windows" {
+		link := filepath.Join(dir, "link.yaml")
+		target := filepath.Join(dir, "target.yaml")
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteDefault(link); !errors.Is(err, ErrExists) {
+			t.Errorf("WriteDefault over a dangling symlink: %v", err)
+		}
+		if _, err := os.Lstat(target); !errors.Is(err, fs.ErrNotExist) {
+			t.Error("WriteDefault created the symlink's target")
+		}
+	}
+}
+
+func TestDefaultPath(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("XDG applies on Linux")
+	}
+	t.Setenv("XDG_CONFIG_HOME", "/xdg/conf")
+	if got, err := DefaultPath(); err != nil || got != "/xdg/conf/tether/agents.yaml" {
+		t.Errorf("DefaultPath() = %q, %v", got, err)
+	}
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("HOME", "/home/u")
+	if got, err := DefaultPath(); err != nil || got != "/home/u/.config/tether/agents.yaml" {
+		t.Errorf("DefaultPath() = %q, %v", got, err)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agents.yaml")
+	_, err := Load(path)
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Load of a missing file: %v, want fs.ErrNotExist", err)
+	}
+	if p := problems(t, err); len(p) != 1 || p[0].File != path || !strings.Contains(p[0].Msg, "config init") {
+		t.Errorf("problem = %+v", p)
+	}
+}
+
+func TestLoadDirectory(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Load(dir)
+	if p := problems(t, err); len(p) != 1 || p[0].File != dir {
+		t.Errorf("Load of a directory: %v", err)
+	}
+}
+
+func TestLoadSymlinkedConfig(t *testing.T) {
+	real, linkDir := t.TempDir(), t.TempDir()
+	target := write(t, real, "agents.yaml", "agents:\n  - id: a\n    command: [x]\n    env_file: a.env\n", 0o600)
+	// Relative paths follow the path the user named, not the link target.
+	write(t, linkDir, "a.env", "A=1\n", 0o600)
+	link := filepath.Join(linkDir, "agents.yaml")
+	if err := os.Symlink(target, link); err != nil {
+		t.Skipf("cannot make a symlink: %v", err)
+	}
+	cfg, err := Load(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Path != link || cfg.Agents[0].EnvFile != filepath.Join(linkDir, "a.env") {
+		t.Errorf("Path %q, EnvFile %q", cfg.Path, cfg.Agents[0].EnvFile)
+	}
+}

@@ -1,0 +1,587 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tether-dev/tether/guardian"
+	"gopkg.in/yaml.v3"
+)
+
+var (
+	idPattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$`)
+	namePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// yaml.v3 reports syntax errors only as text, "yaml: line N: ...";
+	// this reads the line number back out so it can be a field.
+	yamlLine = regexp.MustCompile(`^yaml: line ([0-9]+): (?s:(.*))$`)
+)
+
+// The keys an agent entry may have.
+const (
+	keyID          = "id"
+	keyIdentity    = "identity"
+	keyCommand     = "command"
+	keyDir         = "dir"
+	keyEnv         = "env"
+	keyEnvFile     = "env_file"
+	keyAutostart   = "autostart"
+	keyRestart     = "restart"
+	keyStopTimeout = "stop_timeout"
+)
+
+var agentKeys = []string{keyID, keyIdentity, keyCommand, keyDir, keyEnv, keyEnvFile, keyAutostart, keyRestart, keyStopTimeout}
+
+// Parse parses and validates a config. path is used in messages and as the
+// base of relative paths (the current directory when empty); env_file
+// entries are checked on disk.
+func Parse(path string, data []byte) (*Config, error) {
+	cfg := &Config{Path: path}
+	base := "."
+	if path != "" {
+		if abs, err := filepath.Abs(path); err == nil {
+			cfg.Path = abs
+		}
+		base = filepath.Dir(cfg.Path)
+	} else if wd, err := os.Getwd(); err == nil {
+		base = wd
+	}
+	p := &parser{file: path, base: base}
+	if root := p.document(data); root != nil {
+		cfg.Agents = p.config(root)
+	}
+	if len(p.errs) > 0 {
+		// Report in the order of the config's lines; an env_file's line
+		// problems sort by the line that names the env_file.
+		sort.SliceStable(p.errs, func(i, j int) bool { return p.errs[i].at < p.errs[j].at })
+		errs := make(Errors, len(p.errs))
+		for i, e := range p.errs {
+			errs[i] = e.err
+		}
+		return nil, errs.err()
+	}
+	return cfg, nil
+}
+
+type parser struct {
+	file string // as given, for messages
+	base string // directory relative paths are joined to
+	errs []located
+}
+
+type located struct {
+	at  int // line in the config, for the order of the report
+	err *Error
+}
+
+func (p *parser) add(e *Error) { p.addAt(e.Line, e) }
+
+func (p *parser) addAt(line int, e *Error) { p.errs = append(p.errs, located{line, e}) }
+
+func (p *parser) errorf(line int, key, format string, args ...any) {
+	p.add(&Error{File: p.file, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+// document returns the root node of the single YAML document in data, or
+// nil when there is nothing to read (an empty config is valid) or the YAML
+// is malformed.
+func (p *parser) document(data []byte) *yaml.Node {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if !errors.Is(err, io.EOF) {
+			p.syntax(err)
+		}
+		return nil
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		p.syntax(err)
+		return nil
+	default:
+		line := extra.Line
+		if len(extra.Content) > 0 {
+			line = extra.Content[0].Line
+		}
+		p.errorf(line, "", "a second YAML document (after ---); the config is a single document")
+		return nil
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil
+	}
+	return doc.Content[0]
+}
+
+func (p *parser) syntax(err error) {
+	msg := err.Error()
+	line := 0
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
+	}
+	p.add(&Error{File: p.file, Line: line, Msg: "invalid YAML: " + msg, Err: err})
+}
+
+// config walks the root mapping.
+func (p *parser) config(n *yaml.Node) []Agent {
+	root := deref(n)
+	if isNull(root) {
+		return nil
+	}
+	if root.Kind != yaml.MappingNode {
+		p.errorf(n.Line, "", "the config must be a mapping with an %q list, not %s", "agents", kindName(root))
+		return nil
+	}
+	var agents *yaml.Node
+	for _, kv := range p.pairs(root, "", 0) {
+		if kv.name == "agents" {
+			agents = kv.val
+			continue
+		}
+		p.errorf(kv.key.Line, kv.name, "unknown key (the config has only %q)", "agents")
+	}
+	if agents == nil {
+		return nil
+	}
+	list := deref(agents)
+	if isNull(list) {
+		return nil
+	}
+	if list.Kind != yaml.SequenceNode {
+		p.errorf(agents.Line, "agents", "must be a list of agents (lines starting with \"- \"), not %s", kindName(list))
+		return nil
+	}
+	var (
+		out        []Agent
+		ids        = map[string]seen{}
+		identities = map[string]seen{}
+	)
+	for i, item := range list.Content {
+		key := "agents[" + strconv.Itoa(i) + "]"
+		a, ok := p.agent(item, key)
+		if a.id.ok {
+			if first, dup := ids[a.ID]; dup {
+				p.errorf(a.id.line, key+"."+keyID, "duplicate id %q: %s at line %d has it too", a.ID, first.key, first.line)
+			} else {
+				ids[a.ID] = seen{key, a.id.line}
+			}
+		}
+		if a.identity.ok {
+			if first, dup := identities[a.Identity]; dup {
+				how := ""
+				if a.identityDefaulted {
+					how = " (defaulted from the id)"
+				}
+				p.errorf(a.identity.line, key+"."+keyIdentity, "duplicate identity %q%s: %s at line %d has it too; one identity runs at most once", a.Identity, how, first.key, first.line)
+			} else {
+				identities[a.Identity] = seen{key, a.identity.line}
+			}
+		}
+		if ok {
+			out = append(out, a.Agent)
+		}
+	}
+	return out
+}
+
+type seen struct {
+	key  string
+	line int
+}
+
+// found records where a checked key was and whether its value was valid.
+type found struct {
+	line int
+	ok   bool
+}
+
+type parsedAgent struct {
+	Agent
+	id, identity      found
+	identityDefaulted bool
+}
+
+// agent checks one entry of the agents list; ok is false if anything in it
+// was wrong (and reported).
+func (p *parser) agent(n *yaml.Node, key string) (a parsedAgent, ok bool) {
+	before := len(p.errs)
+	a.Line = n.Line
+	a.Restart = DefaultRestart
+	a.StopTimeout = DefaultStopTimeout
+	m := deref(n)
+	if m.Kind != yaml.MappingNode {
+		p.errorf(n.Line, key, "each agent must be a mapping with at least %s and %s, not %s", keyID, keyCommand, kindName(m))
+		return a, false
+	}
+	vals := map[string]pair{}
+	for _, kv := range p.pairs(m, key, 0) {
+		if !slices.Contains(agentKeys, kv.name) {
+			p.errorf(kv.key.Line, key+"."+kv.name, "unknown key (an agent has %s)", strings.Join(agentKeys, ", "))
+			continue
+		}
+		vals[kv.name] = kv
+	}
+	k := func(name string) string { return key + "." + name }
+
+	// id
+	if kv, set := vals[keyID]; !set {
+		p.errorf(n.Line, k(keyID), "missing; every agent needs an id")
+	} else if s, good := p.str(kv, k(keyID)); good {
+		switch {
+		case s == "":
+			p.errorf(kv.val.Line, k(keyID), "is empty; every agent needs an id")
+		case !idPattern.MatchString(s):
+			p.errorf(kv.val.Line, k(keyID), "%s is not a valid id: use 1 to %d letters, digits, '.', '_', '@' or '-', starting with a letter or digit", short(s), MaxIDLen)
+		default:
+			a.ID = s
+			a.id = found{kv.val.Line, true}
+		}
+	}
+
+	// identity
+	if kv, set := vals[keyIdentity]; set && !isNull(deref(kv.val)) {
+		if s, good := p.str(kv, k(keyIdentity)); good {
+			if err := guardian.ValidateIdentity(s); err != nil {
+				p.add(&Error{File: p.file, Line: kv.val.Line, Key: k(keyIdentity), Msg: err.Error(), Err: err})
+			} else {
+				a.Identity = s
+				a.identity = found{kv.val.Line, true}
+			}
+		}
+	} else if a.id.ok {
+		a.Identity = a.ID
+		a.identity = a.id
+		a.identityDefaulted = true
+	}
+
+	// command
+	if kv, set := vals[keyCommand]; !set || isNull(deref(kv.val)) {
+		p.errorf(n.Line, k(keyCommand), "missing; write the program and its arguments as a list, e.g. [goose, acp]")
+	} else {
+		a.Command = p.command(kv, k(keyCommand))
+	}
+
+	// dir
+	if kv, set := vals[keyDir]; set {
+		if s, good := p.str(kv, k(keyDir)); good {
+			a.Dir, _ = p.path(s, kv.val.Line, k(keyDir))
+		}
+	}
+
+	// env
+	if kv, set := vals[keyEnv]; set {
+		a.Env = p.env(kv, k(keyEnv))
+	}
+
+	// env_file
+	if kv, set := vals[keyEnvFile]; set {
+		if s, good := p.str(kv, k(keyEnvFile)); good && s != "" {
+			if path, good := p.path(s, kv.val.Line, k(keyEnvFile)); good {
+				a.EnvFile = path
+				p.envFile(path, s, kv.val.Line, k(keyEnvFile))
+			}
+		}
+	}
+
+	// autostart
+	if kv, set := vals[keyAutostart]; set && !isNull(deref(kv.val)) {
+		v := deref(kv.val)
+		if err := v.Decode(&a.Autostart); err != nil || v.Kind != yaml.ScalarNode {
+			p.errorf(kv.val.Line, k(keyAutostart), "%s is not true or false", describe(v))
+		}
+	}
+
+	// restart
+	if kv, set := vals[keyRestart]; set && !isNull(deref(kv.val)) {
+		if s, good := p.str(kv, k(keyRestart)); good {
+			if pol := Policy(s); slices.Contains(Policies, pol) {
+				a.Restart = pol
+			} else {
+				p.errorf(kv.val.Line, k(keyRestart), "%s is not one of never, on-failure, always", short(s))
+			}
+		}
+	}
+
+	// stop_timeout
+	if kv, set := vals[keyStopTimeout]; set && !isNull(deref(kv.val)) {
+		if s, good := p.str(kv, k(keyStopTimeout)); good {
+			d, err := time.ParseDuration(s)
+			switch {
+			case err != nil:
+				p.errorf(kv.val.Line, k(keyStopTimeout), "%s is not a duration: write a number with a unit, e.g. 5s, 500ms or 1m30s", short(s))
+			case d <= 0:
+				p.errorf(kv.val.Line, k(keyStopTimeout), "%s must be more than 0", short(s))
+			case d > MaxStopTimeout:
+				p.errorf(kv.val.Line, k(keyStopTimeout), "%s is more than the limit of 1h", short(s))
+			default:
+				a.StopTimeout = d
+			}
+		}
+	}
+	return a, len(p.errs) == before
+}
+
+func (p *parser) command(kv pair, key string) []string {
+	list := deref(kv.val)
+	if list.Kind == yaml.ScalarNode {
+		p.errorf(kv.val.Line, key, "must be a list such as [goose, acp], not a string: tether runs the command without a shell (write [sh, -c, \"...\"] if you want one)")
+		return nil
+	}
+	if list.Kind != yaml.SequenceNode {
+		p.errorf(kv.val.Line, key, "must be a list such as [goose, acp], not %s", kindName(list))
+		return nil
+	}
+	if len(list.Content) == 0 {
+		p.errorf(kv.val.Line, key, "is empty; write the program and its arguments, e.g. [goose, acp]")
+		return nil
+	}
+	argv := make([]string, 0, len(list.Content))
+	ok := true
+	for i, item := range list.Content {
+		s, good := p.str(pair{key: kv.key, val: item}, key+"["+strconv.Itoa(i)+"]")
+		switch {
+		case !good:
+			ok = false
+		case i == 0 && s == "":
+			p.errorf(item.Line, key+"[0]", "the program name is empty")
+			ok = false
+		case strings.IndexByte(s, 0) >= 0:
+			p.errorf(item.Line, key+"["+strconv.Itoa(i)+"]", "contains a NUL byte")
+			ok = false
+		}
+		argv = append(argv, s)
+	}
+	if !ok {
+		return nil
+	}
+	return argv
+}
+
+func (p *parser) env(kv pair, key string) map[string]string {
+	m := deref(kv.val)
+	if isNull(m) {
+		return nil
+	}
+	if m.Kind != yaml.MappingNode {
+		p.errorf(kv.val.Line, key, "must be a mapping of NAME: value, not %s", kindName(m))
+		return nil
+	}
+	env := map[string]string{}
+	for _, e := range p.pairs(m, key, 0) {
+		k := key + "." + e.name
+		if !namePattern.MatchString(e.name) {
+			p.errorf(e.key.Line, k, "%s is not a valid variable name: use letters, digits and '_', not starting with a digit", short(e.name))
+			continue
+		}
+		s, good := p.str(e, k)
+		if !good {
+			continue
+		}
+		if strings.IndexByte(s, 0) >= 0 {
+			p.errorf(e.val.Line, k, "the value contains a NUL byte")
+			continue
+		}
+		env[e.name] = s
+	}
+	return env
+}
+
+// envFile checks the env file at load time; its values are dropped.
+func (p *parser) envFile(path, written string, line int, key string) {
+	_, e := readEnvFile(path)
+	if e == nil {
+		return
+	}
+	e.Key = key
+	if e.Line == 0 {
+		// A problem with the file as a whole: point at the config line.
+		name := path
+		if written != path {
+			name = written + " (" + path + ")"
+		}
+		e.File, e.Line, e.Msg = p.file, line, name+" "+e.Msg
+	} else if p.file != "" {
+		e.Msg += fmt.Sprintf(" (env_file named at %s:%d)", p.file, line)
+	}
+	p.addAt(line, e)
+}
+
+// path expands "~" and makes s absolute against the config's directory.
+func (p *parser) path(s string, line int, key string) (string, bool) {
+	if s == "" {
+		return "", true
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		p.errorf(line, key, "the path contains a NUL byte")
+		return "", false
+	}
+	if s == "~" || strings.HasPrefix(s, "~/") || (runtime.GOOS == "windows" && strings.HasPrefix(s, `~\`)) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			p.add(&Error{File: p.file, Line: line, Key: key, Msg: "cannot expand ~: " + err.Error(), Err: err})
+			return "", false
+		}
+		s = filepath.Join(home, s[1:])
+	} else if strings.HasPrefix(s, "~") {
+		p.errorf(line, key, "%s: only \"~\" and \"~/...\" are expanded; write the full path", short(s))
+		return "", false
+	}
+	if !filepath.IsAbs(s) {
+		s = filepath.Join(p.base, s)
+	}
+	return filepath.Clean(s), true
+}
+
+// str decodes a scalar into a string; null is "".
+func (p *parser) str(kv pair, key string) (string, bool) {
+	v := deref(kv.val)
+	if v.Kind != yaml.ScalarNode {
+		p.errorf(kv.val.Line, key, "must be a string, not %s", kindName(v))
+		return "", false
+	}
+	if isNull(v) {
+		return "", true
+	}
+	var s string
+	if err := v.Decode(&s); err != nil {
+		p.add(&Error{File: p.file, Line: kv.val.Line, Key: key, Msg: "must be a string", Err: err})
+		return "", false
+	}
+	return s, true
+}
+
+type pair struct {
+	name     string
+	key, val *yaml.Node
+}
+
+// maxMergeDepth bounds "<<" merges, which can refer to themselves.
+const maxMergeDepth = 8
+
+// pairs lists the entries of mapping m. Keys given twice are reported
+// (naming both lines). "<<: *anchor" merges are expanded; keys written in
+// m win over merged ones, earlier merge sources over later ones.
+func (p *parser) pairs(m *yaml.Node, key string, depth int) []pair {
+	var (
+		out    []pair
+		at     = map[string]int{}
+		merged []pair
+	)
+	join := func(name string) string {
+		if key == "" {
+			return name
+		}
+		return key + "." + name
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
+			merged = append(merged, p.merge(k, v, key, depth)...)
+			continue
+		}
+		kk := deref(k)
+		if kk.Kind != yaml.ScalarNode {
+			p.errorf(k.Line, key, "keys must be plain names, not %s", kindName(kk))
+			continue
+		}
+		name := kk.Value
+		if first, dup := at[name]; dup {
+			p.errorf(k.Line, join(name), "given twice (also at line %d)", first)
+			continue
+		}
+		at[name] = k.Line
+		out = append(out, pair{name, k, v})
+	}
+	for _, kv := range merged {
+		if _, dup := at[kv.name]; !dup {
+			at[kv.name] = kv.key.Line
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func (p *parser) merge(k, v *yaml.Node, key string, depth int) []pair {
+	if depth >= maxMergeDepth {
+		p.errorf(k.Line, key, "\"<<\" merges nest more than %d deep (does an anchor merge itself?)", maxMergeDepth)
+		return nil
+	}
+	src := deref(v)
+	var maps []*yaml.Node
+	switch src.Kind {
+	case yaml.MappingNode:
+		maps = []*yaml.Node{src}
+	case yaml.SequenceNode:
+		for _, item := range src.Content {
+			maps = append(maps, deref(item))
+		}
+	default:
+		maps = []*yaml.Node{src}
+	}
+	var out []pair
+	for _, mm := range maps {
+		if mm.Kind != yaml.MappingNode {
+			p.errorf(v.Line, key, "\"<<\" merges a mapping or a list of mappings, not %s", kindName(mm))
+			continue
+		}
+		out = append(out, p.pairs(mm, key, depth+1)...)
+	}
+	// Within the merged sources the first one wins.
+	seen := map[string]bool{}
+	kept := out[:0]
+	for _, kv := range out {
+		if !seen[kv.name] {
+			seen[kv.name] = true
+			kept = append(kept, kv)
+		}
+	}
+	return kept
+}
+
+func deref(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	return n == nil || (n.Kind == yaml.ScalarNode && n.Tag == "!!null")
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return "empty"
+		}
+		return "a scalar " + short(n.Value)
+	}
+	return "an unexpected node"
+}
+
+// describe quotes a scalar, or names what else it is.
+func describe(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode {
+		return short(n.Value)
+	}
+	return kindName(n)
+}

@@ -1,0 +1,347 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/service/config"
+	"github.com/tether-dev/tether/service/state"
+)
+
+// Options configure a Controller.
+type Options struct {
+	Paths      Paths
+	Executable string   // the tether binary: guardians and a bare "tether" argv[0]
+	BaseEnv    []string // the environment agents start from; nil means os.Environ()
+	// Policy knobs; zero means the defaults below.
+	BackoffMin, BackoffMax time.Duration
+	HealthyAfter           time.Duration
+	CrashLoopLimit         int
+	ContentionWindow       time.Duration
+}
+
+// Defaults of the restart policy.
+const (
+	DefaultBackoffMin       = time.Second
+	DefaultBackoffMax       = 60 * time.Second
+	DefaultHealthyAfter     = 60 * time.Second
+	DefaultCrashLoopLimit   = 5
+	DefaultContentionWindow = 30 * time.Second
+)
+
+// Controller owns the agents of one profile.
+type Controller struct {
+	opts  Options
+	store *state.Store
+
+	mu        sync.Mutex
+	cfg       *config.Config
+	configErr *api.Error
+	actors    map[string]*actor
+	rows      map[string]api.Agent
+	subs      map[*subscriber]struct{}
+	closing   bool
+	quitAsked bool
+
+	quit chan struct{} // closed when Quit is accepted
+}
+
+// ErrShutdownRefused: agents could not be confirmed stopped; a second
+// Quit exits anyway.
+var ErrShutdownRefused = errors.New("shutdown refused once: agents could not be confirmed stopped")
+
+// NewController builds the controller for cfg and store and starts the
+// enabled agents. A malformed state file does not stop it: the agents
+// then start as their config's autostart says, intent is not saved, and
+// Status reports the state error.
+func NewController(opts Options, cfg *config.Config, store *state.Store) *Controller {
+	if opts.BaseEnv == nil {
+		opts.BaseEnv = os.Environ()
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&opts.BackoffMin, DefaultBackoffMin)
+	def(&opts.BackoffMax, DefaultBackoffMax)
+	def(&opts.HealthyAfter, DefaultHealthyAfter)
+	def(&opts.ContentionWindow, DefaultContentionWindow)
+	if opts.CrashLoopLimit == 0 {
+		opts.CrashLoopLimit = DefaultCrashLoopLimit
+	}
+	c := &Controller{
+		opts:   opts,
+		store:  store,
+		cfg:    cfg,
+		actors: map[string]*actor{},
+		rows:   map[string]api.Agent{},
+		subs:   map[*subscriber]struct{}{},
+		quit:   make(chan struct{}),
+	}
+	st := store.State()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, a := range cfg.Agents {
+		enabled := a.Autostart
+		if s, ok := st.Agents[a.ID]; ok && store.Err() == nil {
+			enabled = s.Enabled
+		}
+		c.addLocked(a, enabled)
+	}
+	return c
+}
+
+func (c *Controller) addLocked(a config.Agent, enabled bool) {
+	act := newActor(c, a)
+	c.actors[a.ID] = act
+	c.rows[a.ID] = act.row
+	go act.run()
+	if enabled {
+		// Autostart counts as intent: recorded, so the first agent
+		// state written (its last run) cannot read as "disabled".
+		_ = c.setEnabled(a.ID, true)
+		act.send(command{kind: cmdStart})
+	}
+}
+
+// Done is closed once Quit has been accepted.
+func (c *Controller) Done() <-chan struct{} { return c.quit }
+
+// Status implements localapi.Backend.
+func (c *Controller) Status() api.Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := api.Status{Profile: c.opts.Paths.Profile, ServicePID: os.Getpid(), ConfigError: c.configErr}
+	for _, a := range c.cfg.Agents {
+		if row, ok := c.rows[a.ID]; ok {
+			st.Agents = append(st.Agents, row)
+		}
+	}
+	if err := c.store.Err(); err != nil {
+		st.StateError = &api.Error{Code: api.CodeState, Message: err.Error()}
+	}
+	return st
+}
+
+func (c *Controller) actor(id string) (*actor, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a, ok := c.actors[id]; ok {
+		return a, nil
+	}
+	return nil, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no agent %q in %s", id, c.cfg.Path)}
+}
+
+// setEnabled records intent durably.
+func (c *Controller) setEnabled(id string, enabled bool) error {
+	err := c.store.Update(func(s *state.State) {
+		if s.Agents == nil {
+			s.Agents = map[string]state.Agent{}
+		}
+		a := s.Agents[id]
+		a.Enabled = enabled
+		s.Agents[id] = a
+	})
+	if err != nil {
+		return &api.Error{Code: api.CodeState, Message: fmt.Sprintf("saving that %q is %s: %v", id, map[bool]string{true: "enabled", false: "disabled"}[enabled], err)}
+	}
+	return nil
+}
+
+// Start implements localapi.Backend: enable, then start.
+func (c *Controller) Start(ctx context.Context, id string) (api.Agent, error) {
+	a, err := c.actor(id)
+	if err != nil {
+		return api.Agent{}, err
+	}
+	serr := c.setEnabled(id, true)
+	err = a.do(ctx, cmdStart)
+	row := c.row(id)
+	if err == nil && serr != nil {
+		// It runs, but the intent could not be saved: say so.
+		err = serr
+	}
+	return row, err
+}
+
+// Stop implements localapi.Backend: it attempts both the stop and the
+// durable disable. When both fail, the cleanup error wins.
+func (c *Controller) Stop(ctx context.Context, id string) (api.Agent, error) {
+	a, err := c.actor(id)
+	if err != nil {
+		return api.Agent{}, err
+	}
+	serr := c.setEnabled(id, false)
+	err = a.do(ctx, cmdStop)
+	if err == nil {
+		err = serr
+	}
+	return c.row(id), err
+}
+
+// Restart implements localapi.Backend: enable, stop, start.
+func (c *Controller) Restart(ctx context.Context, id string) (api.Agent, error) {
+	a, err := c.actor(id)
+	if err != nil {
+		return api.Agent{}, err
+	}
+	serr := c.setEnabled(id, true)
+	err = a.do(ctx, cmdRestart)
+	if err == nil {
+		err = serr
+	}
+	return c.row(id), err
+}
+
+func (c *Controller) row(id string) api.Agent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rows[id]
+}
+
+// Reload implements localapi.Backend: load the config again and apply the
+// difference. An invalid config is rejected and the running one kept.
+func (c *Controller) Reload(ctx context.Context) error {
+	cfg, err := loadConfig(c.opts.Paths)
+	c.mu.Lock()
+	if err != nil {
+		c.configErr = &api.Error{Code: api.CodeConfig, Message: err.Error()}
+		c.mu.Unlock()
+		return c.configErr
+	}
+	c.configErr = nil
+	old := c.cfg
+	c.cfg = cfg
+	st := c.store.State()
+	var removed []*actor
+	var changed []*actor
+	oldByID := map[string]config.Agent{}
+	for _, a := range old.Agents {
+		oldByID[a.ID] = a
+	}
+	newIDs := map[string]bool{}
+	for _, a := range cfg.Agents {
+		newIDs[a.ID] = true
+		prev, ok := oldByID[a.ID]
+		switch {
+		case !ok:
+			enabled := a.Autostart
+			if s, ok := st.Agents[a.ID]; ok && c.store.Err() == nil {
+				enabled = s.Enabled
+			}
+			c.addLocked(a, enabled)
+		case !sameAgent(prev, a):
+			act := c.actors[a.ID]
+			act.setConfig(a)
+			changed = append(changed, act)
+		}
+	}
+	for id, act := range c.actors {
+		if !newIDs[id] {
+			removed = append(removed, act)
+			delete(c.actors, id)
+		}
+	}
+	c.mu.Unlock()
+
+	var errs []error
+	for _, act := range changed {
+		if err := act.do(ctx, cmdReconfigure); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, act := range removed {
+		if err := act.do(ctx, cmdRemove); err != nil {
+			errs = append(errs, err)
+		}
+		c.mu.Lock()
+		delete(c.rows, act.id)
+		c.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+func sameAgent(a, b config.Agent) bool {
+	a.Line, b.Line = 0, 0
+	return a.ID == b.ID && a.Identity == b.Identity && slices.Equal(a.Command, b.Command) &&
+		a.Dir == b.Dir && fmt.Sprint(sortedEnv(a.Env)) == fmt.Sprint(sortedEnv(b.Env)) &&
+		a.EnvFile == b.EnvFile && a.Autostart == b.Autostart && a.Restart == b.Restart &&
+		a.StopTimeout == b.StopTimeout
+}
+
+func sortedEnv(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Logs implements localapi.Backend.
+func (c *Controller) Logs(id string, n int) ([]string, error) {
+	if _, err := c.actor(id); err != nil {
+		return nil, err
+	}
+	return tailLines(c.opts.Paths.LogPath(id), n)
+}
+
+// Shutdown stops every agent, leaving intent as it is. A stop confirmed
+// with a cleanup warning does not block it; an unconfirmed one is
+// reported and refuses the shutdown once (force skips that).
+func (c *Controller) Shutdown(ctx context.Context, force bool) error {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return nil
+	}
+	acts := make([]*actor, 0, len(c.actors))
+	for _, a := range c.actors {
+		acts = append(acts, a)
+	}
+	again := c.quitAsked
+	c.quitAsked = true
+	c.mu.Unlock()
+	var failed []string
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, a := range acts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := a.do(ctx, cmdShutdown); err != nil {
+				mu.Lock()
+				failed = append(failed, fmt.Sprintf("%s: %v", a.id, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(failed) > 0 && !force && !again {
+		sort.Strings(failed)
+		return fmt.Errorf("%w: %s", ErrShutdownRefused, strings.Join(failed, "; "))
+	}
+	c.mu.Lock()
+	if !c.closing {
+		c.closing = true
+		close(c.quit)
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// Quit implements localapi.Backend.
+func (c *Controller) Quit() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_ = c.Shutdown(ctx, false)
+}

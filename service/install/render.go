@@ -1,0 +1,311 @@
+package install
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// This file renders every registration on every platform. It reads and
+// writes nothing, so Plan can show exactly what Install writes and tests
+// can check the macOS and Windows forms on Linux.
+
+const (
+	header      = "# Written by `tether service install`; `tether service uninstall` removes it.\n"
+	trayComment = "Written by tether; turn \"Start at login\" off in the tray to remove it."
+)
+
+// ---- systemd (Linux) ----
+
+func unitName(t target) string { return "tether" + t.suffix("-") + ".service" }
+
+func unitPath(t target) string { return filepath.Join(systemdUnitDir(t), unitName(t)) }
+
+func systemdUnitDir(t target) string {
+	return filepath.Join(t.xdgConfigHome(), "systemd", "user")
+}
+
+// systemdTemplate is the unit. kardianos's default template cannot serve:
+// it has WantedBy=multi-user.target (a target a user manager never
+// reaches, so the service would never start at login), no KillMode, no
+// Delegate, and RestartSec=120.
+const systemdTemplate = header + `[Unit]
+Description=tether agent supervisor (profile %s)
+Documentation=https://github.com/tether-dev/tether
+
+[Service]
+Type=simple
+ExecStart=%s
+# A crashed service comes back quickly: its guardians have already torn
+# their agents down, and the intent to run them survives in the state file.
+Restart=on-failure
+RestartSec=2
+# SIGTERM goes to the service alone, which stops its guardians and with
+# them every agent tree; whatever is left when the stop times out is killed.
+KillMode=mixed
+# Guardians may give each agent its own cgroup below the service's.
+Delegate=yes
+
+[Install]
+WantedBy=default.target
+`
+
+func systemdUnit(t target) File {
+	argv := t.args("service", "run")
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		words[i] = systemdQuote(a)
+	}
+	return File{
+		Path:    unitPath(t),
+		Content: fmt.Appendf(nil, systemdTemplate, t.profileName(), strings.Join(words, " ")),
+		Mode:    0o644,
+	}
+}
+
+// systemdQuote makes s one word of an ExecStart= line (systemd.syntax(7)
+// "Quoting", systemd.service(5) "Command lines"): safe words stay bare;
+// anything else is double-quoted with '\' and '"' C-escaped, and '%'
+// (specifiers) and '$' (variable expansion) doubled, inside or outside
+// quotes.
+func systemdQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@+=:,./-") == "" {
+		return s
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '\\':
+			b.WriteString(`\\`)
+		case '"':
+			b.WriteString(`\"`)
+		case '%':
+			b.WriteString("%%")
+		case '$':
+			b.WriteString("$$")
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// ---- XDG autostart (Linux tray) ----
+
+func desktopPath(t target) string {
+	return filepath.Join(t.xdgConfigHome(), "autostart", "tether"+t.suffix("-")+".desktop")
+}
+
+func desktopEntry(t target) File {
+	argv := t.args("tray")
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		words[i] = desktopExecArg(a)
+	}
+	name := "tether"
+	if t.profile != "" {
+		name += " (" + t.profile + ")"
+	}
+	var b strings.Builder
+	b.WriteString("# " + trayComment + "\n")
+	b.WriteString("[Desktop Entry]\n")
+	b.WriteString("Type=Application\n")
+	b.WriteString("Name=" + name + "\n")
+	b.WriteString("Comment=Agent status and controls in the system tray\n")
+	b.WriteString("Exec=" + strings.Join(words, " ") + "\n")
+	b.WriteString("Terminal=false\n")
+	b.WriteString("X-GNOME-Autostart-enabled=true\n")
+	return File{Path: desktopPath(t), Content: []byte(b.String()), Mode: 0o644}
+}
+
+// desktopExecArg makes s one argument of an Exec= key (Desktop Entry
+// Specification, "The Exec key"): an argument with a reserved character
+// is double-quoted with '"', '`', '$' and '\' backslash-escaped; '%' is
+// doubled (field codes); and then, because Exec is a string value whose
+// own escapes are undone first, every '\' is doubled again.
+func desktopExecArg(s string) string {
+	q := s
+	if s == "" || strings.ContainsAny(s, " \t\n\"'\\><~|&;$*?#()`") {
+		var b strings.Builder
+		b.WriteByte('"')
+		for _, r := range s {
+			if strings.ContainsRune("\"`$\\", r) {
+				b.WriteByte('\\')
+			}
+			b.WriteRune(r)
+		}
+		b.WriteByte('"')
+		q = b.String()
+	}
+	q = strings.ReplaceAll(q, "%", "%%")
+	return strings.ReplaceAll(q, `\`, `\\`)
+}
+
+// ---- launchd (macOS) ----
+
+const labelPrefix = "com.github.tether-dev.tether."
+
+// launchdLabel is the job label and the plist's base name. Service and
+// tray labels differ in a fixed segment, so no profile name can make them
+// collide.
+func launchdLabel(kind string, t target) string { return labelPrefix + kind + t.suffix(".") }
+
+func launchAgentPath(t target, label string) string {
+	return filepath.Join(t.home, "Library", "LaunchAgents", label+".plist")
+}
+
+// launchdServicePlist keeps the service alive (KeepAlive, restarted after
+// ThrottleInterval, the RestartSec of launchd) and starts it at login.
+// Its stderr, where the service logs, goes to ~/Library/Logs.
+func launchdServicePlist(t target) File {
+	label := launchdLabel("service", t)
+	logPath := filepath.Join(t.home, "Library", "Logs", "tether"+t.suffix("-")+".log")
+	var p plist
+	p.start("Written by `tether service install`; `tether service uninstall` removes it.")
+	p.key("Label").str(label)
+	p.key("ProgramArguments").strs(t.args("service", "run"))
+	p.key("RunAtLoad").boolean(true)
+	p.key("KeepAlive").boolean(true)
+	p.key("ThrottleInterval").integer(2)
+	p.key("StandardOutPath").str(logPath)
+	p.key("StandardErrorPath").str(logPath)
+	return File{Path: launchAgentPath(t, label), Content: p.end(), Mode: 0o644}
+}
+
+// launchdTrayPlist starts the tray at login in the GUI session only, and
+// has no KeepAlive: when the user quits the tray it stays quit.
+func launchdTrayPlist(t target) File {
+	label := launchdLabel("tray", t)
+	var p plist
+	p.start(trayComment)
+	p.key("Label").str(label)
+	p.key("ProgramArguments").strs(t.args("tray"))
+	p.key("RunAtLoad").boolean(true)
+	p.key("LimitLoadToSessionType").str("Aqua")
+	p.key("ProcessType").str("Interactive")
+	return File{Path: launchAgentPath(t, label), Content: p.end(), Mode: 0o644}
+}
+
+// plist writes an XML property list with one top-level dict.
+type plist struct{ b strings.Builder }
+
+func (p *plist) start(comment string) {
+	p.b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<!-- ` + comment + ` -->
+<plist version="1.0">
+<dict>
+`)
+}
+
+func (p *plist) end() []byte {
+	p.b.WriteString("</dict>\n</plist>\n")
+	return []byte(p.b.String())
+}
+
+// text escapes the three characters element text needs escaped, with the
+// named entities every plist reader knows. (resolve has already refused
+// control characters, which XML 1.0 cannot carry.)
+func (p *plist) text(s string) {
+	p.b.WriteString(xmlText.Replace(s))
+}
+
+var xmlText = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+func (p *plist) key(k string) *plist {
+	p.b.WriteString("\t<key>")
+	p.text(k)
+	p.b.WriteString("</key>\n")
+	return p
+}
+
+func (p *plist) str(v string) {
+	p.b.WriteString("\t<string>")
+	p.text(v)
+	p.b.WriteString("</string>\n")
+}
+
+func (p *plist) strs(vs []string) {
+	p.b.WriteString("\t<array>\n")
+	for _, v := range vs {
+		p.b.WriteString("\t\t<string>")
+		p.text(v)
+		p.b.WriteString("</string>\n")
+	}
+	p.b.WriteString("\t</array>\n")
+}
+
+func (p *plist) boolean(v bool) {
+	if v {
+		p.b.WriteString("\t<true/>\n")
+	} else {
+		p.b.WriteString("\t<false/>\n")
+	}
+}
+
+func (p *plist) integer(v int) { fmt.Fprintf(&p.b, "\t<integer>%d</integer>\n", v) }
+
+// ---- HKCU Run (Windows) ----
+
+const runKey = `Software\Microsoft\Windows\CurrentVersion\Run`
+
+// Run value names: service values are "tether" or "tether-PROFILE", tray
+// values "tether.tray" or "tether.tray-PROFILE"; the sixth character
+// ('-' or '.') keeps the two sets apart whatever the profile is called.
+func serviceRunName(t target) string { return "tether" + t.suffix("-") }
+func trayRunName(t target) string    { return "tether.tray" + t.suffix("-") }
+
+func runValuePath(name string) string { return `HKCU\` + runKey + `\` + name }
+
+func runValue(name string, argv []string) File {
+	return File{Path: runValuePath(name), Content: []byte(windowsCommandLine(argv))}
+}
+
+// windowsCommandLine joins argv the way CommandLineToArgvW and the C
+// runtime split it. The program name is always quoted (Windows paths
+// cannot contain '"', and its parsing knows no escapes).
+func windowsCommandLine(argv []string) string {
+	var b strings.Builder
+	b.WriteString(`"` + argv[0] + `"`)
+	for _, a := range argv[1:] {
+		b.WriteByte(' ')
+		b.WriteString(windowsEscapeArg(a))
+	}
+	return b.String()
+}
+
+// windowsEscapeArg is syscall.EscapeArg, which exists only on Windows:
+// backslashes are literal except before '"', where they are doubled.
+func windowsEscapeArg(s string) string {
+	if s == "" {
+		return `""`
+	}
+	if !strings.ContainsAny(s, " \t\"\\") {
+		return s
+	}
+	quote := strings.ContainsAny(s, " \t")
+	var b strings.Builder
+	if quote {
+		b.WriteByte('"')
+	}
+	slashes := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\\':
+			slashes++
+		case '"':
+			b.WriteString(strings.Repeat(`\`, slashes+1))
+			slashes = 0
+		default:
+			slashes = 0
+		}
+		b.WriteByte(s[i])
+	}
+	if quote {
+		b.WriteString(strings.Repeat(`\`, slashes))
+		b.WriteByte('"')
+	}
+	return b.String()
+}

@@ -1,0 +1,459 @@
+// Package localapi serves the local API (package api's paths and types) as
+// HTTP+JSON over the user-only socket that platform/unix.ListenUnix opens.
+// It decides who may call (the service's own uid, never a browser) and
+// what a well-formed request is; everything an agent is or does belongs to
+// the Backend, the service's controller. It owns no agent and starts no
+// process.
+//
+// Answers: 200 with the JSON value on success; otherwise an api.Error
+// body, with 400 (bad_request: bad JSON, unknown fields, bad parameters),
+// 413 (bad_request: a body over api.MaxBody), 403 (forbidden: another uid,
+// a browser, a foreign Host), 404 (not_found: unknown path or id), 405
+// (bad_request: wrong method), 409 (contention), 422 (config), or 500 for
+// any other code. Start, stop and restart take several ids and answer 200
+// whenever the request itself was well-formed, with one api.Result per id,
+// in the order given: a failure of one id (not_found, spawn, contention...)
+// is that Result's error, and the HTTP status says nothing about it.
+package localapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tether-dev/tether/api"
+)
+
+// Backend is what the API serves: the service's controller. Its methods
+// are called concurrently, from one goroutine per request.
+type Backend interface {
+	Status() api.Status
+	// Start, Stop and Restart act on one agent. ctx is the request's: it
+	// is done when the client goes away. An unknown id should be an
+	// *api.Error with code not_found (the server also checks ids against
+	// Status first). The returned row is reported even with an error
+	// when its ID is set.
+	Start(ctx context.Context, id string) (api.Agent, error)
+	Stop(ctx context.Context, id string) (api.Agent, error)
+	Restart(ctx context.Context, id string) (api.Agent, error)
+	Reload(ctx context.Context) error
+	Logs(id string, n int) ([]string, error)
+	// Subscribe returns agent events (api.EventAgent) and, for the ids in
+	// logs, log lines (api.EventLog), until cancel is called. The backend
+	// may close the channel to end the stream (a reader too far behind);
+	// after cancel the server no longer reads it. cancel is called
+	// exactly once.
+	Subscribe(logs []string) (events <-chan api.Event, cancel func())
+	// Quit stops every agent and makes the service exit. The server
+	// answers the request once Quit returns, so Quit must not wait for
+	// Server.Shutdown, which waits for the request.
+	Quit()
+}
+
+// Limits of the HTTP server. There is no WriteTimeout, which would cut
+// the event stream; each line of the stream has its own write deadline.
+const (
+	readHeaderTimeout  = 10 * time.Second
+	idleTimeout        = 60 * time.Second
+	maxHeaderBytes     = 64 << 10
+	streamWriteTimeout = 10 * time.Second
+	defaultLogLines    = 100
+	maxLogLines        = 10000
+)
+
+// Server serves the local API on one listener.
+type Server struct {
+	b   Backend
+	l   *net.UnixListener
+	hs  *http.Server
+	uid int // the only uid let in: the service's own
+
+	routes map[string]route
+
+	closing   chan struct{} // closed when Shutdown begins: ends event streams
+	closeOnce sync.Once
+}
+
+type route struct {
+	method string
+	h      func(http.ResponseWriter, *http.Request)
+}
+
+// New returns a server of b on l. It serves nothing until Serve.
+func New(b Backend, l *net.UnixListener) *Server {
+	s := &Server{b: b, l: l, uid: os.Geteuid(), closing: make(chan struct{})}
+	s.routes = map[string]route{
+		api.PathStatus:  {http.MethodGet, s.status},
+		api.PathEvents:  {http.MethodGet, s.events},
+		api.PathStart:   {http.MethodPost, s.action(b.Start)},
+		api.PathStop:    {http.MethodPost, s.action(b.Stop)},
+		api.PathRestart: {http.MethodPost, s.action(b.Restart)},
+		api.PathLogs:    {http.MethodGet, s.logs},
+		api.PathReload:  {http.MethodPost, s.reload},
+		api.PathQuit:    {http.MethodPost, s.quit},
+	}
+	s.hs = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		// Who is calling is a property of the connection, read once
+		// from the kernel when it is accepted (SO_PEERCRED,
+		// LOCAL_PEERCRED); ServeHTTP checks it on every request.
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			var p peer
+			p.uid, p.pid, p.err = peerOf(c)
+			return context.WithValue(ctx, peerKey{}, p)
+		},
+	}
+	// http.Server.Shutdown waits for handlers to return, and the event
+	// stream's never would on its own.
+	s.hs.RegisterOnShutdown(s.beginClose)
+	return s
+}
+
+// Serve serves until Shutdown and then returns nil; it returns any other
+// error that stops it. It closes the listener, which removes the socket
+// file. Call it once.
+func (s *Server) Serve() error {
+	err := s.hs.Serve(s.l)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting connections, ends every event stream, and waits
+// for the requests in progress until ctx is done; then it closes the
+// connections left and returns ctx's error. It closes the listener even if
+// Serve was never called.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.beginClose()
+	err := s.hs.Shutdown(ctx)
+	if err != nil {
+		_ = s.hs.Close()
+	}
+	// A second close is harmless: the listener unlinks its path once.
+	_ = s.l.Close()
+	return err
+}
+
+func (s *Server) beginClose() { s.closeOnce.Do(func() { close(s.closing) }) }
+
+// peer is who is at the other end of a connection.
+type peer struct {
+	uid, pid int
+	err      error
+}
+
+type peerKey struct{}
+
+// ServeHTTP checks who is calling before anything else, then routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if msg := s.refusal(r); msg != "" {
+		writeError(w, http.StatusForbidden, &api.Error{Code: api.CodeForbidden, Message: msg})
+		return
+	}
+	rt, ok := s.routes[r.URL.Path]
+	if !ok {
+		writeError(w, http.StatusNotFound, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no endpoint %s", r.URL.Path)})
+		return
+	}
+	if r.Method != rt.method {
+		w.Header().Set("Allow", rt.method)
+		writeError(w, http.StatusMethodNotAllowed, &api.Error{Code: api.CodeBadRequest,
+			Message: fmt.Sprintf("%s takes %s, not %s", r.URL.Path, rt.method, r.Method)})
+		return
+	}
+	rt.h(w, r)
+}
+
+// refusal says why r may not be served, or "" when it may.
+func (s *Server) refusal(r *http.Request) string {
+	p, ok := r.Context().Value(peerKey{}).(peer)
+	switch {
+	case !ok:
+		return "cannot tell who is calling"
+	case p.err != nil:
+		return fmt.Sprintf("cannot tell who is calling: %v", p.err)
+	case p.uid != s.uid:
+		return fmt.Sprintf("uid %d (pid %d) may not use the service of uid %d", p.uid, p.pid, s.uid)
+	}
+	// A browser page can be made to send requests to local servers (and
+	// something on this machine could relay them to the socket); every
+	// browser marks them with Origin or Sec-Fetch-Site. Our clients
+	// send neither, and name api.Host.
+	if _, ok := r.Header["Origin"]; ok {
+		return "requests from a browser (Origin) are refused"
+	}
+	if v, ok := r.Header["Sec-Fetch-Site"]; ok && (len(v) != 1 || v[0] != "none") {
+		return "requests from a browser (Sec-Fetch-Site) are refused"
+	}
+	if r.Host != "" && r.Host != api.Host {
+		return fmt.Sprintf("host %q is refused: the local API answers to %q only", r.Host, api.Host)
+	}
+	return ""
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.b.Status())
+}
+
+// action serves start, stop or restart: one Result per id, in order, the
+// ids acted on concurrently (stopping several agents takes the longest
+// stop timeout, not their sum).
+func (s *Server) action(do func(context.Context, string) (api.Agent, error)) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req api.IDsRequest
+		if !decodeBody(w, r, &req, false) {
+			return
+		}
+		if len(req.IDs) == 0 {
+			writeError(w, http.StatusBadRequest, &api.Error{Code: api.CodeBadRequest, Message: "no ids given"})
+			return
+		}
+		known := s.known()
+		res := api.Results{Results: make([]api.Result, len(req.IDs))}
+		var wg sync.WaitGroup
+		for i, id := range req.IDs {
+			res.Results[i].ID = id
+			if !known[id] {
+				res.Results[i].Error = notFound(id)
+				continue
+			}
+			wg.Go(func() {
+				a, err := do(r.Context(), id)
+				if err != nil {
+					res.Results[i].Error = toAPIError(err)
+				}
+				if err == nil || a.ID != "" {
+					res.Results[i].Agent = &a
+				}
+			})
+		}
+		wg.Wait()
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	id := q.Get("id")
+	if id == "" {
+		writeError(w, http.StatusBadRequest, &api.Error{Code: api.CodeBadRequest, Message: "logs: the id parameter is required"})
+		return
+	}
+	n := defaultLogLines
+	if v := q.Get("n"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > maxLogLines {
+			writeError(w, http.StatusBadRequest, &api.Error{Code: api.CodeBadRequest,
+				Message: fmt.Sprintf("logs: n=%q: must be a number from 1 to %d", v, maxLogLines)})
+			return
+		}
+	}
+	if !s.known()[id] {
+		writeError(w, http.StatusNotFound, notFound(id))
+		return
+	}
+	lines, err := s.b.Logs(id, n)
+	if err != nil {
+		writeBackendError(w, err)
+		return
+	}
+	if lines == nil {
+		lines = []string{}
+	}
+	writeJSON(w, http.StatusOK, api.Logs{ID: id, Lines: lines})
+}
+
+func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
+	if !decodeBody(w, r, &struct{}{}, true) {
+		return
+	}
+	if err := s.b.Reload(r.Context()); err != nil {
+		writeBackendError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+func (s *Server) quit(w http.ResponseWriter, r *http.Request) {
+	if !decodeBody(w, r, &struct{}{}, true) {
+		return
+	}
+	s.b.Quit()
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+// events streams newline-delimited JSON: a hello with the whole status,
+// then what the backend publishes, each line flushed as it is written. It
+// ends when the client goes away, when the backend closes the stream, when
+// a line cannot be written within streamWriteTimeout (a client that stopped
+// reading), or when the server shuts down.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	var logs []string
+	if v := r.URL.Query().Get("logs"); v != "" {
+		known := s.known()
+		for id := range strings.SplitSeq(v, ",") {
+			if id == "" {
+				continue
+			}
+			if !known[id] {
+				writeError(w, http.StatusNotFound, notFound(id))
+				return
+			}
+			logs = append(logs, id)
+		}
+	}
+	// Subscribe before reading the status: a change made in between is
+	// then sent after the hello (again, which is harmless: an agent event
+	// is the whole row) rather than lost.
+	ch, cancel := s.b.Subscribe(logs)
+	defer cancel()
+	st := s.b.Status()
+
+	rc := http.NewResponseController(w)
+	defer rc.SetWriteDeadline(time.Time{})
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	send := func(ev api.Event) bool {
+		if ev.Time.IsZero() {
+			ev.Time = time.Now().UTC()
+		}
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		return enc.Encode(ev) == nil && rc.Flush() == nil
+	}
+	if !send(api.Event{Type: api.EventHello, Status: &st}) {
+		return
+	}
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.closing:
+			return
+		case ev, ok := <-ch:
+			if !ok || !send(ev) {
+				return
+			}
+		}
+	}
+}
+
+// known returns the ids of the agents the backend has.
+func (s *Server) known() map[string]bool {
+	st := s.b.Status()
+	m := make(map[string]bool, len(st.Agents))
+	for _, a := range st.Agents {
+		m[a.ID] = true
+	}
+	return m
+}
+
+func notFound(id string) *api.Error {
+	return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no agent %q", id)}
+}
+
+// decodeBody reads r's JSON body into v: at most api.MaxBody bytes, one
+// JSON value, no field v does not have. An empty body is accepted when
+// optional. It answers the request itself and returns false on failure.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, optional bool) bool {
+	tooLarge := &api.Error{Code: api.CodeBadRequest, Message: fmt.Sprintf("the request body is larger than %d bytes", api.MaxBody)}
+	if r.ContentLength > api.MaxBody {
+		writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
+		return false
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxBody))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
+		} else {
+			writeError(w, http.StatusBadRequest, &api.Error{Code: api.CodeBadRequest, Message: "reading the request body: " + err.Error()})
+		}
+		return false
+	}
+	if optional && len(bytes.TrimSpace(b)) == 0 {
+		return true
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	err = dec.Decode(v)
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = errors.New("more data after the JSON value")
+		}
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, &api.Error{Code: api.CodeBadRequest, Message: "bad JSON in the request body: " + err.Error()})
+		return false
+	}
+	return true
+}
+
+// toAPIError types a backend error: its own *api.Error code when it has
+// one, internal otherwise.
+func toAPIError(err error) *api.Error {
+	ae, ok := errors.AsType[*api.Error](err)
+	switch {
+	case !ok:
+		return &api.Error{Code: api.CodeInternal, Message: err.Error()}
+	case ae == nil:
+		return &api.Error{Code: api.CodeInternal, Message: "the backend returned a nil *api.Error"}
+	case error(ae) == err:
+		return ae
+	default:
+		// Keep the context the backend wrapped around it.
+		return &api.Error{Code: ae.Code, Message: err.Error()}
+	}
+}
+
+func writeBackendError(w http.ResponseWriter, err error) {
+	ae := toAPIError(err)
+	writeError(w, httpStatus(ae.Code), ae)
+}
+
+// httpStatus is the HTTP status of an error code.
+func httpStatus(code string) int {
+	switch code {
+	case api.CodeBadRequest:
+		return http.StatusBadRequest
+	case api.CodeForbidden:
+		return http.StatusForbidden
+	case api.CodeNotFound:
+		return http.StatusNotFound
+	case api.CodeContention:
+		return http.StatusConflict
+	case api.CodeConfig:
+		return http.StatusUnprocessableEntity
+	}
+	return http.StatusInternalServerError
+}
+
+func writeError(w http.ResponseWriter, status int, e *api.Error) {
+	writeJSON(w, status, e)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(&api.Error{Code: api.CodeInternal, Message: "encoding the answer: " + err.Error()})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

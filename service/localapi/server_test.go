@@ -1,0 +1,648 @@
+//go:build unix
+
+package localapi
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/tether-dev/tether/api"
+	punix "github.com/tether-dev/tether/platform/unix"
+)
+
+// waitLimit bounds every wait of these tests.
+const waitLimit = 10 * time.Second
+
+// fakeBackend is an in-memory Backend: agents "a" and "b", start errors
+// to order, and subscriptions it counts.
+type fakeBackend struct {
+	mu        sync.Mutex
+	agents    []api.Agent
+	fail      map[string]error // Start error by id
+	reloadErr error
+	logsN     int // n of the last Logs call
+	quits     int
+	subs      map[int]chan api.Event
+	subLogs   map[int][]string
+	next      int
+	subscribe chan struct{} // a signal per Subscribe
+}
+
+func newFake() *fakeBackend {
+	return &fakeBackend{
+		agents: []api.Agent{
+			{ID: "a", Identity: "a@relay", State: api.StateStopped},
+			{ID: "b", Identity: "b@relay", State: api.StateStopped},
+		},
+		fail:      map[string]error{},
+		subs:      map[int]chan api.Event{},
+		subLogs:   map[int][]string{},
+		subscribe: make(chan struct{}, 16),
+	}
+}
+
+func (f *fakeBackend) Status() api.Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return api.Status{Profile: "test", ServicePID: os.Getpid(), Agents: append([]api.Agent(nil), f.agents...)}
+}
+
+func (f *fakeBackend) set(id, state string) (api.Agent, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.agents {
+		if f.agents[i].ID == id {
+			f.agents[i].State = state
+			a := f.agents[i]
+			for _, ch := range f.subs {
+				ch <- api.Event{Type: api.EventAgent, Agent: &a}
+			}
+			return a, nil
+		}
+	}
+	return api.Agent{}, &api.Error{Code: api.CodeNotFound, Message: "no agent " + id}
+}
+
+func (f *fakeBackend) Start(ctx context.Context, id string) (api.Agent, error) {
+	f.mu.Lock()
+	err := f.fail[id]
+	f.mu.Unlock()
+	if err != nil {
+		a, _ := f.set(id, api.StateFailed)
+		return a, err
+	}
+	return f.set(id, api.StateRunning)
+}
+
+func (f *fakeBackend) Stop(ctx context.Context, id string) (api.Agent, error) {
+	return f.set(id, api.StateStopped)
+}
+
+func (f *fakeBackend) Restart(ctx context.Context, id string) (api.Agent, error) {
+	return f.set(id, api.StateRunning)
+}
+
+func (f *fakeBackend) Reload(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reloadErr
+}
+
+func (f *fakeBackend) Logs(id string, n int) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.logsN = n
+	return []string{"one", "two"}, nil
+}
+
+func (f *fakeBackend) Subscribe(logs []string) (<-chan api.Event, func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id := f.next
+	f.next++
+	ch := make(chan api.Event, 64)
+	f.subs[id] = ch
+	f.subLogs[id] = logs
+	f.subscribe <- struct{}{}
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			delete(f.subs, id)
+		})
+	}
+}
+
+// publish sends ev to every subscriber.
+func (f *fakeBackend) publish(ev api.Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, ch := range f.subs {
+		ch <- ev
+	}
+}
+
+// closeAll ends every subscription from the backend's side.
+func (f *fakeBackend) closeAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for id, ch := range f.subs {
+		close(ch)
+		delete(f.subs, id)
+	}
+}
+
+// locked returns what get reads under the backend's lock.
+func locked[T any](f *fakeBackend, get func() T) T {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return get()
+}
+
+func (f *fakeBackend) subscribers() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.subs)
+}
+
+func (f *fakeBackend) Quit() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.quits++
+}
+
+// testServer serves a backend on a fresh socket until shut down.
+type testServer struct {
+	path   string
+	srv    *Server
+	served chan error
+	once   sync.Once
+}
+
+func (ts *testServer) shutdown(t *testing.T) {
+	t.Helper()
+	ts.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		if err := ts.srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		select {
+		case err := <-ts.served:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(waitLimit):
+			t.Error("Serve did not return after Shutdown")
+		}
+	})
+}
+
+// shortDir returns a new directory with a short path (unix sockets allow
+// about 100 bytes).
+func shortDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "tlapi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func serve(t *testing.T, b Backend) *testServer {
+	t.Helper()
+	return serveAt(t, b, filepath.Join(shortDir(t), "s", "t.sock"))
+}
+
+func serveAt(t *testing.T, b Backend, path string) *testServer {
+	t.Helper()
+	l, err := punix.ListenUnix(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testServer{path: path, srv: New(b, l), served: make(chan error, 1)}
+	go func() { ts.served <- ts.srv.Serve() }()
+	t.Cleanup(func() { ts.shutdown(t) })
+	return ts
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// raw makes a request the api.Client would not make and returns the
+// status and the decoded api.Error, if the body is one.
+func raw(t *testing.T, path string, req *http.Request) (int, *api.Error) {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		},
+		DisableKeepAlives: true,
+	}}
+	resp, err := hc.Do(req.WithContext(testCtx(t)))
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e api.Error
+	if json.Unmarshal(b, &e) != nil || e.Code == "" {
+		return resp.StatusCode, nil
+	}
+	return resp.StatusCode, &e
+}
+
+func newRequest(t *testing.T, method, path string, body io.Reader) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+api.Host+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+func wantAPIError(t *testing.T, what string, err error, code string) {
+	t.Helper()
+	e, ok := errors.AsType[*api.Error](err)
+	if !ok || e.Code != code {
+		t.Errorf("%s = %v, want an *api.Error with code %s", what, err, code)
+	}
+}
+
+func TestStatusAndActions(t *testing.T) {
+	f := newFake()
+	f.fail["b"] = &api.Error{Code: api.CodeContention, Message: "held by pid 7"}
+	ts := serve(t, f)
+	c := api.NewClient(ts.path)
+	ctx := testCtx(t)
+
+	st, err := c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Profile != "test" || len(st.Agents) != 2 {
+		t.Fatalf("Status = %+v", st)
+	}
+
+	// One Result per id, in order; the failures are per id and the
+	// request as a whole succeeds.
+	res, err := c.Start(ctx, "a", "nope", "b")
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	if len(res.Results) != 3 {
+		t.Fatalf("Start: %d results, want 3: %+v", len(res.Results), res)
+	}
+	if r := res.Results[0]; r.ID != "a" || r.Error != nil || r.Agent == nil || r.Agent.State != api.StateRunning {
+		t.Errorf("result for a: %+v", r)
+	}
+	if r := res.Results[1]; r.ID != "nope" || r.Error == nil || r.Error.Code != api.CodeNotFound || r.Agent != nil {
+		t.Errorf("result for an unknown id: %+v, want not_found", r)
+	}
+	if r := res.Results[2]; r.ID != "b" || r.Error == nil || r.Error.Code != api.CodeContention ||
+		r.Error.Message != "held by pid 7" || r.Agent == nil || r.Agent.State != api.StateFailed {
+		t.Errorf("result for b: %+v, want contention with the failed row", r)
+	}
+
+	// A backend error that is no *api.Error is internal; a wrapped one
+	// keeps its code and its context.
+	f.mu.Lock()
+	f.fail["a"] = errors.New("disk on fire")
+	f.fail["b"] = fmt.Errorf("starting %q: %w", "b", &api.Error{Code: api.CodeSpawn, Message: "no such file"})
+	f.mu.Unlock()
+	res, err = c.Start(ctx, "a", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := res.Results[0].Error; e == nil || e.Code != api.CodeInternal || e.Message != "disk on fire" {
+		t.Errorf("plain error: %+v, want internal", e)
+	}
+	if e := res.Results[1].Error; e == nil || e.Code != api.CodeSpawn || !strings.Contains(e.Message, `starting "b"`) {
+		t.Errorf("wrapped error: %+v, want spawn with context", e)
+	}
+
+	if res, err := c.Stop(ctx, "a"); err != nil || res.Results[0].Agent.State != api.StateStopped {
+		t.Errorf("Stop = %+v, %v", res, err)
+	}
+	if res, err := c.Restart(ctx, "b"); err != nil || res.Results[0].Agent.State != api.StateRunning {
+		t.Errorf("Restart = %+v, %v", res, err)
+	}
+	_, err = c.Stop(ctx)
+	wantAPIError(t, "Stop with no ids", err, api.CodeBadRequest)
+}
+
+func TestLogs(t *testing.T) {
+	f := newFake()
+	ts := serve(t, f)
+	c := api.NewClient(ts.path)
+	ctx := testCtx(t)
+
+	lg, err := c.Logs(ctx, "a", 0)
+	if err != nil || lg.ID != "a" || len(lg.Lines) != 2 {
+		t.Fatalf("Logs = %+v, %v", lg, err)
+	}
+	logsN := func() int { return locked(f, func() int { return f.logsN }) }
+	if n := logsN(); n != 100 {
+		t.Errorf("default n = %d, want 100", n)
+	}
+	if _, err := c.Logs(ctx, "a", 10000); err != nil || logsN() != 10000 {
+		t.Errorf("n=10000: %v, backend got %d", err, logsN())
+	}
+	_, err = c.Logs(ctx, "a", 10001)
+	wantAPIError(t, "Logs n=10001", err, api.CodeBadRequest)
+	_, err = c.Logs(ctx, "nope", 5)
+	wantAPIError(t, "Logs of an unknown id", err, api.CodeNotFound)
+	_, err = c.Logs(ctx, "", 5)
+	wantAPIError(t, "Logs without an id", err, api.CodeBadRequest)
+	code, e := raw(t, ts.path, newRequest(t, "GET", api.PathLogs+"?id=a&n=ten", nil))
+	if code != http.StatusBadRequest || e == nil || e.Code != api.CodeBadRequest {
+		t.Errorf("n=ten: %d %+v, want 400 bad_request", code, e)
+	}
+}
+
+func TestReloadAndQuit(t *testing.T) {
+	f := newFake()
+	ts := serve(t, f)
+	c := api.NewClient(ts.path)
+	ctx := testCtx(t)
+	if err := c.Reload(ctx); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	f.mu.Lock()
+	f.reloadErr = &api.Error{Code: api.CodeConfig, Message: "agents.yaml:3: unknown key"}
+	f.mu.Unlock()
+	err := c.Reload(ctx)
+	wantAPIError(t, "Reload of a bad config", err, api.CodeConfig)
+
+	if err := c.Quit(ctx); err != nil {
+		t.Fatalf("Quit: %v", err)
+	}
+	quits := func() int { return locked(f, func() int { return f.quits }) }
+	if n := quits(); n != 1 {
+		t.Errorf("backend quit %d times, want 1", n)
+	}
+	// A body on quit or reload, if any, must be an empty object.
+	code, e := raw(t, ts.path, newRequest(t, "POST", api.PathQuit, strings.NewReader(`{"now":true}`)))
+	if code != http.StatusBadRequest || e == nil || e.Code != api.CodeBadRequest || quits() != 1 {
+		t.Errorf("quit with an unknown field: %d %+v (quits %d), want 400 and no quit", code, e, quits())
+	}
+}
+
+func TestRequestChecks(t *testing.T) {
+	f := newFake()
+	ts := serve(t, f)
+	status := func() *http.Request { return newRequest(t, "GET", api.PathStatus, nil) }
+	with := func(req *http.Request, k, v string) *http.Request { req.Header.Set(k, v); return req }
+	host := func(req *http.Request, h string) *http.Request { req.Host = h; return req }
+	start := func(body string) *http.Request {
+		return newRequest(t, "POST", api.PathStart, strings.NewReader(body))
+	}
+	huge := bytes.Repeat([]byte(" "), api.MaxBody)
+	huge = append(huge, []byte(`{"ids":["a"]}`)...)
+
+	for _, tc := range []struct {
+		name   string
+		req    *http.Request
+		status int
+		code   string // "" when the answer is no api.Error
+	}{
+		{"plain status", status(), 200, ""},
+		{"Origin", with(status(), "Origin", "https://evil.example"), 403, api.CodeForbidden},
+		{"Origin null", with(status(), "Origin", "null"), 403, api.CodeForbidden},
+		{"Sec-Fetch-Site cross-site", with(status(), "Sec-Fetch-Site", "cross-site"), 403, api.CodeForbidden},
+		{"Sec-Fetch-Site same-origin", with(status(), "Sec-Fetch-Site", "same-origin"), 403, api.CodeForbidden},
+		{"Sec-Fetch-Site none", with(status(), "Sec-Fetch-Site", "none"), 200, ""},
+		{"Host localhost", host(status(), "localhost"), 403, api.CodeForbidden},
+		{"Host 127.0.0.1", host(status(), "127.0.0.1:80"), 403, api.CodeForbidden},
+		{"Origin on a POST", with(start(`{"ids":["a"]}`), "Origin", "http://localhost"), 403, api.CodeForbidden},
+		{"body over MaxBody", start(string(huge)), 413, api.CodeBadRequest},
+		{"body over MaxBody, chunked", newRequest(t, "POST", api.PathStart, io.MultiReader(bytes.NewReader(huge))), 413, api.CodeBadRequest},
+		{"bad JSON", start(`{"ids":["a"`), 400, api.CodeBadRequest},
+		{"not an object", start(`["a"]`), 400, api.CodeBadRequest},
+		{"unknown field", start(`{"ids":["a"],"force":true}`), 400, api.CodeBadRequest},
+		{"two values", start(`{"ids":["a"]}{"ids":["b"]}`), 400, api.CodeBadRequest},
+		{"empty body", start(``), 400, api.CodeBadRequest},
+		{"no ids", start(`{"ids":[]}`), 400, api.CodeBadRequest},
+		{"GET on start", newRequest(t, "GET", api.PathStart, nil), 405, api.CodeBadRequest},
+		{"POST on status", newRequest(t, "POST", api.PathStatus, nil), 405, api.CodeBadRequest},
+		{"unknown path", newRequest(t, "GET", api.Version+"/nothing", nil), 404, api.CodeNotFound},
+		{"unversioned path", newRequest(t, "GET", "/status", nil), 404, api.CodeNotFound},
+	} {
+		code, e := raw(t, ts.path, tc.req)
+		gotCode := ""
+		if e != nil {
+			gotCode = e.Code
+		}
+		if code != tc.status || gotCode != tc.code {
+			t.Errorf("%s: %d %+v, want %d %q", tc.name, code, e, tc.status, tc.code)
+		}
+	}
+	// Nothing refused reached the backend.
+	for _, a := range f.Status().Agents {
+		if a.State != api.StateStopped {
+			t.Errorf("agent %s is %s: a refused request reached the backend", a.ID, a.State)
+		}
+	}
+}
+
+// TestNoHost: an HTTP/1.0 request may have no Host at all, and is served.
+func TestNoHost(t *testing.T) {
+	ts := serve(t, newFake())
+	c, err := net.Dial("unix", ts.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(waitLimit))
+	if _, err := io.WriteString(c, "GET "+api.PathStatus+" HTTP/1.0\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("HTTP/1.0 without Host: %s, want 200", resp.Status)
+	}
+}
+
+// next reads the next event, with a deadline.
+func next(t *testing.T, pull func() (api.Event, error, bool)) api.Event {
+	t.Helper()
+	type item struct {
+		ev  api.Event
+		err error
+		ok  bool
+	}
+	got := make(chan item, 1)
+	go func() {
+		ev, err, ok := pull()
+		got <- item{ev, err, ok}
+	}()
+	select {
+	case it := <-got:
+		if !it.ok || it.err != nil {
+			t.Fatalf("event stream: ok=%v err=%v", it.ok, it.err)
+		}
+		return it.ev
+	case <-time.After(waitLimit):
+		t.Fatal("no event within the deadline")
+		return api.Event{}
+	}
+}
+
+// lastErr reads the stream's last item, which must be an error.
+func lastErr(t *testing.T, pull func() (api.Event, error, bool)) error {
+	t.Helper()
+	got := make(chan error, 1)
+	go func() {
+		ev, err, ok := pull()
+		if ok && err == nil {
+			err = fmt.Errorf("unexpected event %+v", ev)
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		return err
+	case <-time.After(waitLimit):
+		t.Fatal("the stream did not end within the deadline")
+		return nil
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func openEvents(t *testing.T, c *api.Client, ctx context.Context, logs ...string) (func() (api.Event, error, bool), func()) {
+	t.Helper()
+	seq, err := c.Events(ctx, logs...)
+	if err != nil {
+		t.Fatalf("Events: %v", err)
+	}
+	pull, stop := iter.Pull2(seq)
+	return pull, stop
+}
+
+func TestEvents(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	f := newFake()
+	ts := serve(t, f)
+	c := api.NewClient(ts.path)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+
+	pull, stop := openEvents(t, c, ctx, "a")
+	defer stop()
+	hello := next(t, pull)
+	if hello.Type != api.EventHello || hello.Status == nil || len(hello.Status.Agents) != 2 || hello.Time.IsZero() {
+		t.Fatalf("first event %+v, want a hello with the status", hello)
+	}
+	if logs := locked(f, func() []string { return f.subLogs[0] }); f.subscribers() != 1 || len(logs) != 1 || logs[0] != "a" {
+		t.Fatalf("subscriptions: %d, logs %v", f.subscribers(), logs)
+	}
+
+	// An action by another client shows up as an agent event.
+	if _, err := c.Start(testCtx(t), "a"); err != nil {
+		t.Fatal(err)
+	}
+	ev := next(t, pull)
+	if ev.Type != api.EventAgent || ev.Agent == nil || ev.Agent.ID != "a" || ev.Agent.State != api.StateRunning {
+		t.Fatalf("event %+v, want agent a running", ev)
+	}
+	f.publish(api.Event{Type: api.EventLog, ID: "a", Line: "hello from a"})
+	if ev := next(t, pull); ev.Type != api.EventLog || ev.ID != "a" || ev.Line != "hello from a" {
+		t.Fatalf("event %+v, want a log line", ev)
+	}
+
+	// The client goes away: the stream ends on both sides.
+	cancel()
+	if err := lastErr(t, pull); !errors.Is(err, context.Canceled) {
+		t.Errorf("after cancel, the stream ended with %v, want context.Canceled", err)
+	}
+	waitUntil(t, "the server to cancel its subscription", func() bool { return f.subscribers() == 0 })
+	stop()
+	ts.shutdown(t)
+}
+
+func TestEventsEndOnShutdown(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	f := newFake()
+	ts := serve(t, f)
+	c := api.NewClient(ts.path)
+	pull, stop := openEvents(t, c, testCtx(t))
+	defer stop()
+	next(t, pull)
+	ts.shutdown(t)
+	if err := lastErr(t, pull); !errors.Is(err, api.ErrStreamClosed) {
+		t.Errorf("after Shutdown, the stream ended with %v, want ErrStreamClosed", err)
+	}
+	if f.subscribers() != 0 {
+		t.Error("the subscription outlived the stream")
+	}
+	if _, err := os.Lstat(ts.path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the socket is still there after Shutdown: %v", err)
+	}
+	if _, err := c.Status(testCtx(t)); !errors.Is(err, api.ErrNotRunning) {
+		t.Errorf("Status after Shutdown = %v, want ErrNotRunning", err)
+	}
+}
+
+func TestEventsBackendCloses(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	f := newFake()
+	ts := serve(t, f)
+	pull, stop := openEvents(t, api.NewClient(ts.path), testCtx(t))
+	defer stop()
+	next(t, pull)
+	f.closeAll()
+	if err := lastErr(t, pull); !errors.Is(err, api.ErrStreamClosed) {
+		t.Errorf("the stream ended with %v, want ErrStreamClosed", err)
+	}
+	stop()
+	ts.shutdown(t)
+}
+
+func TestEventsUnknownLogID(t *testing.T) {
+	f := newFake()
+	ts := serve(t, f)
+	_, err := api.NewClient(ts.path).Events(testCtx(t), "a", "nope")
+	wantAPIError(t, "Events for an unknown id", err, api.CodeNotFound)
+	if n := locked(f, func() int { return len(f.subLogs) }); n != 0 {
+		t.Errorf("the backend was subscribed to %d time(s)", n)
+	}
+}
+
+// TestShutdownBeforeServe: the listener is closed, and its socket removed,
+// even when Serve never ran.
+func TestShutdownBeforeServe(t *testing.T) {
+	path := filepath.Join(shortDir(t), "t.sock")
+	l, err := punix.ListenUnix(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(newFake(), l)
+	if err := s.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket after Shutdown: %v", err)
+	}
+	if err := s.Serve(); err != nil {
+		t.Errorf("Serve after Shutdown = %v, want nil", err)
+	}
+}

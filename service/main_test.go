@@ -1,0 +1,56 @@
+//go:build linux
+
+package service
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tether-dev/tether/guardian"
+	punix "github.com/tether-dev/tether/platform/unix"
+)
+
+// The test binary is also the guardian and the agents.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "guardian":
+			os.Exit(guardian.Main(os.Args[2:]))
+		case "agent":
+			os.Exit(agentMain(os.Args[2:]))
+		}
+	}
+	if _, err := punix.BecomeSubreaper(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// agentMain is a test agent: "sleep" runs until SIGTERM, "exit N" exits
+// with N at once, "count DIR" writes a file per start and sleeps.
+func agentMain(args []string) int {
+	time.AfterFunc(2*time.Minute, func() { os.Exit(99) })
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	switch args[0] {
+	case "sleep":
+		fmt.Println("agent up")
+		<-term
+		return 0
+	case "exit":
+		n, _ := strconv.Atoi(args[1])
+		return n
+	case "count":
+		_ = os.WriteFile(filepath.Join(args[1], strconv.Itoa(os.Getpid())), nil, 0o600)
+		<-term
+		return 0
+	}
+	return 2
+}

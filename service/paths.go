@@ -1,0 +1,99 @@
+package service
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+
+	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/service/config"
+)
+
+// DefaultProfile is the profile used without --profile.
+const DefaultProfile = "default"
+
+var profileRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// Paths are where one profile keeps its files.
+type Paths struct {
+	Profile     string
+	Config      string // the config file (may not exist: the embedded default applies)
+	ConfigSet   bool   // Config came from --config
+	StateDir    string // per profile: state.json, logs/, private/, service.lock
+	LockDir     string // per user, shared by every profile
+	PrivateRoot string
+	LogDir      string
+	Socket      string
+}
+
+// ValidateProfile checks a profile name.
+func ValidateProfile(p string) error {
+	if !profileRE.MatchString(p) {
+		return fmt.Errorf("profile %q: must match %s", p, profileRE)
+	}
+	return nil
+}
+
+// ResolvePaths returns the paths of profile; configFlag, when not empty,
+// overrides the config file.
+func ResolvePaths(profile, configFlag string) (Paths, error) {
+	if profile == "" {
+		profile = DefaultProfile
+	}
+	if err := ValidateProfile(profile); err != nil {
+		return Paths{}, err
+	}
+	base, err := stateBase()
+	if err != nil {
+		return Paths{}, err
+	}
+	p := Paths{
+		Profile:  profile,
+		StateDir: filepath.Join(base, profile),
+		LockDir:  filepath.Join(base, "locks"),
+	}
+	p.PrivateRoot = filepath.Join(p.StateDir, "private")
+	p.LogDir = filepath.Join(p.StateDir, "logs")
+	if configFlag != "" {
+		if p.Config, err = filepath.Abs(configFlag); err != nil {
+			return Paths{}, err
+		}
+		p.ConfigSet = true
+	} else if p.Config, err = config.DefaultPath(); err != nil {
+		return Paths{}, err
+	}
+	if p.Socket, err = api.SocketPath(profile); err != nil {
+		return Paths{}, err
+	}
+	return p, nil
+}
+
+// stateBase is tether's state directory: $XDG_STATE_HOME/tether on Linux,
+// the platform's per-user application data directory elsewhere.
+func stateBase() (string, error) {
+	switch runtime.GOOS {
+	case "linux":
+		if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+			return filepath.Join(d, "tether"), nil
+		}
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(home, ".local", "state", "tether"), nil
+	case "windows":
+		if d := os.Getenv("LocalAppData"); d != "" {
+			return filepath.Join(d, "tether"), nil
+		}
+	}
+	d, err := os.UserConfigDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "tether", "state"), nil
+}
+
+// LogPath is the log file of agent id.
+func (p Paths) LogPath(id string) string { return filepath.Join(p.LogDir, id+".log") }

@@ -1,0 +1,129 @@
+//go:build unix
+
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	punix "github.com/tether-dev/tether/platform/unix"
+	"github.com/tether-dev/tether/service/localapi"
+	"github.com/tether-dev/tether/service/state"
+)
+
+// Run runs the service of one profile in the foreground until it is
+// told to quit (SIGTERM, SIGINT, or the API), and returns the exit code.
+// SIGHUP reloads the config.
+func Run(p Paths, exe string, stderr io.Writer) int {
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(stderr, "%s tether service[%d]: %s\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), fmt.Sprintf(format, args...))
+	}
+	if err := punix.SecureDir(p.StateDir); err != nil {
+		logf("state directory: %v", err)
+		return 1
+	}
+	lock, err := takeServiceLock(p)
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	defer lock.Close()
+
+	cfg, err := loadConfig(p)
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	store, err := state.Open(p.StateDir)
+	if err != nil {
+		logf("state: %v", err)
+		return 1
+	}
+	if err := store.Err(); err != nil {
+		logf("the state file is malformed and left as it is (intent will not be saved until it is fixed): %v", err)
+	}
+	l, err := punix.ListenUnix(p.Socket)
+	if err != nil {
+		logf("local API: %v", err)
+		return 1
+	}
+	c := NewController(Options{Paths: p, Executable: exe}, cfg, store)
+	srv := localapi.New(c, l)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve() }()
+	logf("profile %q serving on %s with %d agent(s) from %s", p.Profile, p.Socket, len(cfg.Agents), cfg.Path)
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	for {
+		select {
+		case s := <-sigs:
+			if s == syscall.SIGHUP {
+				if err := c.Reload(context.Background()); err != nil {
+					logf("reload: %v", err)
+				} else {
+					logf("reloaded %s", p.Config)
+				}
+				continue
+			}
+			logf("received %v: stopping every agent", s)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				defer cancel()
+				if err := c.Shutdown(ctx, false); err != nil {
+					logf("%v (send the signal again to exit anyway)", err)
+				}
+			}()
+		case <-c.Done():
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = srv.Shutdown(ctx)
+			cancel()
+			logf("stopped")
+			return 0
+		case err := <-served:
+			logf("local API stopped: %v", err)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			_ = c.Shutdown(ctx, true)
+			cancel()
+			return 1
+		}
+	}
+}
+
+// ErrAlreadyRunning: another service runs this profile.
+var ErrAlreadyRunning = errors.New("the service of this profile is already running")
+
+// takeServiceLock makes this the only service of the profile. The lock
+// file holds the pid of its holder, for the message a second one prints.
+func takeServiceLock(p Paths) (*os.File, error) {
+	path := filepath.Join(p.StateDir, "service.lock")
+	f, err := punix.OpenLockFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := punix.TryLock(f); err != nil {
+		b, _ := io.ReadAll(io.NewSectionReader(f, 0, 64))
+		f.Close()
+		if errors.Is(err, punix.ErrLocked) {
+			pid := strings.TrimSpace(string(b))
+			if _, perr := strconv.Atoi(pid); perr != nil {
+				pid = "unknown"
+			}
+			return nil, fmt.Errorf("%w: profile %q runs as pid %s", ErrAlreadyRunning, p.Profile, pid)
+		}
+		return nil, err
+	}
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return f, nil
+}

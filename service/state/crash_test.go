@@ -1,0 +1,133 @@
+package state
+
+import (
+	"bufio"
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// TestCrashLeavesWholeFile kills a writer at random moments, 50 times, and
+// checks after each kill that the file parses and is one of the states the
+// writer wrote, never a partial one, and never older than before (I4).
+func TestCrashLeavesWholeFile(t *testing.T) {
+	dir := t.TempDir()
+	last, midWrite := 0, 0
+	for i := range 50 {
+		kill := startWriter(t, dir)
+		// Half the kills land within microseconds of the first write,
+		// the rest within the next few milliseconds of writing.
+		if i%2 == 1 {
+			time.Sleep(rand.N(5 * time.Millisecond))
+		}
+		kill()
+		if len(tempFiles(t, dir)) > 0 {
+			midWrite++ // the kill caught a write before its rename
+		}
+
+		s, err := Open(dir)
+		if err != nil {
+			t.Fatalf("kill %d: Open: %v", i, err)
+		}
+		if err := s.Err(); err != nil {
+			t.Fatalf("kill %d: the state file does not load: %v", i, err)
+		}
+		st := s.State()
+		n := generationOf(st)
+		if want := generation(n); !reflect.DeepEqual(st, want) {
+			t.Fatalf("kill %d: state is not a state the writer wrote:\ngot  %+v\nwant %+v", i, st, want)
+		}
+		if n <= last {
+			t.Fatalf("kill %d: generation %d after %d: a completed write was lost", i, n, last)
+		}
+		last = n
+	}
+	t.Logf("%d of 50 kills left a temporary file behind; %d generations written", midWrite, last)
+
+	// A write after the crashes removes the temporary files they left.
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(func(st *State) { *st = generation(last + 1) }); err != nil {
+		t.Fatal(err)
+	}
+	if temps := tempFiles(t, dir); len(temps) != 0 {
+		t.Errorf("temporary files left after a successful write: %v", temps)
+	}
+}
+
+// startWriter starts the writer helper on dir, waits until its first update
+// is on disk and returns a function that kills it and reaps it. A writer
+// still running when the test ends is killed and reaped by t.Cleanup.
+func startWriter(t *testing.T, dir string) (kill func()) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=writer", dirEnv+"="+dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := false
+	reap := func() {
+		if !waited {
+			waited = true
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	}
+	t.Cleanup(reap)
+
+	ready := make(chan error, 1)
+	go func() {
+		_, err := bufio.NewReader(stdout).ReadString('\n')
+		ready <- err
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			reap()
+			t.Fatalf("writer did not get ready: %v; stderr: %s", err, stderr.Bytes())
+		}
+	case <-time.After(10 * time.Second):
+		reap()
+		<-ready
+		t.Fatalf("writer not ready after 10s; stderr: %s", stderr.Bytes())
+	}
+	return func() {
+		t.Helper()
+		reap()
+		if stderr.Len() > 0 {
+			t.Fatalf("writer failed: %s", stderr.Bytes())
+		}
+	}
+}
+
+// tempFiles lists the temporary files in dir.
+func tempFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var temps []string
+	for _, e := range entries {
+		if e.Name() != FileName {
+			temps = append(temps, e.Name())
+		}
+	}
+	return temps
+}

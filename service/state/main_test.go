@@ -1,0 +1,96 @@
+package state
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// The test binary doubles as the child processes the tests need, in the
+// manner of os/exec's tests: helperEnv names a role and TestMain plays it
+// instead of running the tests.
+const (
+	helperEnv = "TETHER_STATE_TEST_HELPER" // the role
+	dirEnv    = "TETHER_STATE_TEST_DIR"    // the state directory it works in
+)
+
+// helperLife bounds the life of every helper, so that nothing a failed or
+// killed test run leaves behind lives on for long.
+const helperLife = 30 * time.Second
+
+var helpers = map[string]func() int{
+	"writer": writerHelper,
+}
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(helperEnv); role != "" {
+		h, ok := helpers[role]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "state test helper: unknown role %q\n", role)
+			os.Exit(2)
+		}
+		os.Exit(h())
+	}
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// writerHelper updates the state in a loop, one generation after another,
+// until killed (or helperLife ends). It writes "ready\n" to stdout once the
+// first update is on disk.
+func writerHelper() int {
+	s, err := Open(os.Getenv(dirEnv))
+	if err == nil {
+		err = s.Err()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "writer:", err)
+		return 1
+	}
+	first := generationOf(s.State()) + 1
+	for n, end := first, time.Now().Add(helperLife); time.Now().Before(end); n++ {
+		if err := s.Update(func(st *State) { *st = generation(n) }); err != nil {
+			fmt.Fprintln(os.Stderr, "writer:", err)
+			return 1
+		}
+		if n == first {
+			os.Stdout.WriteString("ready\n")
+		}
+	}
+	return 0
+}
+
+// generation is the n-th state the writer writes. The number of agents and
+// the length of the strings vary, so files of different sizes follow each
+// other and a torn write could not pass for a whole one.
+func generation(n int) State {
+	st := State{Version: Version, Agents: map[string]Agent{}}
+	base := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	for i := range n%5 + 1 {
+		r := &Run{Started: base.Add(time.Duration(n) * time.Second), PID: n, Exit: strings.Repeat("x", (n*7+i)%101)}
+		if n%3 == 0 {
+			r.Stopped = r.Started.Add(time.Second)
+			r.Error = &RunError{Code: "spawn", Message: fmt.Sprintf("run %d of agent %d", n, i)}
+		}
+		st.Agents[fmt.Sprintf("agent-%d", i)] = Agent{Enabled: (n+i)%2 == 0, LastRun: r}
+	}
+	return st
+}
+
+// generationOf is the n that generation(n) was given, 0 for no state.
+func generationOf(st State) int {
+	if a, ok := st.Agents["agent-0"]; ok && a.LastRun != nil {
+		return a.LastRun.PID
+	}
+	return 0
+}

@@ -1,0 +1,199 @@
+// Package state is the service's durable intent: which agents are enabled
+// and how each one's last run ended, kept in one file per profile,
+// <stateDir>/state.json.
+//
+// Every write is atomic and durable (invariant I4): a new file is written
+// beside the old one, synced and renamed over it, and the directory is
+// synced, so a crash at any moment leaves either the old file or the new
+// one, never a mixture. A file that cannot be used (malformed, a symbolic
+// link, unreadable) is reported through Err and left exactly as it is:
+// Update refuses to write until the file is fixed, never resets it.
+//
+// The package owns that one file and the temporary files beside it; it
+// knows nothing of agents, configs or processes.
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Version is the version of the file format this package reads and writes.
+const Version = 1
+
+// FileName is the name of the state file inside the state directory.
+const FileName = "state.json"
+
+// Run is the last run of an identity.
+type Run struct {
+	Started time.Time `json:"started"`
+	Stopped time.Time `json:"stopped,omitzero"`
+	PID     int       `json:"pid,omitempty"`
+	Exit    string    `json:"exit,omitempty"`  // e.g. "exit status 1", "killed by signal: killed"
+	Error   *RunError `json:"error,omitempty"` // why the run failed to start or to clean up
+}
+
+// RunError is a typed failure of a run.
+type RunError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Agent is the durable intent for one agent.
+type Agent struct {
+	Enabled bool `json:"enabled"`
+	LastRun *Run `json:"last_run,omitempty"`
+}
+
+// State is the content of the state file.
+type State struct {
+	Version int              `json:"version"`
+	Agents  map[string]Agent `json:"agents"` // keyed by agent id
+}
+
+// clone returns a deep copy of s.
+func (s State) clone() State {
+	c := State{Version: s.Version, Agents: make(map[string]Agent, len(s.Agents))}
+	for id, a := range s.Agents {
+		if a.LastRun != nil {
+			r := *a.LastRun
+			if r.Error != nil {
+				e := *r.Error
+				r.Error = &e
+			}
+			a.LastRun = &r
+		}
+		c.Agents[id] = a
+	}
+	return c
+}
+
+func emptyState() State { return State{Version: Version, Agents: map[string]Agent{}} }
+
+// Store is the state of one profile, in memory and on disk. Its methods
+// are safe for concurrent use; updates are applied one at a time.
+type Store struct {
+	dir  string
+	path string
+
+	mu    sync.Mutex
+	state State  // what the file held when last read or written cleanly
+	disk  []byte // the file's bytes at that moment; nil when there was no file
+	err   error  // why the file on disk cannot be used; nil when state is what it holds
+}
+
+// Open opens the state kept in dir, creating dir (0700) if it is missing.
+// It refuses a dir that is a symbolic link, not a directory or (on Unix)
+// owned by another user. A missing state file is an empty state; a state
+// file that cannot be used does not fail Open: Err reports it.
+func Open(dir string) (*Store, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureDir(dir); err != nil {
+		return nil, err
+	}
+	s := &Store{dir: dir, path: filepath.Join(dir, FileName), state: emptyState()}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.loadLocked() // kept in s.err for Err
+	return s, nil
+}
+
+// Path is the state file's path.
+func (s *Store) Path() string { return s.path }
+
+// State returns a deep copy of the state. While Err is not nil it is the
+// last state that was read or written cleanly (empty if there was none).
+func (s *Store) State() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state.clone()
+}
+
+// Err reports why the state file cannot be used: a *CorruptError
+// (errors.Is ErrCorrupt) when it is malformed, an *UnsafePathError
+// (errors.Is ErrUnsafe) when it is a symbolic link or not a regular file,
+// or the error that reading it met. It is nil when the file is usable.
+func (s *Store) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Update applies fn to a copy of the state and persists the result
+// atomically. It first rereads the file, so a change made on disk by hand
+// is the base fn sees rather than being overwritten. If the file cannot be
+// used (see Err), fn is not called, nothing on disk changes and the error
+// is returned. On success the new state is what State returns.
+//
+// The file is written through a temporary file and a rename, which replaces
+// a link rather than writing through one; a state.json that is a symbolic
+// link is refused with an *UnsafePathError all the same.
+func (s *Store) Update(fn func(*State)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.loadLocked(); err != nil {
+		return fmt.Errorf("state not saved: %w", err)
+	}
+	next := s.state.clone()
+	fn(&next)
+	next.Version = Version
+	if next.Agents == nil {
+		next.Agents = map[string]Agent{}
+	}
+	data, err := json.MarshalIndent(next, "", "  ")
+	if err != nil {
+		return fmt.Errorf("state not saved: %w", err)
+	}
+	data = append(data, '\n')
+	// Keep in memory exactly what a later load would read back, and never
+	// write a file this package would itself refuse.
+	if next, err = decode(s.path, data); err != nil {
+		return fmt.Errorf("state not saved: encoding produced an unreadable file: %w", err)
+	}
+	renamed, err := writeFile(s.dir, s.path, data)
+	if renamed {
+		// The new file is in place even if syncing the directory failed:
+		// memory follows what the disk holds.
+		s.state, s.disk, s.err = next, data, nil
+		removeStaleTemps(s.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("saving %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// Reload rereads the state file, for instance after the user fixed it.
+// On success Err is nil again.
+func (s *Store) Reload() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.loadLocked()
+}
+
+// loadLocked rereads the file and, when its bytes differ from those last
+// seen or it was unusable, parses it again. A failure is kept in s.err and
+// leaves s.state as it was.
+func (s *Store) loadLocked() error {
+	data, err := readFile(s.path)
+	if err == nil && s.err == nil && (data == nil) == (s.disk == nil) && bytes.Equal(data, s.disk) {
+		return nil
+	}
+	st := emptyState()
+	if err == nil && data != nil {
+		st, err = decode(s.path, data)
+	}
+	if err != nil {
+		s.err = err
+		return err
+	}
+	s.state, s.disk, s.err = st, data, nil
+	return nil
+}
