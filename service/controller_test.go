@@ -102,7 +102,6 @@ func waitState(t *testing.T, c *Controller, id string, states ...string) api.Age
 	}
 }
 
-
 func TestStartStopRestartAndIntent(t *testing.T) {
 	w := newWorld(t, "p", nil)
 	w.yaml(`  - id: a
