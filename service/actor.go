@@ -168,7 +168,13 @@ func (a *actor) handle(cmd command) bool {
 		a.stopTimer()
 		a.answer(&a.startWait, &api.Error{Code: api.CodeInternal, Message: "stopped before it started"})
 		if cmd.reply != nil {
-			a.stopWait = append(a.stopWait, cmd.reply)
+			if a.session != nil && a.row.State == api.StateCleanupFailed {
+				// Already known to be unconfirmed: say so now;
+				// the guardian goes on retrying.
+				cmd.reply <- errOrNil(a.row.Error)
+			} else {
+				a.stopWait = append(a.stopWait, cmd.reply)
+			}
 		}
 		if a.session == nil {
 			if a.row.State != api.StateFailed || cmd.kind == cmdStop {

@@ -87,6 +87,7 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 		subs:   map[*subscriber]struct{}{},
 		quit:   make(chan struct{}),
 	}
+	go c.capLogs(logCheckEvery)
 	st := store.State()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -344,4 +345,30 @@ func (c *Controller) Quit() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	_ = c.Shutdown(ctx, false)
+}
+
+// logCheckEvery is how often running agents' logs are held to MaxLogSize.
+const logCheckEvery = 30 * time.Second
+
+// capLogs keeps every agent's log under MaxLogSize until the controller
+// shuts down.
+func (c *Controller) capLogs(every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		ids := make([]string, 0, len(c.actors))
+		for id := range c.actors {
+			ids = append(ids, id)
+		}
+		c.mu.Unlock()
+		for _, id := range ids {
+			_ = capLog(c.opts.Paths.LogPath(id), MaxLogSize)
+		}
+	}
 }

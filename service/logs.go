@@ -5,12 +5,15 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
-// MaxLogSize is the size at which an agent's log is rotated, on the
-// agent's next start: the log becomes <id>.log.1 (replacing the one
-// before) and a new log begins.
+// MaxLogSize caps an agent's log: past it, the log becomes <id>.log.1
+// (replacing the one before) and a new log begins. At an agent's start
+// the file is renamed; while it runs, its writers hold the file open, so
+// it is copied and truncated instead (lines written between the copy and
+// the truncation are lost).
 const MaxLogSize = 10 << 20
 
 // rotateLog rotates path if it has grown past MaxLogSize. It runs before
@@ -124,4 +127,37 @@ func (fl *follower) close() {
 	if fl.f != nil {
 		fl.f.Close()
 	}
+}
+
+// capLog copies a log that has grown past max to <path>.1 and truncates
+// it. Its writers append (O_APPEND), so they go on at the new end.
+func capLog(path string, max int64) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && (fi.Size() < max || !fi.Mode().IsRegular())) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	src, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".rotate-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, src); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path+".1"); err != nil {
+		return err
+	}
+	return os.Truncate(path, 0)
 }

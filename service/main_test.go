@@ -47,6 +47,14 @@ func agentMain(args []string) int {
 	case "exit":
 		n, _ := strconv.Atoi(args[1])
 		return n
+	case "exit-on":
+		// Exits 3 once the file args[1] exists.
+		for {
+			if _, err := os.Stat(args[1]); err == nil {
+				return 3
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 	case "count":
 		_ = os.WriteFile(filepath.Join(args[1], strconv.Itoa(os.Getpid())), nil, 0o600)
 		<-term

@@ -372,15 +372,15 @@ func notFound(id string) *api.Error {
 // JSON value, no field v does not have. An empty body is accepted when
 // optional. It answers the request itself and returns false on failure.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any, optional bool) bool {
-	tooLarge := &api.Error{Code: api.CodeBadRequest, Message: fmt.Sprintf("the request body is larger than %d bytes", api.MaxBody)}
-	if r.ContentLength > api.MaxBody {
-		writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
-		return false
-	}
+	// Even with a Content-Length over the limit, read up to it: hitting
+	// the MaxBytesReader's limit makes net/http half-close the connection
+	// and linger before closing it, so a client still sending its body
+	// reads the 413 rather than a broken pipe.
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxBody))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
+			writeError(w, http.StatusRequestEntityTooLarge, &api.Error{Code: api.CodeBadRequest,
+				Message: fmt.Sprintf("the request body is larger than %d bytes", api.MaxBody)})
 		} else {
 			writeError(w, http.StatusBadRequest, &api.Error{Code: api.CodeBadRequest, Message: "reading the request body: " + err.Error()})
 		}

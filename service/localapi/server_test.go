@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -442,6 +443,30 @@ func TestRequestChecks(t *testing.T) {
 			t.Errorf("%s: %d %+v, want %d %q", tc.name, code, e, tc.status, tc.code)
 		}
 	}
+	// A body far over the limit: the server reads no more than the limit
+	// and answers 413, but a client still writing may see its write fail
+	// (broken pipe) before it reads the answer. Either way the server
+	// stays healthy.
+	hc := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", ts.path)
+		},
+		DisableKeepAlives: true,
+	}}
+	big := start(string(bytes.Repeat([]byte(" "), 8<<20)))
+	if resp, err := hc.Do(big.WithContext(testCtx(t))); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("8 MiB body: %s, want 413", resp.Status)
+		}
+	} else if !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("8 MiB body: %v, want 413 or a broken pipe", err)
+	}
+	if code, _ := raw(t, ts.path, status()); code != http.StatusOK {
+		t.Errorf("status after an 8 MiB body: %d", code)
+	}
+
 	// Nothing refused reached the backend.
 	for _, a := range f.Status().Agents {
 		if a.State != api.StateStopped {

@@ -1,0 +1,132 @@
+//go:build linux
+
+package service
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether-dev/tether/api"
+)
+
+// freeze puts pid in a cgroup v1 freezer group and freezes it: it cannot
+// die, not even of SIGKILL, until thawed. It returns thaw.
+func freeze(t *testing.T, pid int) func() {
+	t.Helper()
+	root := "/sys/fs/cgroup/freezer"
+	if _, err := os.Stat(filepath.Join(root, "cgroup.procs")); err != nil || os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI needs root and the cgroup v1 freezer: %v", err)
+		}
+		t.Skip("needs root and the cgroup v1 freezer")
+	}
+	dir := filepath.Join(root, fmt.Sprintf("tether-svc-test-%d", pid))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(f, v string) {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(v), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("cgroup.procs", fmt.Sprint(pid))
+	write("freezer.state", "FROZEN")
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			write("freezer.state", "THAWED")
+		}
+	}
+	t.Cleanup(func() {
+		thaw()
+		deadline := time.Now().Add(5 * time.Second)
+		for os.Remove(dir) != nil && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	return thaw
+}
+
+// Stop attempts both the stop and the durable disable; when both fail,
+// the cleanup error wins. An unconfirmed stop refuses shutdown once.
+func TestStopErrorRulesAndShutdownRefusal(t *testing.T) {
+	w := newWorld(t, "p", nil)
+	w.yaml(`  - id: a
+    command: AGENT, sleep]
+    stop_timeout: 100ms
+`)
+	c := w.controller(Options{})
+	a, err := c.Start(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	thaw := freeze(t, a.PID)
+	// Break the state file: the disable cannot be saved either.
+	if err := os.WriteFile(filepath.Join(w.paths.StateDir, "state.json"), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	row, err := c.Stop(ctx, "a")
+	if !isCode(err, api.CodeCleanupFailed) {
+		t.Fatalf("Stop: %v, want the cleanup error to win", err)
+	}
+	if row.State != api.StateCleanupFailed || row.Error == nil || row.Error.Code != api.CodeCleanupFailed {
+		t.Fatalf("row %+v %+v", row, row.Error)
+	}
+	// The failure stays visible while the guardian retries.
+	if r := c.row("a"); r.State != api.StateCleanupFailed {
+		t.Fatalf("row %+v", r)
+	}
+	if err := c.Shutdown(ctx, false); err == nil || !strings.Contains(err.Error(), "a:") {
+		t.Fatalf("first shutdown with an unconfirmed stop: %v, want a refusal naming a", err)
+	}
+	thaw()
+	waitState(t, c, "a", api.StateStopped)
+	if err := c.Shutdown(ctx, false); err != nil {
+		t.Fatalf("second shutdown: %v", err)
+	}
+	<-c.Done()
+}
+
+// A newer outcome replaces an older, unrelated error: contention, then
+// the agent's own exit.
+func TestNewerErrorReplacesOlder(t *testing.T) {
+	a := newWorld(t, "first", nil)
+	b := newWorld(t, "second", a)
+	gate := filepath.Join(b.dir, "go")
+	a.yaml(`  - id: x
+    identity: shared
+    command: AGENT, sleep]
+`)
+	b.yaml(fmt.Sprintf(`  - id: x
+    identity: shared
+    command: AGENT, exit-on, %q]
+    restart: never
+`, gate))
+	ca := a.controller(Options{})
+	cb := b.controller(Options{})
+	if _, err := ca.Start(context.Background(), "x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cb.Start(context.Background(), "x"); !isCode(err, api.CodeContention) {
+		t.Fatalf("want contention, got %v", err)
+	}
+	if _, err := ca.Stop(context.Background(), "x"); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, cb, "x", api.StateRunning)
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	row := waitState(t, cb, "x", api.StateFailed)
+	if row.Error == nil || row.Error.Code != "exited" {
+		t.Fatalf("error %+v, want the exit to replace the contention", row.Error)
+	}
+}
