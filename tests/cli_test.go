@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package tests holds end-to-end tests that build the real tether binary
 // and drive it through its command-line contract.
 package tests
@@ -12,11 +14,24 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	punix "github.com/tether-dev/tether/platform/unix"
 )
 
 var tether string
 
 func TestMain(m *testing.M) {
+	// Re-executed as a helper process (see helpers_test.go): do only that.
+	if name := os.Getenv(helperEnv); name != "" {
+		os.Exit(runHelper(name))
+	}
+	// Guardians whose service a test kills are orphaned; as a subreaper
+	// this process adopts them (instead of PID 1, which may not reap), so
+	// tests can see and reap them.
+	if _, err := punix.BecomeSubreaper(); err != nil {
+		fmt.Fprintln(os.Stderr, "becoming a child subreaper:", err)
+		os.Exit(1)
+	}
 	dir, err := os.MkdirTemp("", "tether-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -1,3 +1,5 @@
+//go:build linux
+
 package tests
 
 import (
@@ -79,11 +81,19 @@ type service struct {
 
 func (w *world) startService(profile string) *service {
 	w.t.Helper()
+	return w.startServiceArgs(profile)
+}
+
+// startServiceArgs is startService with more global flags, such as
+// "--config FILE".
+func (w *world) startServiceArgs(profile string, flags ...string) *service {
+	w.t.Helper()
 	logf, err := os.CreateTemp(w.dir, "service-*.log")
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	cmd := exec.Command(tether, "--profile", profile, "service", "run")
+	args := append([]string{"--profile", profile}, flags...)
+	cmd := exec.Command(tether, append(args, "service", "run")...)
 	cmd.Env = w.env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {

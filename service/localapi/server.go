@@ -325,7 +325,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	st := s.b.Status()
 
 	rc := http.NewResponseController(w)
-	defer rc.SetWriteDeadline(time.Time{})
+	// Each line gets a fresh write deadline, and so does the end of the
+	// response, written after this handler returns. The deadline would
+	// outlive the request on a reused connection: the stream's is never
+	// reused.
+	defer func() { _ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)) }()
+	w.Header().Set("Connection", "close")
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)

@@ -1,0 +1,739 @@
+//go:build linux
+
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/guardian"
+	punix "github.com/tether-dev/tether/platform/unix"
+	"golang.org/x/sys/unix"
+)
+
+// agentsEnv sets how many agents BenchmarkService runs besides its probe
+// (default 200).
+const agentsEnv = "TETHER_BENCH_AGENTS"
+
+const defaultAgents = 200
+
+// exeEnv names a tether binary for BenchmarkService to run instead of the
+// one TestMain built: an older build to compare with, or one built with a
+// profiling hook (go build -overlay) to see where the service's time goes.
+const exeEnv = "TETHER_BENCH_TETHER"
+
+// The agents of BenchmarkService. Each of the many is a tiny tree: a
+// shell that puts a sleep in the background and then execs another, so
+// its guardian owns two processes. The probe, started and stopped over
+// and over, is the simplest shell-script agent, as in
+// BenchmarkStartToReady.
+const (
+	treeScript  = "sleep 100000 & exec sleep 100000"
+	probeScript = "exec sleep 100000"
+	probeID     = "probe"
+	svcProfile  = "bench"
+)
+
+// statusEvery is the period at which the startup is polled through the
+// API: the resolution of up-ms. Polling much faster would take CPU from
+// the service it measures on a small machine.
+const statusEvery = 10 * time.Millisecond
+
+// downEvery is the period of the loop that watches the cleanup after the
+// service's SIGKILL, slept in nanosleep (see pollEvery). Hundreds of
+// guardians tear down at once on few cores: a tighter loop would compete
+// with them.
+var downEvery = unix.NsecToTimespec(int64(time.Millisecond))
+
+// upLimit bounds the wait for every agent to run.
+const upLimit = 60 * time.Second
+
+// BenchmarkService measures the service of one profile with many agents
+// (200, see agentsEnv), each with its own identity, all autostarted, and
+// one more agent, the probe, that is not. Once per run (per -count):
+//
+//   - up-ms: from just before "tether --profile bench service run" is
+//     started until a status poll (every statusEvery) shows every agent
+//     running; first-up-ms: until the first agent was running, by the
+//     row's since;
+//   - svc-rss-MiB: the service's VmRSS then; guardian-pss-MiB and
+//     guardian-rss-MiB: the median guardian's Pss (smaps_rollup: shared
+//     pages split between their users) and VmRSS; guardians-pss-MiB: the
+//     Pss of all guardians together;
+//   - down-ms: from just before the service is SIGKILLed until every
+//     process of every agent tree is dead (zombies count as dead), every
+//     private directory is removed and every identity lock is free, each
+//     checked every millisecond; down-tree-ms, down-dirs-ms and
+//     down-locks-ms: when each part alone was seen done.
+//
+// Each iteration, with all the agents running, starts the probe through
+// the API (api.Client.Start, which answers once the agent runs) and then
+// through the command line (an exec of "tether --profile bench start
+// probe", measured until it has been reaped), and stops it after each
+// start, untimed. api-start-p50-ms, api-start-max-ms, cli-start-p50-ms
+// and cli-start-max-ms are their median and maximum; ns/op is the two
+// starts together.
+//
+// Run it as go test ./bench/ -run '^$' -bench Service -benchtime=50x
+// -count=3: every -count is one service lifetime, about 10 s here.
+func BenchmarkService(b *testing.B) {
+	n := defaultAgents
+	if v := os.Getenv(agentsEnv); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			b.Fatalf("%s=%q: want a positive number of agents", agentsEnv, v)
+		}
+	}
+	exe := tetherBinary(b)
+	if v := os.Getenv(exeEnv); v != "" {
+		exe = v
+	}
+	lookPath(b, "sleep")
+	w := newSvcWorld(b, n)
+	// Registered after the world, so it runs first: no process outlives
+	// the benchmark, whatever stopped it.
+	u := newUndo(b)
+
+	// 1. Startup.
+	s, err := w.startService(exe)
+	if err != nil {
+		b.Fatal(err)
+	}
+	undoKey := u.add(s.abort)
+	up, err := s.waitRunning(upLimit)
+	if err != nil {
+		b.Fatalf("%v\nservice log:\n%s", err, s.output())
+	}
+	first := slices.MinFunc(up.rows, func(x, y api.Agent) int { return x.Since.Compare(y.Since) })
+	last := slices.MaxFunc(up.rows, func(x, y api.Agent) int { return x.Since.Compare(y.Since) })
+	b.Logf("%d agents running %.0f ms after the service started (seen by polling; the last row's since says %.0f ms, the first's %.0f ms)",
+		n, millis(up.seen), millis(last.Since.Sub(s.begin)), millis(first.Since.Sub(s.begin)))
+
+	// 2. Memory, with every agent running.
+	if _, err := waitTrees(up.rows, waitLimit); err != nil {
+		b.Fatal(err)
+	}
+	mem, err := measureMemory(s.cmd.Process.Pid, up.rows)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	// 4 and 5. Starts of the probe, with every agent running.
+	var viaAPI, viaCLI []time.Duration
+	for b.Loop() {
+		d, err := w.startProbeAPI()
+		if err != nil {
+			b.Fatalf("%v\nservice log:\n%s", err, s.output())
+		}
+		viaAPI = append(viaAPI, d)
+		b.StopTimer()
+		if err := w.stopProbe(); err != nil {
+			b.Fatalf("%v\nservice log:\n%s", err, s.output())
+		}
+		b.StartTimer()
+		if d, err = w.startProbeCLI(exe); err != nil {
+			b.Fatalf("%v\nservice log:\n%s", err, s.output())
+		}
+		viaCLI = append(viaCLI, d)
+		b.StopTimer()
+		if err := w.stopProbe(); err != nil {
+			b.Fatalf("%v\nservice log:\n%s", err, s.output())
+		}
+		b.StartTimer()
+	}
+
+	// 3. The service's SIGKILL. The probe is stopped: the trees are
+	// those of the many agents.
+	trees, err := waitTrees(up.rows, waitLimit)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rssEnd, _ := rssMiB(s.cmd.Process.Pid)
+	down, err := s.killAndWatch(trees, waitLimit)
+	if err != nil {
+		b.Fatalf("%v\nservice log:\n%s", err, s.output())
+	}
+	if err := s.finish(trees); err != nil {
+		b.Fatal(err)
+	}
+	u.drop(undoKey)
+
+	b.ReportMetric(millis(up.seen), "up-ms")
+	b.ReportMetric(millis(first.Since.Sub(s.begin)), "first-up-ms")
+	b.ReportMetric(mem.serviceRSS, "svc-rss-MiB")
+	b.ReportMetric(quantile(mem.guardianPss, 0.5), "guardian-pss-MiB")
+	b.ReportMetric(quantile(mem.guardianRSS, 0.5), "guardian-rss-MiB")
+	b.ReportMetric(sum(mem.guardianPss), "guardians-pss-MiB")
+	b.ReportMetric(millis(down.all), "down-ms")
+	b.ReportMetric(millis(down.tree), "down-tree-ms")
+	b.ReportMetric(millis(down.dirs), "down-dirs-ms")
+	b.ReportMetric(millis(down.locks), "down-locks-ms")
+	reportDurations(b, "api-start-", viaAPI)
+	reportDurations(b, "cli-start-", viaCLI)
+	b.Logf("service VmRSS %.1f MiB with %d agents running, %.1f MiB after %d probe starts", mem.serviceRSS, n, rssEnd, 2*len(viaAPI))
+
+	checkTarget(b, "time until every agent runs", millis(up.seen), 3000, "ms")
+	checkTarget(b, "service RSS", mem.serviceRSS, 40, "MiB")
+	checkTarget(b, "cleanup after the service's SIGKILL", millis(down.all), 1000, "ms")
+	if len(viaAPI) > 0 {
+		checkTarget(b, "median API start", millis(quantile(viaAPI, 0.5)), 10, "ms")
+		checkTarget(b, "median command-line start", millis(quantile(viaCLI, 0.5)), 15, "ms")
+	}
+}
+
+// svcWorld is a throwaway user environment for one service: its own XDG
+// directories, so nothing touches the real user's config, state, locks or
+// sockets, and a config of n tree agents and the probe.
+type svcWorld struct {
+	dir    string
+	env    []string
+	n      int
+	ids    []string
+	paths  svcPaths
+	client *api.Client
+}
+
+// svcPaths are where the service of the world keeps its files, as
+// service.ResolvePaths derives them from the XDG directories.
+type svcPaths struct {
+	socket, privateRoot, lockDir string
+}
+
+func newSvcWorld(b *testing.B, n int) *svcWorld {
+	b.Helper()
+	// Short: the runtime directory holds the unix socket (about 100
+	// bytes at most).
+	dir, err := os.MkdirTemp("", "tb-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	w := &svcWorld{dir: dir, n: n}
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(name, "XDG_"), name == "DISPLAY", name == "WAYLAND_DISPLAY", name == helperEnv:
+		case name == "GODEBUG":
+			// Our init's execwait=2 is for this process's own children,
+			// not for the service under measure.
+			if v := withoutSetting(kv[len("GODEBUG="):], "execwait=2"); v != "" {
+				w.env = append(w.env, "GODEBUG="+v)
+			}
+		default:
+			w.env = append(w.env, kv)
+		}
+	}
+	for _, d := range []string{"config/tether", "state", "run"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			b.Fatal(err)
+		}
+	}
+	w.env = append(w.env,
+		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
+		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
+		"XDG_RUNTIME_DIR="+filepath.Join(dir, "run"))
+	w.paths = svcPaths{
+		socket:      filepath.Join(dir, "run", "tether", svcProfile+".sock"),
+		privateRoot: filepath.Join(dir, "state", "tether", svcProfile, "private"),
+		lockDir:     filepath.Join(dir, "state", "tether", "locks"),
+	}
+	if len(w.paths.socket) > 100 {
+		b.Fatalf("socket path %s is too long for a unix socket: set TMPDIR to a shorter directory", w.paths.socket)
+	}
+	w.client = api.NewClient(w.paths.socket)
+
+	var cfg strings.Builder
+	cfg.WriteString("agents:\n")
+	agent := func(id, script string, autostart bool) {
+		fmt.Fprintf(&cfg, "  - id: %s\n    identity: bench-%s@local\n    command: [/bin/sh, -c, %q]\n    autostart: %v\n",
+			id, id, script, autostart)
+	}
+	for i := range n {
+		id := fmt.Sprintf("a%03d", i)
+		w.ids = append(w.ids, id)
+		agent(id, treeScript, true)
+	}
+	agent(probeID, probeScript, false)
+	if err := os.WriteFile(filepath.Join(dir, "config", "tether", "agents.yaml"), []byte(cfg.String()), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
+
+// withoutSetting removes one setting from a comma-separated GODEBUG value.
+func withoutSetting(v, setting string) string {
+	var keep []string
+	for s := range strings.SplitSeq(v, ",") {
+		if s != setting && s != "" {
+			keep = append(keep, s)
+		}
+	}
+	return strings.Join(keep, ",")
+}
+
+// svc is one "tether service run" of a world.
+type svc struct {
+	w       *svcWorld
+	cmd     *exec.Cmd
+	log     *os.File
+	begin   time.Time     // just before the service was started
+	done    chan struct{} // closed once the service has been reaped
+	waitErr error
+}
+
+// startService starts the world's service, its output in a log file.
+func (w *svcWorld) startService(exe string) (*svc, error) {
+	log, err := os.Create(filepath.Join(w.dir, "service.log"))
+	if err != nil {
+		return nil, err
+	}
+	s := &svc{w: w, log: log, done: make(chan struct{})}
+	s.cmd = exec.Command(exe, "--profile", svcProfile, "service", "run")
+	s.cmd.Env = w.env
+	s.cmd.Dir = w.dir
+	s.cmd.Stdout, s.cmd.Stderr = log, log
+	s.begin = time.Now()
+	if err := s.cmd.Start(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("starting the service: %w", err)
+	}
+	go func() {
+		s.waitErr = s.cmd.Wait()
+		close(s.done)
+	}()
+	return s, nil
+}
+
+// output returns the service's log, for failure messages.
+func (s *svc) output() string { return tail(s.log.Name()) }
+
+// upResult is what waitRunning saw.
+type upResult struct {
+	seen time.Duration // from the service's start until the poll that saw all running
+	rows []api.Agent   // the rows of the many agents, in config order
+}
+
+// waitRunning polls the status every statusEvery until every agent but
+// the probe runs. An agent that fails, or a service that exits, ends the
+// wait with an error.
+func (s *svc) waitRunning(within time.Duration) (upResult, error) {
+	deadline := s.begin.Add(within)
+	var last api.Status
+	var lastErr error
+	for {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		st, err := s.w.client.Status(ctx)
+		at := time.Since(s.begin)
+		cancel()
+		if err == nil {
+			last, lastErr = st, nil
+			var rows []api.Agent
+			for _, a := range st.Agents {
+				switch {
+				case a.ID == probeID:
+				case a.State == api.StateRunning:
+					rows = append(rows, a)
+				case a.State == api.StateFailed || a.State == api.StateBackoff || a.State == api.StateCleanupFailed:
+					return upResult{}, fmt.Errorf("agent %s is %s: %v", a.ID, a.State, a.Error)
+				}
+			}
+			if len(rows) == s.w.n {
+				return upResult{seen: at, rows: rows}, nil
+			}
+		} else {
+			lastErr = err
+		}
+		select {
+		case <-s.done:
+			return upResult{}, fmt.Errorf("the service exited while its agents were starting: %v", s.waitErr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			running := 0
+			for _, a := range last.Agents {
+				if a.State == api.StateRunning {
+					running++
+				}
+			}
+			return upResult{}, fmt.Errorf("%d of %d agents running %v after the service started (last status error: %v)", running, s.w.n, within, lastErr)
+		}
+		time.Sleep(statusEvery)
+	}
+}
+
+// tree is one agent's guardian and the processes of its tree.
+type tree struct {
+	id       string
+	guardian punix.Proc
+	members  []punix.Proc
+}
+
+// waitTrees waits until the tree of every row is complete: the guardian
+// has exactly two descendants, both live and past their exec of sleep.
+func waitTrees(rows []api.Agent, within time.Duration) ([]tree, error) {
+	deadline := time.Now().Add(within)
+	for {
+		procs, err := punix.Processes()
+		if err != nil {
+			return nil, err
+		}
+		byPid := make(map[int]punix.Proc, len(procs))
+		for _, p := range procs {
+			byPid[p.Pid] = p
+		}
+		var trees []tree
+		var incomplete string
+		for _, r := range rows {
+			g, ok := byPid[r.GuardianPID]
+			if !ok || g.Zombie() {
+				return nil, fmt.Errorf("agent %s: guardian pid %d is gone", r.ID, r.GuardianPID)
+			}
+			ms := punix.Descendants(procs, r.GuardianPID)
+			complete := len(ms) == 2 && slices.ContainsFunc(ms, func(p punix.Proc) bool { return p.Pid == r.PID })
+			for _, m := range ms {
+				complete = complete && !m.Zombie() && comm(m.Pid) == "sleep"
+			}
+			if !complete {
+				incomplete = fmt.Sprintf("agent %s (guardian %d, agent %d): %v", r.ID, r.GuardianPID, r.PID, ms)
+				break
+			}
+			trees = append(trees, tree{id: r.ID, guardian: g, members: ms})
+		}
+		if incomplete == "" {
+			return trees, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("a tree is incomplete after %v: %s", within, incomplete)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// memory is what the service and its guardians cost.
+type memory struct {
+	serviceRSS               float64 // MiB
+	guardianPss, guardianRSS []float64
+}
+
+func measureMemory(servicePID int, rows []api.Agent) (memory, error) {
+	var m memory
+	var err error
+	if m.serviceRSS, err = rssMiB(servicePID); err != nil {
+		return m, fmt.Errorf("service: %w", err)
+	}
+	for _, r := range rows {
+		pss, err := kBFieldMiB("/proc/"+strconv.Itoa(r.GuardianPID)+"/smaps_rollup", "Pss")
+		if err != nil {
+			return m, fmt.Errorf("guardian of %s: %w", r.ID, err)
+		}
+		rss, err := rssMiB(r.GuardianPID)
+		if err != nil {
+			return m, fmt.Errorf("guardian of %s: %w", r.ID, err)
+		}
+		m.guardianPss = append(m.guardianPss, pss)
+		m.guardianRSS = append(m.guardianRSS, rss)
+	}
+	return m, nil
+}
+
+// kBFieldMiB reads a "Name: N kB" line of a /proc file, in MiB.
+func kBFieldMiB(path, name string) (float64, error) {
+	v, err := statusField(path, name)
+	if err != nil {
+		return 0, err
+	}
+	kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(v, "kB")), 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %s %q: %v", path, name, v, err)
+	}
+	return kb / 1024, nil
+}
+
+func sum(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s
+}
+
+// startProbeAPI starts the probe through the API and returns how long
+// the call took; the call returns once the agent runs.
+func (w *svcWorld) startProbeAPI() (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	begin := time.Now()
+	res, err := w.client.Start(ctx, probeID)
+	d := time.Since(begin)
+	if err != nil {
+		return d, fmt.Errorf("API start of %s: %w", probeID, err)
+	}
+	return d, wantState(res, api.StateRunning)
+}
+
+// startProbeCLI starts the probe with "tether start" and returns how long
+// it took from just before the exec until the command was reaped.
+func (w *svcWorld) startProbeCLI(exe string) (time.Duration, error) {
+	cmd := exec.Command(exe, "--profile", svcProfile, "start", probeID)
+	cmd.Env = w.env
+	cmd.Dir = w.dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	begin := time.Now()
+	err := cmd.Run()
+	d := time.Since(begin)
+	if err != nil {
+		return d, fmt.Errorf("tether start %s: %v: %s%s", probeID, err, stdout.Bytes(), stderr.Bytes())
+	}
+	if want := probeID + ": " + api.StateRunning + " (pid "; !strings.HasPrefix(stdout.String(), want) {
+		return d, fmt.Errorf("tether start %s printed %q, want %q...", probeID, stdout.Bytes(), want)
+	}
+	return d, nil
+}
+
+// stopProbe stops the probe through the API; the call returns once its
+// tree is gone.
+func (w *svcWorld) stopProbe() error {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	res, err := w.client.Stop(ctx, probeID)
+	if err != nil {
+		return fmt.Errorf("API stop of %s: %w", probeID, err)
+	}
+	return wantState(res, api.StateStopped)
+}
+
+// wantState checks the one result of an action on the probe.
+func wantState(res api.Results, state string) error {
+	if len(res.Results) != 1 {
+		return fmt.Errorf("%d results, want 1: %+v", len(res.Results), res)
+	}
+	r := res.Results[0]
+	switch {
+	case r.Error != nil:
+		return fmt.Errorf("%s: %w", r.ID, r.Error)
+	case r.Agent == nil || r.Agent.State != state:
+		return fmt.Errorf("%s: answered with %+v, want state %s", r.ID, r.Agent, state)
+	}
+	return nil
+}
+
+// downTimes says when, after the service's SIGKILL, each part of the
+// cleanup was seen done.
+type downTimes struct {
+	tree, dirs, locks, all time.Duration
+}
+
+// killAndWatch SIGKILLs the service and checks every downEvery until every
+// tree is dead, the private root is empty and every identity lock is
+// free. Before the kill it checks that each of these is held or present.
+func (s *svc) killAndWatch(trees []tree, within time.Duration) (downTimes, error) {
+	var t downTimes
+	var alive []unix.PollFd
+	var procs []*proc
+	defer func() {
+		for _, p := range procs {
+			p.close()
+		}
+	}()
+	for _, tr := range trees {
+		for _, m := range tr.members {
+			p, err := openProc(m.Ref())
+			if err != nil {
+				return t, fmt.Errorf("agent %s: %w", tr.id, err)
+			}
+			procs = append(procs, p)
+			alive = append(alive, unix.PollFd{Fd: int32(p.fd), Events: unix.POLLIN})
+		}
+	}
+	var locks []*os.File
+	defer func() {
+		for _, f := range locks {
+			f.Close()
+		}
+	}()
+	for _, tr := range trees {
+		f, err := punix.OpenLockFile(filepath.Join(s.w.paths.lockDir, guardian.Key("bench-"+tr.id+"@local")+".lock"))
+		if err != nil {
+			return t, err
+		}
+		locks = append(locks, f)
+		if err := punix.TryLock(f); !errors.Is(err, punix.ErrLocked) {
+			return t, fmt.Errorf("the lock of %s is not held while it runs (TryLock: %v)", tr.id, err)
+		}
+	}
+	if n, err := dirEntries(s.w.paths.privateRoot); err != nil || n != len(trees) {
+		return t, fmt.Errorf("%s holds %d entries, want one private directory per agent, %d (%v)", s.w.paths.privateRoot, n, len(trees), err)
+	}
+	held := slices.Clone(locks)
+
+	begin := time.Now()
+	if err := s.cmd.Process.Kill(); err != nil {
+		return t, fmt.Errorf("killing the service: %w", err)
+	}
+	for {
+		if t.tree == 0 {
+			if alive = stillAlive(alive); len(alive) == 0 {
+				t.tree = time.Since(begin)
+			}
+		}
+		if t.dirs == 0 {
+			if n, err := dirEntries(s.w.paths.privateRoot); err == nil && n == 0 {
+				t.dirs = time.Since(begin)
+			}
+		}
+		if t.locks == 0 {
+			// Drop the locks seen free, up to the first still held: one
+			// flock per pass while most are held.
+			for len(held) > 0 && punix.TryLock(held[0]) == nil {
+				_ = punix.Unlock(held[0])
+				held = held[1:]
+			}
+			if len(held) == 0 {
+				t.locks = time.Since(begin)
+			}
+		}
+		if t.tree != 0 && t.dirs != 0 && t.locks != 0 {
+			t.all = max(t.tree, t.dirs, t.locks)
+			return t, nil
+		}
+		if time.Since(begin) > within {
+			n, _ := dirEntries(s.w.paths.privateRoot)
+			return t, fmt.Errorf("%v after the service's SIGKILL: %d tree process(es) alive, %d private dir(s) left, %d lock(s) held",
+				within, len(alive), n, len(held))
+		}
+		ts := downEvery
+		_ = unix.Nanosleep(&ts, nil)
+	}
+}
+
+// dirEntries counts the entries of dir.
+func dirEntries(dir string) (int, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	return len(names), nil
+}
+
+// finish reaps the killed service and the guardians it left to this
+// process, which exit once their teardown is done, and checks that
+// nothing of the world is left.
+func (s *svc) finish(trees []tree) error {
+	select {
+	case <-s.done:
+	case <-time.After(waitLimit):
+		return fmt.Errorf("the killed service was not reaped within %v", waitLimit)
+	}
+	s.log.Close()
+	var errs []error
+	for _, tr := range trees {
+		g, err := openProc(tr.guardian.Ref())
+		if err != nil {
+			continue // already reaped: gone for good
+		}
+		if err := g.reapWithin(waitLimit); err != nil {
+			errs = append(errs, fmt.Errorf("guardian of %s: %w", tr.id, err))
+		}
+		g.close()
+	}
+	if left := reapOrphans(waitLimit); len(left) > 0 {
+		errs = append(errs, fmt.Errorf("%d process(es) outlived the cleanup and were killed: %v", len(left), left))
+	}
+	return errors.Join(errs...)
+}
+
+// abort is the undo of a service lifetime that did not finish: it kills
+// the service, gives its guardians their teardown, kills whatever is left,
+// reaps everything and removes the cgroups of guardians that had to be
+// killed.
+func (s *svc) abort() {
+	_ = s.cmd.Process.Kill()
+	<-s.done
+	s.log.Close()
+	reapOrphans(waitLimit)
+	removeRecordedCgroups(s.w.paths.lockDir)
+}
+
+// reapOrphans waits until this process has no descendant left, reaping
+// the children that exit: guardians adopted after their service died, or
+// agents adopted after their guardian died (this process is a child
+// subreaper, and PID 1 here may not reap). Whatever still lives after
+// grace is SIGKILLed; those are returned. It must only run when this
+// process has no exec.Cmd of its own running.
+func reapOrphans(grace time.Duration) []punix.Proc {
+	self := os.Getpid()
+	deadline := time.Now().Add(grace)
+	hard := deadline.Add(waitLimit)
+	seen := make(map[punix.Ref]bool)
+	var killed []punix.Proc
+	for {
+		procs, err := punix.Processes()
+		if err != nil {
+			return killed
+		}
+		live := 0
+		for _, p := range punix.Descendants(procs, self) {
+			if p.Zombie() {
+				if p.PPid == self {
+					var ws unix.WaitStatus
+					_, _ = unix.Wait4(p.Pid, &ws, unix.WNOHANG, nil)
+				}
+				continue
+			}
+			live++
+			if time.Now().Before(deadline) {
+				continue
+			}
+			if !seen[p.Ref()] {
+				seen[p.Ref()] = true
+				killed = append(killed, p)
+			}
+			if h, err := openProc(p.Ref()); err == nil {
+				h.kill()
+				h.close()
+			}
+		}
+		if live == 0 || time.Now().After(hard) {
+			return killed
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// removeRecordedCgroups removes the cgroups named in the owner records of
+// lockDir: a guardian that was killed could not remove its own. A cgroup
+// that still has processes, or is gone, stays as it is.
+func removeRecordedCgroups(lockDir string) {
+	records, _ := filepath.Glob(filepath.Join(lockDir, "*.owner"))
+	for _, path := range records {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		var r struct {
+			Cgroup string `json:"cgroup"`
+		}
+		if json.Unmarshal(b, &r) == nil && r.Cgroup != "" && strings.HasPrefix(r.Cgroup, "/sys/fs/cgroup/") {
+			_ = os.Remove(r.Cgroup)
+		}
+	}
+}

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package bench
+
+import "testing"
+
+func BenchmarkService(b *testing.B) {
+	b.Skip("the service benchmark needs Linux: it reads /proc, holds pidfds and reaps as a child subreaper")
+}
