@@ -340,11 +340,16 @@ func (c *Controller) Shutdown(ctx context.Context, force bool) error {
 	return nil
 }
 
-// Quit implements localapi.Backend.
-func (c *Controller) Quit() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+// Quit implements localapi.Backend: a shutdown that an unconfirmed stop
+// refuses once, with the reason; asking again exits anyway.
+func (c *Controller) Quit(ctx context.Context) error {
+	// A client that goes away must not leave a shutdown half done.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancel()
-	_ = c.Shutdown(ctx, false)
+	if err := c.Shutdown(ctx, false); err != nil {
+		return &api.Error{Code: api.CodeCleanupFailed, Message: err.Error() + " (quit again to exit anyway)"}
+	}
+	return nil
 }
 
 // logCheckEvery is how often running agents' logs are held to MaxLogSize.

@@ -21,7 +21,7 @@ import (
 var tether string
 
 func TestMain(m *testing.M) {
-	// Re-executed as a helper process (see helpers_test.go): do only that.
+	// Re-executed as a helper process (see helperproc_test.go): do only that.
 	if name := os.Getenv(helperEnv); name != "" {
 		os.Exit(runHelper(name))
 	}

@@ -168,38 +168,6 @@ func adoptedNow() int {
 	return n
 }
 
-// intent reads whether the durable state of profile says id is enabled
-// (absent: not recorded).
-func (w *world) intent(profile, id string) (enabled, recorded bool) {
-	w.t.Helper()
-	b, err := os.ReadFile(filepath.Join(w.dir, "state", "tether", profile, "state.json"))
-	if os.IsNotExist(err) {
-		return false, false
-	}
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	var st struct {
-		Agents map[string]struct {
-			Enabled bool `json:"enabled"`
-		} `json:"agents"`
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		w.t.Fatalf("state.json: %v\n%s", err, b)
-	}
-	a, ok := st.Agents[id]
-	return a.Enabled, ok
-}
-
-func (w *world) mustRun(args ...string) result {
-	w.t.Helper()
-	r := w.run(30*time.Second, args...)
-	if r.code != 0 {
-		w.t.Fatalf("tether %v: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
-	}
-	return r
-}
-
 // The service is SIGKILLed at steady state while it runs an agent that
 // ignores SIGTERM, with a worker in its own process group and a
 // double-forked escapee in its own session. Everything goes within the

@@ -54,10 +54,11 @@ type Backend interface {
 	// after cancel the server no longer reads it. cancel is called
 	// exactly once.
 	Subscribe(logs []string) (events <-chan api.Event, cancel func())
-	// Quit stops every agent and makes the service exit. The server
-	// answers the request once Quit returns, so Quit must not wait for
-	// Server.Shutdown, which waits for the request.
-	Quit()
+	// Quit stops every agent and makes the service exit. It may refuse
+	// (an agent's stop could not be confirmed) with an *api.Error; the
+	// server answers the request once Quit returns, so Quit must not wait
+	// for Server.Shutdown, which waits for the request.
+	Quit(ctx context.Context) error
 }
 
 // Limits of the HTTP server. There is no WriteTimeout, which would cut
@@ -293,7 +294,10 @@ func (s *Server) quit(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &struct{}{}, true) {
 		return
 	}
-	s.b.Quit()
+	if err := s.b.Quit(r.Context()); err != nil {
+		writeBackendError(w, err)
+		return
+	}
 	writeJSON(w, http.StatusOK, struct{}{})
 }
 

@@ -163,10 +163,11 @@ func (f *fakeBackend) subscribers() int {
 	return len(f.subs)
 }
 
-func (f *fakeBackend) Quit() {
+func (f *fakeBackend) Quit(context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.quits++
+	return nil
 }
 
 // testServer serves a backend on a fresh socket until shut down.

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -209,4 +210,36 @@ func testRand(t *testing.T) *rand.Rand {
 	}
 	t.Logf("seed %d (replay with TETHER_E2E_SEED=%d)", seed, seed)
 	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
+// intent reads whether the durable state of profile says id is enabled
+// (absent: not recorded).
+func (w *world) intent(profile, id string) (enabled, recorded bool) {
+	w.t.Helper()
+	b, err := os.ReadFile(filepath.Join(w.dir, "state", "tether", profile, "state.json"))
+	if os.IsNotExist(err) {
+		return false, false
+	}
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var st struct {
+		Agents map[string]struct {
+			Enabled bool `json:"enabled"`
+		} `json:"agents"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		w.t.Fatalf("state.json: %v\n%s", err, b)
+	}
+	a, ok := st.Agents[id]
+	return a.Enabled, ok
+}
+
+func (w *world) mustRun(args ...string) result {
+	w.t.Helper()
+	r := w.run(30*time.Second, args...)
+	if r.code != 0 {
+		w.t.Fatalf("tether %v: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
+	}
+	return r
 }
