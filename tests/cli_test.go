@@ -141,3 +141,24 @@ func TestCommandLineContract(t *testing.T) {
 		})
 	}
 }
+
+func TestConfigInitAndCheck(t *testing.T) {
+	w := newWorld(t)
+	if r := w.run(10*time.Second, "check"); r.code != 0 || !strings.Contains(r.stdout, "embedded default") {
+		t.Fatalf("check without a config: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	r := w.run(10*time.Second, "config", "init")
+	if r.code != 0 || !strings.Contains(r.stdout, w.configPath()) {
+		t.Fatalf("config init: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	fi, err := os.Stat(w.configPath())
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("config file: %v %v", fi, err)
+	}
+	if r := w.run(10*time.Second, "check"); r.code != 0 || !strings.Contains(r.stdout, "1 agent") {
+		t.Fatalf("check of the written default: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r := w.run(10*time.Second, "config", "init"); r.code != 1 || !strings.Contains(r.stderr, "already exists") {
+		t.Fatalf("second config init: %d %q", r.code, r.stderr)
+	}
+}
