@@ -131,9 +131,24 @@ func (c *Client) Logs(ctx context.Context, id string, n int) (Logs, error) {
 // when the sequence ends, or when ctx is done; a caller that will not range
 // over it must cancel ctx.
 func (c *Client) Events(ctx context.Context, logs ...string) (iter.Seq2[Event, error], error) {
+	return c.events(ctx, 0, logs)
+}
+
+// FollowLog is Events with the log of id: first its last n lines, then
+// every new line, from one point in the file, so none is lost or repeated
+// between the two.
+func (c *Client) FollowLog(ctx context.Context, id string, n int) (iter.Seq2[Event, error], error) {
+	return c.events(ctx, n, []string{id})
+}
+
+func (c *Client) events(ctx context.Context, tail int, logs []string) (iter.Seq2[Event, error], error) {
 	path := PathEvents
 	if len(logs) > 0 {
-		path += "?" + url.Values{"logs": {strings.Join(logs, ",")}}.Encode()
+		q := url.Values{"logs": {strings.Join(logs, ",")}}
+		if tail > 0 {
+			q.Set("n", strconv.Itoa(tail))
+		}
+		path += "?" + q.Encode()
 	}
 	resp, err := c.do(ctx, http.MethodGet, path, nil)
 	if err != nil {

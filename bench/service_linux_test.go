@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -87,8 +88,17 @@ const upLimit = 60 * time.Second
 // and cli-start-max-ms are their median and maximum; ns/op is the two
 // starts together.
 //
+// It also logs when the last agent became running by its row's since
+// (the poll can see it later when the API is slow to answer), the CPU
+// time the machine, the service, the guardians and the agent trees spent
+// until every agent ran, and the service's VmRSS after the starts.
+//
+// Everything runs in a throwaway world (its own XDG directories under
+// $TMPDIR/tb-*); every process started is reaped, and on a failure the
+// service is killed and its guardians reaped (see svc.abort).
+//
 // Run it as go test ./bench/ -run '^$' -bench Service -benchtime=50x
-// -count=3: every -count is one service lifetime, about 10 s here.
+// -count=3: every -count is one service lifetime, 10 to 15 s here.
 func BenchmarkService(b *testing.B) {
 	n := defaultAgents
 	if v := os.Getenv(agentsEnv); v != "" {
@@ -108,6 +118,10 @@ func BenchmarkService(b *testing.B) {
 	u := newUndo(b)
 
 	// 1. Startup.
+	mark, err := markCPU()
+	if err != nil {
+		b.Fatal(err)
+	}
 	s, err := w.startService(exe)
 	if err != nil {
 		b.Fatal(err)
@@ -121,6 +135,11 @@ func BenchmarkService(b *testing.B) {
 	last := slices.MaxFunc(up.rows, func(x, y api.Agent) int { return x.Since.Compare(y.Since) })
 	b.Logf("%d agents running %.0f ms after the service started (seen by polling; the last row's since says %.0f ms, the first's %.0f ms)",
 		n, millis(up.seen), millis(last.Since.Sub(s.begin)), millis(first.Since.Sub(s.begin)))
+	if cpu, err := startupCPU(mark, s.cmd.Process.Pid, up.rows); err == nil {
+		b.Logf("CPU used until then: %.2f s of the %.2f s the machine's %d cores had: the service %.2f s, its %d guardians %.2f s (%.1f ms each), their trees %.2f s (%.1f ms each), this benchmark %.2f s",
+			cpu.machine, up.seen.Seconds()*float64(runtime.NumCPU()), runtime.NumCPU(), cpu.service,
+			n, cpu.guardians, 1000*cpu.guardians/float64(n), cpu.agents, 1000*cpu.agents/float64(n), cpu.bench)
+	}
 
 	// 2. Memory, with every agent running.
 	if _, err := waitTrees(up.rows, waitLimit); err != nil {
@@ -258,8 +277,8 @@ func newSvcWorld(b *testing.B, n int) *svcWorld {
 	var cfg strings.Builder
 	cfg.WriteString("agents:\n")
 	agent := func(id, script string, autostart bool) {
-		fmt.Fprintf(&cfg, "  - id: %s\n    identity: bench-%s@local\n    command: [/bin/sh, -c, %q]\n    autostart: %v\n",
-			id, id, script, autostart)
+		fmt.Fprintf(&cfg, "  - id: %s\n    identity: %s\n    command: [/bin/sh, -c, %q]\n    autostart: %v\n",
+			id, identityOf(id), script, autostart)
 	}
 	for i := range n {
 		id := fmt.Sprintf("a%03d", i)
@@ -272,6 +291,9 @@ func newSvcWorld(b *testing.B, n int) *svcWorld {
 	}
 	return w
 }
+
+// identityOf is the identity of agent id in a svcWorld's config.
+func identityOf(id string) string { return "bench-" + id + "@local" }
 
 // withoutSetting removes one setting from a comma-separated GODEBUG value.
 func withoutSetting(v, setting string) string {
@@ -566,7 +588,7 @@ func (s *svc) killAndWatch(trees []tree, within time.Duration) (downTimes, error
 		}
 	}()
 	for _, tr := range trees {
-		f, err := punix.OpenLockFile(filepath.Join(s.w.paths.lockDir, guardian.Key("bench-"+tr.id+"@local")+".lock"))
+		f, err := punix.OpenLockFile(filepath.Join(s.w.paths.lockDir, guardian.Key(identityOf(tr.id))+".lock"))
 		if err != nil {
 			return t, err
 		}
@@ -736,4 +758,120 @@ func removeRecordedCgroups(lockDir string) {
 			_ = os.Remove(r.Cgroup)
 		}
 	}
+}
+
+// cpuUse is the CPU time, in seconds, that a startup took.
+type cpuUse struct {
+	machine, service, guardians, agents, bench float64
+}
+
+// cpuMark is where the CPU counters stood when a startup began.
+type cpuMark struct {
+	machine uint64        // clock ticks, see busyTicks
+	bench   time.Duration // this process, see cpuTime
+}
+
+func markCPU() (cpuMark, error) {
+	m, err := busyTicks()
+	if err != nil {
+		return cpuMark{}, err
+	}
+	self, err := cpuTime(os.Getpid())
+	return cpuMark{m, self}, err
+}
+
+// startupCPU returns the CPU time the machine and this process spent
+// since m, and what the service, the guardians of rows and the processes
+// of their trees have used (all of them started after m).
+func startupCPU(m cpuMark, servicePID int, rows []api.Agent) (cpuUse, error) {
+	var u cpuUse
+	busy, err := busyTicks()
+	if err != nil {
+		return u, err
+	}
+	u.machine = float64(busy-m.machine) / clockTicks
+	self, err := cpuTime(os.Getpid())
+	if err != nil {
+		return u, err
+	}
+	u.bench = (self - m.bench).Seconds()
+	t, err := cpuTime(servicePID)
+	if err != nil {
+		return u, err
+	}
+	u.service = t.Seconds()
+	procs, err := punix.Processes()
+	if err != nil {
+		return u, err
+	}
+	for _, r := range rows {
+		t, err := cpuTime(r.GuardianPID)
+		if err != nil {
+			return u, err
+		}
+		u.guardians += t.Seconds()
+		for _, p := range punix.Descendants(procs, r.GuardianPID) {
+			if t, err := cpuTime(p.Pid); err == nil {
+				u.agents += t.Seconds()
+			}
+		}
+	}
+	return u, nil
+}
+
+// cpuTime returns the time every thread of pid has spent on a CPU, from
+// /proc/PID/task/*/schedstat: nanoseconds, where /proc/PID/stat counts
+// whole clock ticks and rounds a short-lived process down to nothing.
+func cpuTime(pid int) (time.Duration, error) {
+	tasks, err := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/schedstat")
+	if err != nil {
+		return 0, err
+	}
+	if len(tasks) == 0 {
+		return 0, fmt.Errorf("pid %d: %w", pid, punix.ErrNoProcess)
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue // the thread exited
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return 0, fmt.Errorf("%s: empty", t)
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %v", t, err)
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, nil
+}
+
+// clockTicks is USER_HZ, the unit of the times in /proc: 100 on every
+// Linux architecture Go supports.
+const clockTicks = 100
+
+// busyTicks returns the CPU time all cores have spent busy since boot
+// (/proc/stat: user, nice, system, irq, softirq, steal), in clock ticks.
+func busyTicks() (uint64, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var sum uint64
+	for _, i := range []int{1, 2, 3, 6, 7, 8} {
+		n, err := strconv.ParseUint(f[i], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %q: %v", line, err)
+		}
+		sum += n
+	}
+	return sum, nil
 }

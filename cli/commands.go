@@ -243,6 +243,10 @@ func (e *env) logs(args []string) int {
 		return e.fail("%v", err)
 	}
 	ctx := context.Background()
+	if *follow {
+		// The tail and the follow come from one point in the file.
+		return e.followLogs(c, p, id, *n)
+	}
 	if *n > 0 {
 		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		lg, err := c.Logs(tctx, id, *n)
@@ -254,10 +258,7 @@ func (e *env) logs(args []string) int {
 			fmt.Fprintln(e.stdout, l)
 		}
 	}
-	if !*follow {
-		return ExitOK
-	}
-	return e.followLogs(c, p, id)
+	return ExitOK
 }
 
 func (e *env) check(args []string) int {

@@ -108,17 +108,20 @@ func (e *env) installFailure(err error) int {
 	return ExitFailure
 }
 
-// followLogs prints log lines of id as the service streams them, until
-// the stream ends or the process is interrupted.
-func (e *env) followLogs(c *api.Client, p service.Paths, id string) int {
-	events, err := c.Events(context.Background(), id)
+// followLogs prints the last n lines of id's log and then each new line
+// as the service streams it, until interrupted. A stream the service ends
+// (it quit, or this reader fell too far behind) is an error: the output
+// would otherwise stop without a word.
+func (e *env) followLogs(c *api.Client, p service.Paths, id string, n int) int {
+	events, err := c.FollowLog(context.Background(), id, n)
 	if err != nil {
 		return e.apiFailure(p, err)
 	}
 	for ev, err := range events {
 		if err != nil {
 			if errors.Is(err, api.ErrStreamClosed) {
-				return ExitOK
+				fmt.Fprintf(e.stderr, "tether logs: the service ended the stream (%v)\n", err)
+				return ExitFailure
 			}
 			return e.apiFailure(p, err)
 		}

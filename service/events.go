@@ -41,8 +41,8 @@ func (c *Controller) deliverLocked(s *subscriber, ev api.Event) {
 }
 
 // Subscribe implements localapi.Backend: agent events, and log lines of
-// the agents in logs, until cancel.
-func (c *Controller) Subscribe(logs []string) (<-chan api.Event, func()) {
+// the agents in logs (the last tail lines first), until cancel.
+func (c *Controller) Subscribe(logs []string, tail int) (<-chan api.Event, func()) {
 	s := &subscriber{ch: make(chan api.Event, subscriberBuffer), logs: map[string]bool{}, stop: make(chan struct{})}
 	c.mu.Lock()
 	c.subs[s] = struct{}{}
@@ -50,7 +50,10 @@ func (c *Controller) Subscribe(logs []string) (<-chan api.Event, func()) {
 	for _, id := range logs {
 		if _, err := c.actor(id); err == nil && !s.logs[id] {
 			s.logs[id] = true
-			go c.followLog(s, id)
+			// Open before returning: lines written from now on are
+			// followed, the ones before are the tail.
+			f := newFollower(c.opts.Paths.LogPath(id))
+			go c.followLog(s, id, f, tail)
 		}
 	}
 	var once bool
@@ -70,13 +73,24 @@ func (c *Controller) Subscribe(logs []string) (<-chan api.Event, func()) {
 	return s.ch, cancel
 }
 
-// followLog sends the lines appended to an agent's log while the
-// subscriber listens. It checks the file every 200 ms, and only while
-// someone follows it.
-func (c *Controller) followLog(s *subscriber, id string) {
-	f := newFollower(c.opts.Paths.LogPath(id))
+// Log following: lines are sent only as far as the subscriber's buffer has
+// room (less a reserve for agent events), the rest wait in the file. A
+// burst is drained every few milliseconds; an idle log is checked every
+// 200 ms, and only while someone follows it.
+const (
+	followIdle    = 200 * time.Millisecond
+	followBusy    = 10 * time.Millisecond
+	followReserve = 16
+	followBatch   = 1000
+)
+
+func (c *Controller) followLog(s *subscriber, id string, f *follower, tail int) {
 	defer f.close()
-	t := time.NewTicker(200 * time.Millisecond)
+	var pending []string
+	if tail > 0 {
+		pending, _ = f.tail(tail)
+	}
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		select {
@@ -84,21 +98,27 @@ func (c *Controller) followLog(s *subscriber, id string) {
 			return
 		case <-t.C:
 		}
-		lines := f.read()
-		if len(lines) == 0 {
-			continue
+		if len(pending) == 0 {
+			pending = f.read(followBatch)
 		}
-		c.mu.Lock()
-		if _, ok := c.subs[s]; !ok {
-			c.mu.Unlock()
-			return
-		}
-		for _, l := range lines {
-			c.deliverLocked(s, api.Event{Type: api.EventLog, Time: time.Now().UTC(), ID: id, Line: l})
+		if len(pending) > 0 {
+			c.mu.Lock()
 			if _, ok := c.subs[s]; !ok {
-				break
+				c.mu.Unlock()
+				return
 			}
+			room := cap(s.ch) - len(s.ch) - followReserve
+			n := min(max(room, 0), len(pending))
+			for _, l := range pending[:n] {
+				s.ch <- api.Event{Type: api.EventLog, Time: time.Now().UTC(), ID: id, Line: l}
+			}
+			pending = pending[n:]
+			c.mu.Unlock()
 		}
-		c.mu.Unlock()
+		if len(pending) > 0 {
+			t.Reset(followBusy)
+		} else {
+			t.Reset(followIdle)
+		}
 	}
 }

@@ -46,15 +46,19 @@ func tailLines(path string, n int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return tailOf(f, fi.Size(), n)
+}
+
+// tailOf returns the last n lines of the first size bytes of r.
+func tailOf(r io.ReaderAt, size int64, n int) ([]string, error) {
 	// Read backwards in blocks until n newlines are in hand.
 	const block = 64 << 10
-	size := fi.Size()
 	var buf []byte
 	for off := size; off > 0 && bytes.Count(buf, []byte("\n")) <= n; {
 		step := min(int64(block), off)
 		off -= step
 		chunk := make([]byte, step)
-		if _, err := f.ReadAt(chunk, off); err != nil && err != io.EOF {
+		if _, err := r.ReadAt(chunk, off); err != nil && err != io.EOF {
 			return nil, err
 		}
 		buf = append(chunk, buf...)
@@ -69,10 +73,12 @@ func tailLines(path string, n int) ([]string, error) {
 	return lines, nil
 }
 
-// follower reads what is appended to a log file.
+// follower reads what is appended to a log file, from the size it had
+// when the follower was made.
 type follower struct {
 	path    string
 	f       *os.File
+	start   int64 // the size at creation: the tail ends here
 	off     int64
 	partial []byte
 }
@@ -82,11 +88,21 @@ func newFollower(path string) *follower {
 	if f, err := os.Open(path); err == nil {
 		fl.f = f
 		fl.off, _ = f.Seek(0, io.SeekEnd)
+		fl.start = fl.off
 	}
 	return fl
 }
 
-func (fl *follower) read() []string {
+// tail returns the last n lines before the point the follower starts at.
+func (fl *follower) tail(n int) ([]string, error) {
+	if fl.f == nil || fl.start == 0 {
+		return nil, nil
+	}
+	return tailOf(io.NewSectionReader(fl.f, 0, fl.start), fl.start, n)
+}
+
+// read returns at most max complete lines appended since the last read.
+func (fl *follower) read(max int) []string {
 	if fl.f == nil {
 		f, err := os.Open(fl.path)
 		if err != nil {
@@ -94,21 +110,31 @@ func (fl *follower) read() []string {
 		}
 		fl.f, fl.off = f, 0
 	}
-	// A rotated log starts again from the beginning of the new file.
 	if fi, err := os.Stat(fl.path); err == nil {
-		if cur, err := fl.f.Stat(); err == nil && !os.SameFile(fi, cur) {
+		cur, err := fl.f.Stat()
+		switch {
+		case err == nil && !os.SameFile(fi, cur):
+			// Rotated by rename: the new file is read from its start.
 			fl.f.Close()
-			fl.f, fl.off = nil, 0
-			return fl.read()
+			fl.f, fl.off, fl.partial = nil, 0, nil
+			return fl.read(max)
+		case fi.Size() < fl.off:
+			// Capped by truncation: its writers go on from the start.
+			fl.off, fl.partial = 0, nil
 		}
 	}
 	buf := make([]byte, 64<<10)
 	var lines []string
-	for {
+	for len(lines) < max {
 		n, err := fl.f.ReadAt(buf, fl.off)
+		if n == 0 {
+			break
+		}
 		fl.off += int64(n)
+		// data is always the file's bytes that end at fl.off.
 		data := append(fl.partial, buf[:n]...)
-		for {
+		fl.partial = nil
+		for len(lines) < max {
 			i := bytes.IndexByte(data, '\n')
 			if i < 0 {
 				break
@@ -116,11 +142,16 @@ func (fl *follower) read() []string {
 			lines = append(lines, string(data[:i]))
 			data = data[i+1:]
 		}
-		fl.partial = append([]byte(nil), data...)
-		if err != nil || n == 0 {
+		if len(lines) >= max {
+			fl.off -= int64(len(data)) // read the rest again next time
 			return lines
 		}
+		fl.partial = append([]byte(nil), data...)
+		if err != nil {
+			break
+		}
 	}
+	return lines
 }
 
 func (fl *follower) close() {

@@ -56,3 +56,38 @@ func TestCapLogKeepsAppending(t *testing.T) {
 		t.Fatalf("a small log was rotated: %q", cur2)
 	}
 }
+
+func TestFollowerReadsInBatchesAndAcrossTruncation(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "a.log")
+	if err := os.WriteFile(p, []byte("before\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newFollower(p)
+	defer f.close()
+	if tail, _ := f.tail(5); len(tail) != 1 || tail[0] != "before" {
+		t.Fatalf("tail %q", tail)
+	}
+	w, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.WriteString("1\n2\n3\n4\npart")
+	if got := f.read(3); strings.Join(got, ",") != "1,2,3" {
+		t.Fatalf("first batch %q", got)
+	}
+	if got := f.read(3); strings.Join(got, ",") != "4" {
+		t.Fatalf("second batch %q", got)
+	}
+	w.WriteString("ial\n")
+	if got := f.read(3); strings.Join(got, ",") != "partial" {
+		t.Fatalf("joined partial line %q", got)
+	}
+	if err := capLog(p, 1); err != nil {
+		t.Fatal(err)
+	}
+	w.WriteString("after\n")
+	if got := f.read(3); strings.Join(got, ",") != "after" {
+		t.Fatalf("after truncation %q", got)
+	}
+}

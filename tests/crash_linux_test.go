@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -195,6 +194,8 @@ func TestOwnerKilledAtSteadyState(t *testing.T) {
 	if left := reapAdopted(5 * time.Second); len(left) > 0 {
 		t.Fatalf("guardians still running after their teardown: %v", left)
 	}
+	// Nothing came back before the guardians exited.
+	w.waitOwnerGone("default", m, begin, stop+ownerGoneMargin)
 
 	w.startService("default")
 	w.waitState("default", "x", "running")
@@ -247,6 +248,10 @@ func TestOwnerKilledDuringStart(t *testing.T) {
 		if left := reapAdopted(5 * time.Second); len(left) > 0 {
 			t.Fatalf("round %d: guardians still running after their teardown: %v", round, left)
 		}
+		// A guardian that read its start request just before the crash
+		// may start the agent after the first look: nothing may be left
+		// once every guardian has exited.
+		w.waitOwnerGone("default", m, begin, stop+ownerGoneMargin)
 		enabled, _ := w.intent("default", "x")
 		t.Logf("round %d: SIGKILL %v after the request: %d guardian(s) orphaned, %d marked process(es), all gone after %v; enabled: %v",
 			round, delay, guardians, procs, took, enabled)
@@ -323,6 +328,8 @@ func TestOwnerKilledDuringStop(t *testing.T) {
 	if left := reapAdopted(5 * time.Second); len(left) > 0 {
 		t.Fatalf("guardians still running after their teardown: %v", left)
 	}
+	// Nothing came back before the guardians exited.
+	w.waitOwnerGone("default", m, begin, stop+ownerGoneMargin)
 	if enabled, _ := w.intent("default", "x"); enabled {
 		t.Fatal("the stop did not record x as disabled before the crash")
 	}

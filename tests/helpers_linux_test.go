@@ -243,3 +243,42 @@ func (w *world) mustRun(args ...string) result {
 	}
 	return r
 }
+
+// runBounded runs cmd, which a test built, to its end or until within
+// has passed (then it kills it and fails the test), and returns its
+// output. The process is killed and waited for even if the test fails
+// before that.
+func runBounded(t *testing.T, cmd *exec.Cmd, within time.Duration) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(within):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("%s did not finish within %v\n%s%s", cmd.Path, within, out.String(), errb.String())
+	}
+	return out.String(), errb.String(), err
+}
+
+// waitFileContains waits until the file at path contains s.
+func waitFileContains(t *testing.T, path, s string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if err == nil && strings.Contains(string(b), s) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never contained %q: %v\n%s", path, s, err, b)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

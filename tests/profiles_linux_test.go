@@ -43,10 +43,7 @@ func TestProfilesAreSeparate(t *testing.T) {
 			t.Errorf("the socket of %s answers for profile %q, pid %d (want %d): %v", p, st.Profile, st.ServicePID, svc.cmd.Process.Pid, err)
 		}
 		other := map[string]string{"a": "b", "b": "a"}[p]
-		log := filepath.Join(w.dir, "state", "tether", p, "logs", "x.log")
-		if b, err := os.ReadFile(log); err != nil || !strings.Contains(string(b), "started") {
-			t.Errorf("profile %s's log of x %s: %v\n%s", p, log, err, b)
-		}
+		waitFileContains(t, filepath.Join(w.dir, "state", "tether", p, "logs", "x.log"), "started")
 		// Each status shows its own agents only.
 		rows := w.status(p)
 		if len(rows) != 2 || rows["x"].Identity != "x-"+p+"@relay" || rows["only-"+other].ID != "" {

@@ -53,7 +53,10 @@ type Backend interface {
 	// may close the channel to end the stream (a reader too far behind);
 	// after cancel the server no longer reads it. cancel is called
 	// exactly once.
-	Subscribe(logs []string) (events <-chan api.Event, cancel func())
+	// tail asks for that many lines already in each log before the
+	// stream follows it from the same point, so no line is lost or
+	// repeated between the two.
+	Subscribe(logs []string, tail int) (events <-chan api.Event, cancel func())
 	// Quit stops every agent and makes the service exit. It may refuse
 	// (an agent's stop could not be confirmed) with an *api.Error; the
 	// server answers the request once Quit returns, so Quit must not wait
@@ -324,7 +327,16 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	// Subscribe before reading the status: a change made in between is
 	// then sent after the hello (again, which is harmless: an agent event
 	// is the whole row) rather than lost.
-	ch, cancel := s.b.Subscribe(logs)
+	tail := 0
+	if v := r.URL.Query().Get("n"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > maxLogLines {
+			writeError(w, http.StatusBadRequest, &api.Error{Code: api.CodeBadRequest, Message: fmt.Sprintf("n %q: want a number from 0 to %d", v, maxLogLines)})
+			return
+		}
+		tail = n
+	}
+	ch, cancel := s.b.Subscribe(logs, tail)
 	defer cancel()
 	st := s.b.Status()
 

@@ -112,7 +112,7 @@ func (f *fakeBackend) Logs(id string, n int) ([]string, error) {
 	return []string{"one", "two"}, nil
 }
 
-func (f *fakeBackend) Subscribe(logs []string) (<-chan api.Event, func()) {
+func (f *fakeBackend) Subscribe(logs []string, _ int) (<-chan api.Event, func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := f.next

@@ -1,0 +1,176 @@
+package tests
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	punix "github.com/tether-dev/tether/platform/unix"
+	"golang.org/x/sys/unix"
+)
+
+const freezerRoot = "/sys/fs/cgroup/freezer"
+
+// freezer is a cgroup v1 freezer made for one test. A frozen process
+// cannot die, not even of SIGKILL, until it is thawed: a real, harmless
+// way to make a tree impossible to confirm dead.
+type freezer struct {
+	t   *testing.T
+	dir string
+}
+
+// newFreezer creates the cgroup; the test's end thaws it, moves whatever
+// is left in it back to the root and removes it.
+func newFreezer(t *testing.T) *freezer {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		skipOrFail(t, "running as uid %d: a freezer cgroup needs root", os.Geteuid())
+	}
+	if _, err := os.Stat(filepath.Join(freezerRoot, "cgroup.procs")); err != nil {
+		skipOrFail(t, "no cgroup v1 freezer: %v", err)
+	}
+	dir := filepath.Join(freezerRoot, fmt.Sprintf("tether-e2e-%d-%d", os.Getpid(), time.Now().UnixNano()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		skipOrFail(t, "cannot create a freezer cgroup: %v", err)
+	}
+	f := &freezer{t: t, dir: dir}
+	t.Cleanup(func() {
+		_ = f.write("freezer.state", "THAWED")
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := os.Remove(dir)
+			if err == nil || errors.Is(err, os.ErrNotExist) {
+				return
+			}
+			for _, pid := range f.pids() {
+				_ = os.WriteFile(filepath.Join(freezerRoot, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("removing %s: %v", dir, err)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	return f
+}
+
+func (f *freezer) write(file, value string) error {
+	return os.WriteFile(filepath.Join(f.dir, file), []byte(value), 0)
+}
+
+func (f *freezer) pids() []int {
+	b, _ := os.ReadFile(filepath.Join(f.dir, "cgroup.procs"))
+	var out []int
+	for _, l := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(l); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// freeze puts pid in the cgroup and waits until it is frozen.
+func (f *freezer) freeze(pid int) {
+	f.t.Helper()
+	if err := f.write("cgroup.procs", strconv.Itoa(pid)); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := f.write("freezer.state", "FROZEN"); err != nil {
+		f.t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(filepath.Join(f.dir, "freezer.state"))
+		if string(bytes.TrimSpace(b)) == "FROZEN" {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("%s: state %q, never FROZEN", f.dir, b)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (f *freezer) thaw() {
+	f.t.Helper()
+	if err := f.write("freezer.state", "THAWED"); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// A stop whose tree cannot be confirmed dead exits 5, and the agent shows
+// cleanup_failed with that code (I3); the guardian keeps the lock and
+// retries, and once the process can die the agent reaches stopped.
+func TestStopCleanupFailedExits5(t *testing.T) {
+	fz := newFreezer(t)
+	w := newWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	w.writeConfig(fmt.Sprintf(`agents:
+  - id: x
+    identity: x@relay
+    command: [/bin/sh, -c, 'sleep 1000 & wait', %s]
+    autostart: true
+    stop_timeout: 200ms
+`, m))
+	w.startService("default")
+	// Runs before the service's cleanup, whose stop could never finish
+	// with a frozen member.
+	t.Cleanup(func() { _ = fz.write("freezer.state", "THAWED") })
+	x := w.waitState("default", "x", "running")
+
+	// The agent's child, the sleep, is the one that will not die.
+	var child int
+	deadline := time.Now().Add(10 * time.Second)
+	for child == 0 {
+		procs, _ := punix.Processes()
+		for _, p := range procs {
+			if p.PPid == x.PID && !p.Zombie() {
+				child = p.Pid
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agent %d never started its child", x.PID)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	fz.freeze(child)
+
+	begin := time.Now()
+	r := w.run(60*time.Second, "stop", "x")
+	if r.code != 5 || !strings.Contains(r.stderr, "tether stop x:") {
+		t.Fatalf("stop with a frozen member: exit %d (want 5)\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("stop exited 5 after %v: %s", time.Since(begin), strings.TrimSpace(r.stderr))
+	row := w.status("default")["x"]
+	if row.State != "cleanup_failed" || row.Error == nil || row.Error.Code != "cleanup_failed" {
+		t.Fatalf("after the failed stop: %+v (error %+v), want state and error code cleanup_failed", row, row.Error)
+	}
+	if !strings.Contains(row.Error.Message, strconv.Itoa(child)) {
+		t.Errorf("the cleanup error does not name the pid left, %d: %s", child, row.Error.Message)
+	}
+	// The identity stays held while its tree may live (I1).
+	if held := w.heldLocks(); len(held) != 1 {
+		t.Errorf("held locks with a tree not confirmed dead: %v", held)
+	}
+	if err := unix.Kill(child, 0); err != nil {
+		t.Fatalf("the frozen child %d is gone already: %v", child, err)
+	}
+
+	fz.thaw()
+	row = w.waitState("default", "x", "stopped")
+	t.Logf("stopped %v after the stop began (thawed at once); error: %+v", time.Since(begin), row.Error)
+	w.waitOwnerGone("default", m, time.Now(), 5*time.Second)
+	if err := unix.Kill(child, 0); err == nil {
+		if p, err := punix.Stat(child); err == nil && !p.Zombie() {
+			t.Errorf("child %d still lives after the stop", child)
+		}
+	}
+}
