@@ -73,14 +73,23 @@ func (a *actor) send(cmd command) { a.cmds <- cmd }
 
 // do sends a command and waits for its outcome or ctx.
 func (a *actor) do(ctx context.Context, kind cmdKind) error {
+	return a.begin(ctx, kind)()
+}
+
+// begin sends a command and returns the wait for its outcome.
+func (a *actor) begin(ctx context.Context, kind cmdKind) (wait func() error) {
 	reply := make(chan error, 1)
 	select {
 	case a.cmds <- command{kind: kind, reply: reply}:
 	case <-a.done:
-		return errEnded
+		return func() error { return errEnded }
 	case <-ctx.Done():
-		return ctx.Err()
+		return ctx.Err
 	}
+	return func() error { return a.await(ctx, reply) }
+}
+
+func (a *actor) await(ctx context.Context, reply chan error) error {
 	select {
 	case err := <-reply:
 		return err
@@ -333,10 +342,7 @@ func (a *actor) fail(e *api.Error) {
 }
 
 func (a *actor) recordRun(f func(*state.Run)) {
-	_ = a.c.store.Update(func(s *state.State) {
-		if s.Agents == nil {
-			s.Agents = map[string]state.Agent{}
-		}
+	a.c.recordRun(func(s *state.State) {
 		ag := s.Agents[a.id]
 		if ag.LastRun == nil {
 			ag.LastRun = &state.Run{}

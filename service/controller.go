@@ -51,7 +51,9 @@ type Controller struct {
 	closing   bool
 	quitAsked bool
 
-	quit chan struct{} // closed when Quit is accepted
+	quit     chan struct{} // closed when Quit is accepted
+	runs     chan func(*state.State)
+	runsDone chan struct{}
 }
 
 // ErrShutdownRefused: agents could not be confirmed stopped; a second
@@ -79,37 +81,64 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 		opts.CrashLoopLimit = DefaultCrashLoopLimit
 	}
 	c := &Controller{
-		opts:   opts,
-		store:  store,
-		cfg:    cfg,
-		actors: map[string]*actor{},
-		rows:   map[string]api.Agent{},
-		subs:   map[*subscriber]struct{}{},
-		quit:   make(chan struct{}),
+		opts:     opts,
+		store:    store,
+		cfg:      cfg,
+		actors:   map[string]*actor{},
+		rows:     map[string]api.Agent{},
+		subs:     map[*subscriber]struct{}{},
+		quit:     make(chan struct{}),
+		runs:     make(chan func(*state.State), runWriteBuffer),
+		runsDone: make(chan struct{}),
 	}
 	go c.capLogs(logCheckEvery)
+	go c.writeRuns()
 	st := store.State()
+	enabled := map[string]bool{}
+	var autostarted []string
+	for _, a := range cfg.Agents {
+		s, ok := st.Agents[a.ID]
+		switch {
+		case ok && store.Err() == nil:
+			enabled[a.ID] = s.Enabled
+		case a.Autostart:
+			enabled[a.ID] = true
+			autostarted = append(autostarted, a.ID)
+		}
+	}
+	// Autostart counts as intent: recorded (in one write for all), so the
+	// first run record written cannot read as "disabled".
+	if len(autostarted) > 0 {
+		_ = store.Update(func(s *state.State) {
+			if s.Agents == nil {
+				s.Agents = map[string]state.Agent{}
+			}
+			for _, id := range autostarted {
+				ag := s.Agents[id]
+				ag.Enabled = true
+				s.Agents[id] = ag
+			}
+		})
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, a := range cfg.Agents {
-		enabled := a.Autostart
-		if s, ok := st.Agents[a.ID]; ok && store.Err() == nil {
-			enabled = s.Enabled
-		}
-		c.addLocked(a, enabled)
+		c.addLocked(a, enabled[a.ID], false)
 	}
 	return c
 }
 
-func (c *Controller) addLocked(a config.Agent, enabled bool) {
+// addLocked adds an agent's actor and starts it when enabled. record
+// saves an autostart as intent (for agents added by a reload).
+func (c *Controller) addLocked(a config.Agent, enabled, record bool) {
 	act := newActor(c, a)
 	c.actors[a.ID] = act
 	c.rows[a.ID] = act.row
 	go act.run()
 	if enabled {
-		// Autostart counts as intent: recorded, so the first agent
-		// state written (its last run) cannot read as "disabled".
-		_ = c.setEnabled(a.ID, true)
+		if record {
+			_ = c.setEnabled(a.ID, true)
+		}
 		act.send(command{kind: cmdStart})
 	}
 }
@@ -119,6 +148,9 @@ func (c *Controller) Done() <-chan struct{} { return c.quit }
 
 // Status implements localapi.Backend.
 func (c *Controller) Status() api.Status {
+	// Read before taking c.mu: the state file's error never waits on the
+	// controller, nor the controller on a write.
+	stateErr := c.store.Err()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := api.Status{Profile: c.opts.Paths.Profile, ServicePID: os.Getpid(), ConfigError: c.configErr}
@@ -127,8 +159,8 @@ func (c *Controller) Status() api.Status {
 			st.Agents = append(st.Agents, row)
 		}
 	}
-	if err := c.store.Err(); err != nil {
-		st.StateError = &api.Error{Code: api.CodeState, Message: err.Error()}
+	if stateErr != nil {
+		st.StateError = &api.Error{Code: api.CodeState, Message: stateErr.Error()}
 	}
 	return st
 }
@@ -164,8 +196,10 @@ func (c *Controller) Start(ctx context.Context, id string) (api.Agent, error) {
 	if err != nil {
 		return api.Agent{}, err
 	}
+	// The durable enable and the start go on at once.
+	wait := a.begin(ctx, cmdStart)
 	serr := c.setEnabled(id, true)
-	err = a.do(ctx, cmdStart)
+	err = wait()
 	row := c.row(id)
 	if err == nil && serr != nil {
 		// It runs, but the intent could not be saved: say so.
@@ -235,11 +269,11 @@ func (c *Controller) Reload(ctx context.Context) error {
 		prev, ok := oldByID[a.ID]
 		switch {
 		case !ok:
-			enabled := a.Autostart
-			if s, ok := st.Agents[a.ID]; ok && c.store.Err() == nil {
-				enabled = s.Enabled
+			enabled, record := a.Autostart, a.Autostart
+			if s, known := st.Agents[a.ID]; known && c.store.Err() == nil {
+				enabled, record = s.Enabled, false
 			}
-			c.addLocked(a, enabled)
+			c.addLocked(a, enabled, record)
 		case !sameAgent(prev, a):
 			act := c.actors[a.ID]
 			act.setConfig(a)
@@ -337,6 +371,7 @@ func (c *Controller) Shutdown(ctx context.Context, force bool) error {
 		close(c.quit)
 	}
 	c.mu.Unlock()
+	<-c.runsDone
 	return nil
 }
 
@@ -375,5 +410,66 @@ func (c *Controller) capLogs(every time.Duration) {
 		for _, id := range ids {
 			_ = capLog(c.opts.Paths.LogPath(id), MaxLogSize)
 		}
+	}
+}
+
+// runWrites carries last-run records to writeRuns. They are batched: 200
+// agents starting together cost a few writes of the state file, not 200,
+// and no agent waits for one.
+const runWriteBuffer = 1024
+
+// writeRuns applies queued run records until the controller shuts down,
+// then flushes what is left.
+func (c *Controller) writeRuns() {
+	defer close(c.runsDone)
+	for {
+		var batch []func(*state.State)
+		select {
+		case f := <-c.runs:
+			batch = append(batch, f)
+		case <-c.quit:
+			// Flush whatever the actors queued before they ended.
+			for {
+				select {
+				case f := <-c.runs:
+					batch = append(batch, f)
+				default:
+					c.applyRuns(batch)
+					return
+				}
+			}
+		}
+	drain:
+		for {
+			select {
+			case f := <-c.runs:
+				batch = append(batch, f)
+			default:
+				break drain
+			}
+		}
+		c.applyRuns(batch)
+	}
+}
+
+func (c *Controller) applyRuns(batch []func(*state.State)) {
+	if len(batch) == 0 {
+		return
+	}
+	_ = c.store.Update(func(s *state.State) {
+		if s.Agents == nil {
+			s.Agents = map[string]state.Agent{}
+		}
+		for _, f := range batch {
+			f(s)
+		}
+	})
+}
+
+// recordRun queues a change to an agent's last run.
+func (c *Controller) recordRun(f func(*state.State)) {
+	select {
+	case c.runs <- f:
+	case <-c.quit:
 	}
 }

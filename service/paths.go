@@ -1,10 +1,8 @@
 package service
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 
 	"github.com/tether-dev/tether/api"
@@ -13,8 +11,6 @@ import (
 
 // DefaultProfile is the profile used without --profile.
 const DefaultProfile = "default"
-
-var profileRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // Paths are where one profile keeps its files.
 type Paths struct {
@@ -28,13 +24,8 @@ type Paths struct {
 	Socket      string
 }
 
-// ValidateProfile checks a profile name.
-func ValidateProfile(p string) error {
-	if !profileRE.MatchString(p) {
-		return fmt.Errorf("profile %q: must match %s", p, profileRE)
-	}
-	return nil
-}
+// ValidateProfile checks a profile name (see api.ValidateProfile).
+func ValidateProfile(p string) error { return api.ValidateProfile(p) }
 
 // ResolvePaths returns the paths of profile; configFlag, when not empty,
 // overrides the config file.

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tether-dev/tether/guardian"
@@ -20,11 +21,13 @@ import (
 )
 
 var (
-	idPattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$`)
-	namePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// Compiled on first use: every exec of the binary (each guardian,
+	// each command) would otherwise pay for them at start.
+	idPattern   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$`) })
+	namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 	// yaml.v3 reports syntax errors only as text, "yaml: line N: ...";
 	// this reads the line number back out so it can be a field.
-	yamlLine = regexp.MustCompile(`^yaml: line ([0-9]+): (?s:(.*))$`)
+	yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line ([0-9]+): (?s:(.*))$`) })
 )
 
 // The keys an agent entry may have.
@@ -127,7 +130,7 @@ func (p *parser) document(data []byte) *yaml.Node {
 func (p *parser) syntax(err error) {
 	msg := err.Error()
 	line := 0
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+	if m := yamlLine().FindStringSubmatch(msg); m != nil {
 		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
 	} else {
@@ -244,7 +247,7 @@ func (p *parser) agent(n *yaml.Node, key string) (a parsedAgent, ok bool) {
 		switch {
 		case s == "":
 			p.errorf(kv.val.Line, k(keyID), "is empty; every agent needs an id")
-		case !idPattern.MatchString(s):
+		case !idPattern().MatchString(s):
 			p.errorf(kv.val.Line, k(keyID), "%s is not a valid id: use 1 to %d letters, digits, '.', '_', '@' or '-', starting with a letter or digit", short(s), MaxIDLen)
 		default:
 			a.ID = s
@@ -383,7 +386,7 @@ func (p *parser) env(kv pair, key string) map[string]string {
 	env := map[string]string{}
 	for _, e := range p.pairs(m, key, 0) {
 		k := key + "." + e.name
-		if !namePattern.MatchString(e.name) {
+		if !namePattern().MatchString(e.name) {
 			p.errorf(e.key.Line, k, "%s is not a valid variable name: use letters, digits and '_', not starting with a digit", short(e.name))
 			continue
 		}

