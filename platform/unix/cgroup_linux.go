@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -207,9 +208,26 @@ func (c *Cgroup) Remove() error {
 	})
 	var first error
 	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := unix.Rmdir(dirs[i]); err != nil && !errors.Is(err, unix.ENOENT) && first == nil {
+		if err := rmdirSettled(dirs[i]); err != nil && first == nil {
 			first = &os.PathError{Op: "rmdir", Path: dirs[i], Err: err}
 		}
 	}
 	return first
+}
+
+// rmdirSettled removes a cgroup directory. Right after its last process
+// died the kernel may still count the cgroup as populated for a moment
+// (EBUSY); it retries for a short, bounded time.
+func rmdirSettled(dir string) error {
+	deadline := time.Now().Add(time.Second)
+	for {
+		err := unix.Rmdir(dir)
+		if err == nil || errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
