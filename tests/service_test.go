@@ -268,3 +268,36 @@ func TestCheckNamesFileLineKey(t *testing.T) {
 		})
 	}
 }
+
+// SIGHUP reloads the config like "tether reload".
+func TestSIGHUPReloads(t *testing.T) {
+	w := newWorld(t)
+	m := marker(t)
+	w.writeConfig("agents:\n" + agentYAML("a", "a@relay", m+"-a", true))
+	svc := w.startService("default")
+	w.waitState("default", "a", "running")
+	w.writeConfig("agents:\n" + agentYAML("a", "a@relay", m+"-a", true) + agentYAML("b", "b@relay", m+"-b", true))
+	if err := svc.cmd.Process.Signal(unix.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	w.waitState("default", "b", "running")
+	waitSessions(t, m+"-b", 1)
+	// An invalid config on SIGHUP is rejected; the service runs on.
+	w.writeConfig("agents: [\n")
+	if err := svc.cmd.Process.Signal(unix.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := w.client("default").Status(context.Background())
+		if err == nil && st.ConfigError != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a rejected reload is not reported: %+v %v", st, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	waitSessions(t, m+"-a", 1)
+	waitSessions(t, m+"-b", 1)
+}
