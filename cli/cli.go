@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/tether-dev/tether/demo"
 	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/tray"
 )
 
 // Exit codes of the command-line contract.
@@ -67,7 +69,7 @@ func Main(args []string) int {
 	}
 	if len(args) == 0 {
 		if os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != "" {
-			return e.notBuilt("tray")
+			return e.tray(nil)
 		}
 		fmt.Fprint(e.stdout, usage)
 		return ExitOK
@@ -87,7 +89,7 @@ func Main(args []string) int {
 		fmt.Fprint(e.stdout, usage)
 		return ExitOK
 	case "tray":
-		return e.notBuilt("tray")
+		return e.tray(rest)
 	case "service":
 		return e.service(rest)
 	case "status":
@@ -113,9 +115,17 @@ func (e *env) usage(err error) int {
 	return ExitUsage
 }
 
-func (e *env) notBuilt(cmd string) int {
-	fmt.Fprintf(e.stderr, "tether %s: not built yet in this version\n", cmd)
-	return ExitUsage
+// tray runs the system tray of the profile's service.
+func (e *env) tray(args []string) int {
+	p, err := e.paths()
+	if err != nil {
+		return e.fail("%v", err)
+	}
+	return tray.Main(tray.Options{
+		Profile: e.g.profile, ConfigFlag: e.g.config, ConfigFile: p.Config,
+		LogDir: p.LogDir, ServiceLog: filepath.Join(p.StateDir, "service.log"),
+		Socket: p.Socket, Args: args, Stderr: e.stderr,
+	})
 }
 
 func (e *env) fail(format string, args ...any) int {

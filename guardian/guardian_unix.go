@@ -144,6 +144,9 @@ func run() int {
 	}
 	g.logf("started %s as pid %d (%s, private dir %s)", g.req.Argv[0], g.agent.Pid, g.containment(), g.privateDir)
 	g.send(message{Type: msgReady, Version: ProtocolVersion, Ready: g.ready()})
+	// From here the guardian mostly sleeps: let go of the pages that
+	// start-up touched (see ReleaseExecutablePages).
+	_ = punix.ReleaseExecutablePages()
 	return g.watch(rd, term)
 }
 

@@ -1,0 +1,6 @@
+//go:build unix && !linux
+
+package unix
+
+// ReleaseExecutablePages does nothing outside Linux.
+func ReleaseExecutablePages() error { return nil }

@@ -1,0 +1,588 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+	punix "github.com/tether-dev/tether/platform/unix"
+	"golang.org/x/sys/unix"
+)
+
+// A throwaway desktop for the tray's end-to-end tests: an X server
+// (Xvfb), a private session bus, an Xfce panel whose Status Tray plugin is
+// the StatusNotifierItem host, and dunst for notifications. Everything
+// runs with its own XDG directories and is stopped at the test's end.
+//
+// Geometry: the panel is configured below, at the top of a 1024x600
+// screen, 32 px high, with the tray as its last plugin, so a lone tray
+// item sits in the top right corner.
+const (
+	deskWidth  = 1024
+	deskHeight = 600
+	panelSize  = 32
+)
+
+// deskTools are the programs the desktop needs (Debian packages xvfb,
+// dbus, xfce4-panel, dunst, xdotool, imagemagick).
+var deskTools = []string{"Xvfb", "dbus-daemon", "xfce4-panel", "dunst", "dunstctl", "xdotool", "import"}
+
+type desktop struct {
+	t       *testing.T
+	dir     string
+	display string
+	bus     string   // DBUS_SESSION_BUS_ADDRESS
+	env     []string // what a program on this desktop gets, besides its own
+	marker  string   // in the environment of everything started here
+	conn    *dbus.Conn
+}
+
+// deskProc is a program the desktop started and waits for.
+type deskProc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  string
+}
+
+func (p *deskProc) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop sends SIGTERM, waits up to within, then SIGKILLs; it always waits.
+func (p *deskProc) stop(within time.Duration) {
+	if !p.running() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(within):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func (p *deskProc) output() string {
+	b, _ := os.ReadFile(p.log)
+	return string(b)
+}
+
+const panelXML = `<?xml version="1.0" encoding="UTF-8"?>
+<channel name="xfce4-panel" version="1.0">
+  <property name="configver" type="int" value="2"/>
+  <property name="panels" type="array">
+    <value type="int" value="1"/>
+    <property name="panel-1" type="empty">
+      <property name="position" type="string" value="p=6;x=0;y=0"/>
+      <property name="length" type="uint" value="100"/>
+      <property name="position-locked" type="bool" value="true"/>
+      <property name="size" type="uint" value="32"/>
+      <property name="icon-size" type="uint" value="24"/>
+      <property name="plugin-ids" type="array">
+        <value type="int" value="1"/>
+        <value type="int" value="2"/>
+      </property>
+    </property>
+  </property>
+  <property name="plugins" type="empty">
+    <property name="plugin-1" type="string" value="separator">
+      <property name="expand" type="bool" value="true"/>
+      <property name="style" type="uint" value="0"/>
+    </property>
+    <property name="plugin-2" type="string" value="systray">
+      <property name="square-icons" type="bool" value="true"/>
+    </property>
+  </property>
+</channel>
+`
+
+const busConfig = `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path=%s</listen>
+  <standard_session_servicedirs/>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+`
+
+// newDesktop starts the desktop; a missing program skips the test (fails
+// it with CI=true). withPanel false leaves out the panel and dunst: a bus
+// with no tray host.
+func newDesktop(t *testing.T, withPanel bool) *desktop {
+	t.Helper()
+	needTools(t, deskTools...)
+	dir, err := os.MkdirTemp("", "ttd-") // short: it holds the bus socket
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &desktop{t: t, dir: dir, marker: uniqueMarker()}
+	for _, sub := range []string{"config/xfce4/xfconf/xfce-perchannel-xml", "cache", "data", "run"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Registered first, so it runs last: whatever this desktop started
+	// that is still there (programs the bus activated, the panel's plugin
+	// processes) is killed and reaped, and the directory removed.
+	t.Cleanup(func() {
+		d.sweep()
+		os.RemoveAll(dir)
+	})
+	d.env = []string{
+		"TETHER_E2E_DESKTOP=" + d.marker,
+		"NO_AT_BRIDGE=1", // no accessibility bus
+		"GTK_A11Y=none",
+		"XDG_CONFIG_HOME=" + filepath.Join(dir, "config"),
+		"XDG_CACHE_HOME=" + filepath.Join(dir, "cache"),
+		"XDG_DATA_HOME=" + filepath.Join(dir, "data"),
+		"XDG_RUNTIME_DIR=" + filepath.Join(dir, "run"),
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config/xfce4/xfconf/xfce-perchannel-xml/xfce4-panel.xml"), []byte(panelXML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// Xvfb picks a free display and writes its number when it is ready.
+	x := d.startWithFD("Xvfb", nil, "Xvfb", "-displayfd", "3", "-screen", "0", fmt.Sprintf("%dx%dx24", deskWidth, deskHeight), "-nolisten", "tcp")
+	d.display = ":" + x
+	d.env = append(d.env, "DISPLAY="+d.display)
+
+	sock := filepath.Join(dir, "bus")
+	conf := filepath.Join(dir, "bus.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(busConfig, sock)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The bus passes its environment to what it activates (xfconfd).
+	d.bus = d.startWithFD("dbus", d.env, "dbus-daemon", "--config-file="+conf, "--nofork", "--print-address=3")
+	d.env = append(d.env, "DBUS_SESSION_BUS_ADDRESS="+d.bus)
+	if d.conn, err = dbus.Connect(d.bus); err != nil {
+		t.Fatalf("connecting to the test's bus %s: %v", d.bus, err)
+	}
+	t.Cleanup(func() { d.conn.Close() })
+
+	if withPanel {
+		d.start("panel", d.env, "xfce4-panel", "--disable-wm-check")
+		d.start("dunst", d.env, "dunst")
+		d.waitName("org.kde.StatusNotifierWatcher", 20*time.Second)
+		d.waitName("org.freedesktop.Notifications", 10*time.Second)
+	}
+	return d
+}
+
+// start runs a program of the desktop until the test ends.
+func (d *desktop) start(name string, env []string, argv ...string) *deskProc {
+	d.t.Helper()
+	return d.startCmd(name, exec.Command(argv[0], argv[1:]...), env)
+}
+
+func (d *desktop) startCmd(name string, cmd *exec.Cmd, env []string) *deskProc {
+	d.t.Helper()
+	logf, err := os.Create(filepath.Join(d.dir, name+".log"))
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		d.t.Fatalf("starting %s: %v", name, err)
+	}
+	p := &deskProc{name: name, cmd: cmd, done: make(chan struct{}), log: logf.Name()}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	d.t.Cleanup(func() {
+		p.stop(10 * time.Second)
+		if d.t.Failed() {
+			d.t.Logf("%s's output:\n%s", name, p.output())
+		}
+	})
+	return p
+}
+
+// startWithFD starts a program that writes one line to fd 3 when it is
+// ready, and returns that line.
+func (d *desktop) startWithFD(name string, env []string, argv ...string) string {
+	d.t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer r.Close()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.ExtraFiles = []*os.File{w}
+	p := d.startCmd(name, cmd, env)
+	w.Close()
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(r).ReadString('\n')
+		line <- strings.TrimSpace(s)
+	}()
+	select {
+	case s := <-line:
+		if s == "" {
+			d.t.Fatalf("%s said nothing on fd 3:\n%s", name, p.output())
+		}
+		return s
+	case <-time.After(20 * time.Second):
+		d.t.Fatalf("%s not ready within 20s:\n%s", name, p.output())
+	}
+	return ""
+}
+
+// waitName waits until someone owns name on the bus.
+func (d *desktop) waitName(name string, within time.Duration) {
+	d.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		var has bool
+		err := d.conn.BusObject().Call("org.freedesktop.DBus.NameHasOwner", 0, name).Store(&has)
+		if err == nil && has {
+			return
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("nobody owns %s on the test's bus after %v (%v)", name, within, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// sweep kills what this desktop started that outlived its parent
+// (xfconfd, which the bus activated; the panel's plugin processes; a
+// service the tray started) and reaps those this process adopted as a
+// subreaper. It runs after every program started with start was stopped
+// and waited for.
+func (d *desktop) sweep() {
+	self := os.Getpid()
+	seen := map[int]bool{}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pids := d.marked()
+		for _, pid := range pids {
+			seen[pid] = true
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+		for pid := range seen {
+			p, err := punix.Stat(pid)
+			if err != nil || p.PPid != self {
+				delete(seen, pid) // gone, or someone else's to reap
+				continue
+			}
+			if p.Zombie() {
+				var ws unix.WaitStatus
+				if got, _ := unix.Wait4(pid, &ws, unix.WNOHANG, nil); got == pid {
+					delete(seen, pid)
+				}
+			}
+		}
+		if len(pids) == 0 && len(seen) == 0 || time.Now().After(deadline) {
+			if len(seen) > 0 {
+				d.t.Errorf("processes of the desktop never ended: %v", seen)
+			}
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// marked returns the live processes with this desktop's marker in their
+// environment.
+func (d *desktop) marked() []int {
+	procs, _ := punix.Processes()
+	var out []int
+	for _, p := range procs {
+		if p.Zombie() || p.Pid == os.Getpid() {
+			continue
+		}
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(p.Pid) + "/environ")
+		if bytes.Contains(b, []byte("TETHER_E2E_DESKTOP="+d.marker+"\x00")) {
+			out = append(out, p.Pid)
+		}
+	}
+	return out
+}
+
+// sniItem is a tray item on the bus.
+type sniItem struct {
+	service string
+	path    dbus.ObjectPath
+	menu    dbus.ObjectPath
+}
+
+// waitItem waits until the tray host has registered an item of the
+// process pid, and returns it.
+func (d *desktop) waitItem(pid int, within time.Duration) sniItem {
+	d.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		for _, it := range d.items() {
+			var owner uint32
+			if err := d.conn.BusObject().Call("org.freedesktop.DBus.GetConnectionUnixProcessID", 0, it.service).Store(&owner); err == nil && int(owner) == pid {
+				v, err := d.conn.Object(it.service, it.path).GetProperty("org.kde.StatusNotifierItem.Menu")
+				if err != nil {
+					d.t.Fatalf("the Menu of %s%s: %v", it.service, it.path, err)
+				}
+				it.menu, _ = v.Value().(dbus.ObjectPath)
+				return it
+			}
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("no tray item of pid %d registered within %v; registered: %+v", pid, within, d.items())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// items are the host's registered items: "busname/object/path" entries of
+// org.kde.StatusNotifierWatcher.RegisteredStatusNotifierItems.
+func (d *desktop) items() []sniItem {
+	v, err := d.conn.Object("org.kde.StatusNotifierWatcher", "/StatusNotifierWatcher").GetProperty("org.kde.StatusNotifierWatcher.RegisteredStatusNotifierItems")
+	if err != nil {
+		return nil
+	}
+	names, _ := v.Value().([]string)
+	var out []sniItem
+	for _, n := range names {
+		service, path, ok := strings.Cut(n, "/")
+		if !ok {
+			continue
+		}
+		out = append(out, sniItem{service: service, path: dbus.ObjectPath("/" + path)})
+	}
+	return out
+}
+
+// menuNode is one item of a dbusmenu layout.
+type menuNode struct {
+	id       int32
+	label    string // with the mnemonic escapes undone
+	enabled  bool
+	kind     string // "separator" or ""
+	toggle   int32  // toggle-state: 1 checked, 0 not
+	children []menuNode
+}
+
+// layout reads the item's whole menu with com.canonical.dbusmenu.GetLayout.
+func (d *desktop) layout(it sniItem) (menuNode, error) {
+	var rev uint32
+	var root []any
+	call := d.conn.Object(it.service, it.menu).Call("com.canonical.dbusmenu.GetLayout", 0, int32(0), int32(-1), []string{})
+	if call.Err != nil {
+		return menuNode{}, call.Err
+	}
+	if len(call.Body) != 2 {
+		return menuNode{}, fmt.Errorf("GetLayout answered %d values", len(call.Body))
+	}
+	rev, _ = call.Body[0].(uint32)
+	_ = rev
+	root, _ = call.Body[1].([]any)
+	return toNode(root)
+}
+
+func toNode(v []any) (menuNode, error) {
+	if len(v) != 3 {
+		return menuNode{}, fmt.Errorf("a layout node of %d fields", len(v))
+	}
+	n := menuNode{enabled: true}
+	n.id, _ = v[0].(int32)
+	props, _ := v[1].(map[string]dbus.Variant)
+	if l, ok := props["label"].Value().(string); ok {
+		n.label = strings.ReplaceAll(l, "__", "_")
+	}
+	if e, ok := props["enabled"].Value().(bool); ok {
+		n.enabled = e
+	}
+	n.kind, _ = props["type"].Value().(string)
+	n.toggle, _ = props["toggle-state"].Value().(int32)
+	kids, _ := v[2].([]dbus.Variant)
+	for _, k := range kids {
+		kv, _ := k.Value().([]any)
+		c, err := toNode(kv)
+		if err != nil {
+			return menuNode{}, err
+		}
+		n.children = append(n.children, c)
+	}
+	return n, nil
+}
+
+// find returns the node reached by label prefixes, one per level.
+func (n menuNode) find(path ...string) (menuNode, bool) {
+	if len(path) == 0 {
+		return n, true
+	}
+	for _, c := range n.children {
+		if c.kind != "separator" && strings.HasPrefix(c.label, path[0]) {
+			return c.find(path[1:]...)
+		}
+	}
+	return menuNode{}, false
+}
+
+func (n menuNode) String() string {
+	var b strings.Builder
+	var walk func(n menuNode, depth int)
+	walk = func(n menuNode, depth int) {
+		for _, c := range n.children {
+			label := c.label
+			if c.kind == "separator" {
+				label = "---"
+			}
+			fmt.Fprintf(&b, "\n%s%d %q enabled=%v toggle=%d", strings.Repeat("  ", depth), c.id, label, c.enabled, c.toggle)
+			walk(c, depth+1)
+		}
+	}
+	walk(n, 1)
+	return b.String()
+}
+
+// waitMenu waits until the item's menu satisfies ok, and returns it.
+func (d *desktop) waitMenu(it sniItem, what string, ok func(menuNode) bool) menuNode {
+	d.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		// fyne.io/systray answers the first GetLayout after a rebuild one
+		// level deep (for libdbusmenu's sake); asking again gets it all.
+		m, err := d.layout(it)
+		if err == nil && ok(m) {
+			return m
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("the tray's menu never showed %s (%v):%s", what, err, m)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// click sends the tray a click on the menu item id, as the host does.
+func (d *desktop) click(it sniItem, id int32) {
+	d.t.Helper()
+	call := d.conn.Object(it.service, it.menu).Call("com.canonical.dbusmenu.Event", 0, id, "clicked", dbus.MakeVariant(""), uint32(time.Now().Unix()))
+	if call.Err != nil {
+		d.t.Fatalf("clicking item %d: %v", id, call.Err)
+	}
+}
+
+// notifications returns the summaries and bodies dunst has shown: what is
+// on screen is closed first, so that the history has it.
+func (d *desktop) notifications() []string {
+	d.t.Helper()
+	d.run(10*time.Second, "dunstctl", "close-all")
+	out := d.run(10*time.Second, "dunstctl", "history")
+	var h struct {
+		Data [][]map[string]struct {
+			Data any `json:"data"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(out), &h); err != nil {
+		d.t.Fatalf("dunstctl history: %v\n%s", err, out)
+	}
+	var all []string
+	for _, group := range h.Data {
+		for _, n := range group {
+			all = append(all, fmt.Sprintf("%v: %v", n["summary"].Data, n["body"].Data))
+		}
+	}
+	return all
+}
+
+// waitNotification waits until dunst has shown a notification containing
+// every one of parts.
+func (d *desktop) waitNotification(within time.Duration, parts ...string) string {
+	d.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		all := d.notifications()
+		for _, n := range all {
+			found := true
+			for _, p := range parts {
+				found = found && strings.Contains(n, p)
+			}
+			if found {
+				return n
+			}
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("no notification with %q within %v; dunst has shown:\n%s", parts, within, strings.Join(all, "\n"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// run runs a program on the desktop and returns its output.
+func (d *desktop) run(within time.Duration, argv ...string) string {
+	d.t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), d.env...)
+	out, errs, err := runBounded(d.t, cmd, within)
+	if err != nil {
+		d.t.Fatalf("%v: %v\n%s%s", argv, err, out, errs)
+	}
+	return out
+}
+
+// screenshot captures the whole screen.
+func (d *desktop) screenshot() (image.Image, []byte) {
+	d.t.Helper()
+	out := d.run(20*time.Second, "import", "-window", "root", "png:-")
+	img, err := png.Decode(strings.NewReader(out))
+	if err != nil {
+		d.t.Fatalf("decoding the screenshot: %v", err)
+	}
+	return img, []byte(out)
+}
+
+// waitScreen waits until the screen satisfies ok, and returns its PNG.
+func (d *desktop) waitScreen(what string, ok func(image.Image) bool) []byte {
+	d.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		img, b := d.screenshot()
+		if ok(img) {
+			return b
+		}
+		if time.Now().After(deadline) {
+			// Kept after the test, to look at.
+			f, err := os.CreateTemp("", "tether-tray-screen-*.png")
+			if err == nil {
+				_, _ = f.Write(b)
+				f.Close()
+			}
+			d.t.Fatalf("the screen never showed %s (last screenshot: %s)", what, f.Name())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// light reports whether the pixel at x, y is light (a menu's background).
+func light(img image.Image, x, y int) bool {
+	r, g, b, _ := img.At(x, y).RGBA()
+	return r > 0xc000 && g > 0xc000 && b > 0xc000
+}
+
+// vivid reports whether the pixel at x, y is strongly coloured (an icon).
+func vivid(img image.Image, x, y int) bool {
+	r, g, b, _ := img.At(x, y).RGBA()
+	hi, lo := max(r, g, b), min(r, g, b)
+	return hi-lo > 0x4000
+}

@@ -1,0 +1,180 @@
+package tray
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/gen2brain/beeep"
+	"github.com/tether-dev/tether/assets"
+	"github.com/tether-dev/tether/service/install"
+)
+
+// osDeps are the engine's ways into the real OS.
+func osDeps() deps {
+	beeep.AppName = "tether"
+	return deps{
+		now:            time.Now,
+		notify:         notify,
+		open:           openPath,
+		startService:   startService,
+		loginInstalled: loginInstalled,
+		setLogin:       setLogin,
+		configInit:     configInit,
+	}
+}
+
+func notify(n Notice) error {
+	return beeep.Notify(n.Title, n.Body, assets.PNG(assets.Failed))
+}
+
+func installOptions(o Options) install.Options {
+	return install.Options{Profile: o.Profile, ConfigPath: o.ConfigFlag}
+}
+
+// openPath opens path with the desktop's default application: xdg-open on
+// Linux and the BSDs, open on macOS, the shell's file handler on Windows
+// (through rundll32 rather than `cmd /c start`, whose command line would
+// read & or ^ in a path as its own syntax). The opener is not waited for
+// here: some wait for the application to close. A failure it reports
+// later is logged with the tray's output.
+func openPath(path string) error {
+	var cmd *exec.Cmd
+	switch runtime.GOOS {
+	case "windows":
+		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", path)
+	case "darwin":
+		cmd = exec.Command("open", path)
+	default:
+		cmd = exec.Command("xdg-open", path)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("opening %s: %w", path, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// Most openers answer within a moment; wait that long for a
+	// failure worth showing (no application for the file type).
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("%s %s: %v %s", filepath.Base(cmd.Path), path, err, strings.TrimSpace(stderr.String()))
+		}
+	case <-time.After(2 * time.Second):
+	}
+	return nil
+}
+
+// startService starts the profile's service: the installed login service
+// if there is one (so it runs under the service manager), else a
+// `tether service run` of its own. That one is started in a session of its
+// own with its output in o.ServiceLog: it is not the tray's to keep, and
+// it outlives the tray. The tray only reaps it if it ends first.
+func startService(o Options) (how string, exited <-chan error, err error) {
+	managerErr := install.Start(installOptions(o))
+	if managerErr == nil {
+		return "the login service", nil, nil
+	}
+	if errors.Is(managerErr, install.ErrNotInstalled) || errors.Is(managerErr, install.ErrNoServiceManager) {
+		managerErr = nil
+	}
+	// Not installed, or installed but the manager could not start it:
+	// run one ourselves, so the user has agents meanwhile.
+	exe, err := os.Executable()
+	if err != nil {
+		return "", nil, errors.Join(managerErr, fmt.Errorf("finding the tether executable: %w", err))
+	}
+	cmd := exec.Command(exe, append(o.globalFlags(), "service", "run")...)
+	out, err := openServiceLog(o.ServiceLog)
+	if err != nil {
+		return "", nil, errors.Join(managerErr, err)
+	}
+	defer out.Close() // the child has its own copy
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = detached()
+	if err := cmd.Start(); err != nil {
+		return "", nil, errors.Join(managerErr, fmt.Errorf("starting %s: %w", strings.Join(cmd.Args, " "), err))
+	}
+	ch := make(chan error, 1)
+	go func() { ch <- cmd.Wait() }()
+	how = fmt.Sprintf("`tether service run` (pid %d)", cmd.Process.Pid)
+	if managerErr != nil {
+		how += fmt.Sprintf(", started because the login service did not start (%v),", managerErr)
+	}
+	return how, ch, nil
+}
+
+// openServiceLog opens the log of a service the tray starts, for
+// appending; without a path, output goes nowhere.
+func openServiceLog(path string) (*os.File, error) {
+	if path == "" {
+		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("the service's log: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("the service's log: %w", err)
+	}
+	fmt.Fprintf(f, "%s tether tray: starting the service\n", time.Now().Format(time.RFC3339))
+	return f, nil
+}
+
+// loginInstalled: the switch is on when both registrations exist.
+func loginInstalled(o Options) (bool, error) {
+	st, err := install.Status(installOptions(o))
+	if err != nil {
+		return false, err
+	}
+	tray, err := install.TrayAutostartInstalled(installOptions(o))
+	if err != nil {
+		return false, err
+	}
+	return st.Installed && tray, nil
+}
+
+// setLogin installs both registrations or neither, or removes both.
+func setLogin(o Options, on bool) error {
+	inst := installOptions(o)
+	if !on {
+		_, err1 := install.UninstallTrayAutostart(inst)
+		_, err2 := install.Uninstall(inst)
+		return errors.Join(err1, err2)
+	}
+	if _, err := install.Install(inst); err != nil {
+		return fmt.Errorf("installing the login service: %w", err)
+	}
+	if _, err := install.InstallTrayAutostart(inst); err != nil {
+		if _, uerr := install.Uninstall(inst); uerr != nil {
+			return errors.Join(fmt.Errorf("installing the tray's autostart entry: %w", err),
+				fmt.Errorf("removing the login service again: %w", uerr))
+		}
+		return fmt.Errorf("installing the tray's autostart entry: %w", err)
+	}
+	return nil
+}
+
+// configInit runs `tether config init` for the tray's profile and config.
+func configInit(o Options) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, exe, append(o.globalFlags(), "config", "init")...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("tether config init: %v: %s", err, bytes.TrimSpace(out))
+	}
+	return nil
+}

@@ -1,0 +1,606 @@
+package tray
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tether-dev/tether/api"
+)
+
+// Options are what the command line hands the tray.
+type Options struct {
+	Profile    string // as given with --profile; "" is the default profile
+	ConfigFlag string // as given with --config, or ""
+	ConfigFile string // the config file of the profile
+	LogDir     string // the agents' logs: LogDir/<id>.log
+	ServiceLog string // where a service the tray starts writes its output
+	Socket     string // the service's socket
+	Args       []string
+	Stderr     io.Writer
+}
+
+// globalFlags are the flags that make a tether command act on the same
+// profile and config as this tray.
+func (o Options) globalFlags() []string {
+	var args []string
+	if o.Profile != "" {
+		args = append(args, "--profile", o.Profile)
+	}
+	if o.ConfigFlag != "" {
+		args = append(args, "--config", o.ConfigFlag)
+	}
+	return args
+}
+
+func (o Options) cmdHint() string {
+	if f := o.globalFlags(); len(f) > 0 {
+		return "tether " + strings.Join(f, " ")
+	}
+	return "tether"
+}
+
+// Retry delays of the event stream: from minRetry doubling to maxRetry,
+// back to minRetry once connected.
+const (
+	minRetry = 200 * time.Millisecond
+	maxRetry = 5 * time.Second
+)
+
+// Bounds of the tray's own calls.
+const (
+	actionTimeout       = 2 * time.Minute  // a stop waits for the agent's stop timeout
+	serviceStartTimeout = 30 * time.Second // a started service must answer by then
+)
+
+// ui shows menus. render is called from one goroutine at a time; clicks on
+// the items of m carry out their actions until ctx is done (the next
+// render's ctx takes over).
+type ui interface {
+	render(ctx context.Context, m Menu)
+}
+
+// deps are the engine's ways into the OS, replaced in tests.
+type deps struct {
+	now func() time.Time
+	// notify shows a notice on the desktop.
+	notify func(Notice) error
+	// open opens a file in the user's default application.
+	open func(path string) error
+	// startService starts the profile's service: the installed login
+	// service, or a detached `tether service run`. exited, when not nil,
+	// receives once if a process it started ends.
+	startService func(Options) (how string, exited <-chan error, err error)
+	// loginInstalled reports whether both the login service and the
+	// tray's autostart entry are installed.
+	loginInstalled func(Options) (bool, error)
+	// setLogin installs (on) or removes both.
+	setLogin func(o Options, on bool) error
+	// configInit writes the default config file.
+	configInit func(Options) error
+}
+
+// engine is the tray's runtime: it keeps what the tray knows, watches the
+// service, rebuilds the menu and carries out its actions. It never touches
+// systray itself (see ui).
+type engine struct {
+	opts   Options
+	client *api.Client
+	deps   deps
+	ui     ui
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu  sync.Mutex
+	in  Input
+	det detector
+
+	dirty     chan struct{} // buffer 1: the menu must be rebuilt
+	poke      chan struct{} // buffer 1: try to connect now
+	notices   chan Notice
+	resyncing atomic.Bool
+	wg        sync.WaitGroup
+}
+
+func newEngine(parent context.Context, o Options, d deps, u ui) *engine {
+	ctx, cancel := context.WithCancel(parent)
+	return &engine{
+		opts:    o,
+		client:  api.NewClient(o.Socket),
+		deps:    d,
+		ui:      u,
+		ctx:     ctx,
+		cancel:  cancel,
+		in:      Input{Profile: o.Profile, Conn: Connecting, LastErrors: map[string]Recorded{}},
+		dirty:   make(chan struct{}, 1),
+		poke:    make(chan struct{}, 1),
+		notices: make(chan Notice, 32),
+	}
+}
+
+// start shows the first menu, then starts watching. The first render is
+// synchronous so that a tray host asking for the menu at once gets one.
+func (e *engine) start() {
+	mctx, cancel := context.WithCancel(e.ctx)
+	e.ui.render(mctx, Build(e.input()))
+	e.wg.Go(func() { e.renderLoop(cancel) })
+	e.wg.Go(e.watch)
+	e.wg.Go(e.notifyLoop)
+	e.wg.Go(e.readLogin)
+}
+
+// stop ends the engine and waits, up to within, for its goroutines. It
+// reports whether they all ended.
+func (e *engine) stop(within time.Duration) bool {
+	e.cancel()
+	done := make(chan struct{})
+	go func() { e.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(within):
+		return false
+	}
+}
+
+// changed asks for a rebuild. A burst of changes makes one rebuild: the
+// send never blocks, and a pending request covers every later change.
+func (e *engine) changed() {
+	select {
+	case e.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// reconnect asks the watcher to try now instead of waiting out its delay.
+func (e *engine) reconnect() {
+	select {
+	case e.poke <- struct{}{}:
+	default:
+	}
+}
+
+// post queues a notice; the notifier coalesces. A full queue means a
+// storm, which the coalescer would hold back anyway.
+func (e *engine) post(n Notice) {
+	select {
+	case e.notices <- n:
+	default:
+	}
+}
+
+// input is a copy of what the tray knows, for Build.
+func (e *engine) input() Input {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	in := e.in
+	in.Status.Agents = slices.Clone(e.in.Status.Agents)
+	in.LastErrors = maps.Clone(e.in.LastErrors)
+	in.Now = e.deps.now()
+	return in
+}
+
+// renderLoop rebuilds the whole menu, under a fresh context, whenever
+// something changed, and once a minute so the ages in the titles move.
+// The previous menu's context is cancelled only once the new one is in
+// place, so a click is never lost in between.
+func (e *engine) renderLoop(cancelPrev context.CancelFunc) {
+	defer func() { cancelPrev() }()
+	tick := time.NewTicker(time.Minute)
+	defer tick.Stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-e.dirty:
+		case <-tick.C:
+		}
+		mctx, cancel := context.WithCancel(e.ctx)
+		e.ui.render(mctx, Build(e.input()))
+		cancelPrev()
+		cancelPrev = cancel
+	}
+}
+
+// watch follows the service's event stream for the tray's life. When the
+// stream ends it reconnects: at once after a working connection (the
+// service may only have dropped a slow reader), then with backoff, showing
+// the service as not running meanwhile.
+func (e *engine) watch() {
+	delay := minRetry
+	for {
+		up, err := e.stream()
+		if e.ctx.Err() != nil {
+			return
+		}
+		if up {
+			delay = minRetry
+		} else {
+			e.down(err)
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-e.ctx.Done():
+			t.Stop()
+			return
+		case <-e.poke:
+		case <-t.C:
+		}
+		t.Stop()
+		if !up {
+			delay = min(2*delay, maxRetry)
+		}
+	}
+}
+
+// stream reads one event stream to its end. up reports that it got as far
+// as the hello.
+func (e *engine) stream() (up bool, err error) {
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	seq, err := e.client.Events(ctx)
+	if err != nil {
+		return false, err
+	}
+	for ev, err := range seq {
+		if err != nil {
+			return up, err
+		}
+		switch {
+		case ev.Type == api.EventHello && ev.Status != nil:
+			e.hello(*ev.Status)
+			up = true
+		case ev.Type == api.EventAgent && ev.Agent != nil && up:
+			e.agent(*ev.Agent)
+		}
+	}
+	return up, api.ErrStreamClosed
+}
+
+// hello takes a whole status: at connection, and after a resync.
+func (e *engine) hello(st api.Status) {
+	var notes []Notice
+	e.mu.Lock()
+	e.in.Conn, e.in.ConnErr, e.in.StartingService = Connected, "", false
+	e.in.Status = st
+	e.det.keep(st.Agents)
+	for id := range e.in.LastErrors {
+		if !slices.ContainsFunc(st.Agents, func(a api.Agent) bool { return a.ID == id }) {
+			delete(e.in.LastErrors, id)
+		}
+	}
+	for _, a := range st.Agents {
+		if n, ok := e.noteLocked(a); ok {
+			notes = append(notes, n)
+		}
+	}
+	e.mu.Unlock()
+	for _, n := range notes {
+		e.post(n)
+	}
+	e.changed()
+}
+
+// agent takes one agent's new row.
+func (e *engine) agent(a api.Agent) {
+	e.mu.Lock()
+	agents := e.in.Status.Agents
+	if i := slices.IndexFunc(agents, func(b api.Agent) bool { return b.ID == a.ID }); i >= 0 {
+		agents[i] = a
+	} else {
+		// Added by a reload.
+		e.in.Status.Agents = append(agents, a)
+	}
+	n, ok := e.noteLocked(a)
+	e.mu.Unlock()
+	if ok {
+		e.post(n)
+	}
+	e.changed()
+}
+
+// noteLocked records a's error and returns the notice it calls for.
+func (e *engine) noteLocked(a api.Agent) (Notice, bool) {
+	if a.Error != nil {
+		if r, ok := e.in.LastErrors[a.ID]; !ok || r.Err != *a.Error {
+			at := a.Since
+			if at.IsZero() {
+				at = e.deps.now()
+			}
+			e.in.LastErrors[a.ID] = Recorded{Err: *a.Error, At: at}
+		}
+	}
+	return e.det.agent(a)
+}
+
+// down records that the service cannot be reached, and announces a
+// service that was there and is gone.
+func (e *engine) down(err error) {
+	conn := Unreachable
+	msg := err.Error()
+	if errors.Is(err, api.ErrNotRunning) {
+		conn = NotRunning
+		msg = fmt.Sprintf("No tether service is running for profile %q (%s).", e.profileName(), e.opts.Socket)
+	}
+	e.mu.Lock()
+	was := e.in.Conn
+	e.in.Conn, e.in.ConnErr = conn, msg
+	e.in.Status = api.Status{}
+	e.mu.Unlock()
+	if was == Connected {
+		e.post(lostNotice(e.opts.Profile))
+	}
+	if was != conn {
+		e.changed()
+	}
+}
+
+// resync reads the whole status again and takes rows newer than the ones
+// shown. The event stream has no event for an agent removed by a reload;
+// the tray resyncs when its menu is opened.
+func (e *engine) resync() {
+	if !e.resyncing.CompareAndSwap(false, true) {
+		return
+	}
+	e.wg.Go(func() {
+		defer e.resyncing.Store(false)
+		ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
+		defer cancel()
+		st, err := e.client.Status(ctx)
+		if err != nil {
+			return // the event stream reports a lost service
+		}
+		e.mu.Lock()
+		if e.in.Conn != Connected {
+			e.mu.Unlock()
+			return
+		}
+		for i, a := range st.Agents {
+			// A row that changed while the status was read is newer
+			// in the stream.
+			if j := slices.IndexFunc(e.in.Status.Agents, func(b api.Agent) bool { return b.ID == a.ID }); j >= 0 && e.in.Status.Agents[j].Since.After(a.Since) {
+				st.Agents[i] = e.in.Status.Agents[j]
+			}
+		}
+		e.mu.Unlock()
+		e.hello(st)
+	})
+}
+
+// notifyLoop shows the notices that the coalescer admits.
+func (e *engine) notifyLoop() {
+	c := NewCoalescer()
+	failed := false
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case n := <-e.notices:
+			ok, held := c.Admit(n.Key, e.deps.now())
+			if !ok {
+				continue
+			}
+			if err := e.deps.notify(withHeld(n, held)); err != nil && !failed {
+				// Said once: without a notification daemon every
+				// notice would fail the same way.
+				failed = true
+				e.logf("cannot show notifications: %v (%s)", err, n.Title)
+			}
+		}
+	}
+}
+
+func (e *engine) readLogin() {
+	on, err := e.deps.loginInstalled(e.opts)
+	if err != nil {
+		e.logf("reading the login registration: %v", err)
+	}
+	e.mu.Lock()
+	e.in.Login = Login{Known: true, On: on}
+	e.mu.Unlock()
+	e.changed()
+}
+
+func (e *engine) logf(format string, args ...any) {
+	if e.opts.Stderr != nil {
+		fmt.Fprintf(e.opts.Stderr, "%s tether tray: %s\n", time.Now().Format(time.RFC3339), fmt.Sprintf(format, args...))
+	}
+}
+
+func (e *engine) profileName() string {
+	if e.opts.Profile == "" {
+		return "default"
+	}
+	return e.opts.Profile
+}
+
+// act carries out a menu action. It returns at once; the work runs in the
+// background, bounded by the tray's life.
+func (e *engine) act(a Action) {
+	if e.ctx.Err() != nil {
+		return
+	}
+	switch a.Kind {
+	case NoAction:
+		return
+	case ActQuit:
+		e.cancel()
+		return
+	}
+	e.wg.Go(func() { e.perform(a) })
+}
+
+func (e *engine) perform(a Action) {
+	switch a.Kind {
+	case ActStart, ActStop, ActRestart:
+		e.agentAction(a)
+	case ActOpenLog:
+		for _, id := range a.IDs {
+			path := filepath.Join(e.opts.LogDir, id+".log")
+			if _, err := os.Stat(path); err != nil {
+				e.post(Notice{Key: id + "/" + KindAction, Title: fmt.Sprintf("tether: no log for %s yet", id),
+					Body: fmt.Sprintf("%v\nThe log is written from the agent's first start.", err)})
+				continue
+			}
+			e.openOrSay(path)
+		}
+	case ActOpenConfig:
+		path := e.opts.ConfigFile
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			if err := e.deps.configInit(e.opts); err != nil {
+				e.post(Notice{Key: "config/" + KindAction, Title: "tether: cannot create the config file",
+					Body: fmt.Sprintf("%v\nRun `%s config init` to write one.", err, e.opts.cmdHint())})
+				return
+			}
+		}
+		e.openOrSay(path)
+	case ActToggleLogin:
+		e.toggleLogin()
+	case ActStartService:
+		e.startService()
+	}
+}
+
+func (e *engine) openOrSay(path string) {
+	if err := e.deps.open(path); err != nil {
+		e.post(Notice{Key: "open/" + KindAction, Title: "tether: cannot open " + filepath.Base(path),
+			Body: fmt.Sprintf("%v\nOpen %s by hand.", err, path)})
+	}
+}
+
+// agentAction starts, stops or restarts agents through the API. Failures
+// that the agents' rows report (a cleanup failure, a held identity) are
+// announced from the rows; the others here.
+func (e *engine) agentAction(a Action) {
+	if len(a.IDs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, actionTimeout)
+	defer cancel()
+	var res api.Results
+	var err error
+	verb := map[ActionKind]string{ActStart: "start", ActStop: "stop", ActRestart: "restart"}[a.Kind]
+	switch a.Kind {
+	case ActStart:
+		res, err = e.client.Start(ctx, a.IDs...)
+	case ActStop:
+		res, err = e.client.Stop(ctx, a.IDs...)
+	default:
+		res, err = e.client.Restart(ctx, a.IDs...)
+	}
+	if e.ctx.Err() != nil {
+		return
+	}
+	who := strings.Join(a.IDs, ", ")
+	if err != nil {
+		body := err.Error()
+		if errors.Is(err, api.ErrNotRunning) {
+			body = "The service is not running: use Start service first."
+		}
+		e.post(Notice{Key: who + "/" + KindAction, Title: fmt.Sprintf("tether: could not %s %s", verb, who), Body: body})
+		return
+	}
+	for _, r := range res.Results {
+		if r.Error == nil || r.Error.Code == api.CodeCleanupFailed || r.Error.Code == api.CodeContention {
+			continue
+		}
+		e.post(Notice{Key: r.ID + "/" + KindAction, Title: fmt.Sprintf("tether: could not %s %s", verb, r.ID),
+			Body: fmt.Sprintf("%s: %s\n`%s logs %s` may say more.", r.Error.Code, r.Error.Message, e.opts.cmdHint(), r.ID)})
+	}
+}
+
+// toggleLogin installs or removes the login service and the tray's
+// autostart entry, both or neither.
+func (e *engine) toggleLogin() {
+	e.mu.Lock()
+	if e.in.Login.Busy {
+		e.mu.Unlock()
+		return
+	}
+	on := !e.in.Login.On
+	e.in.Login.Busy = true
+	e.mu.Unlock()
+	e.changed()
+
+	if err := e.deps.setLogin(e.opts, on); err != nil {
+		n := Notice{Key: "login/" + KindAction, Title: "tether: could not turn off start at login", Body: err.Error()}
+		if on {
+			n.Title = "tether: cannot start at login"
+			n.Body = fmt.Sprintf("%v\nStart at login stays off. You can run `%s service run` and `%s tray` from your desktop's startup settings instead.",
+				err, e.opts.cmdHint(), e.opts.cmdHint())
+		}
+		e.post(n)
+	}
+	installed, err := e.deps.loginInstalled(e.opts)
+	if err != nil {
+		e.logf("reading the login registration: %v", err)
+	}
+	e.mu.Lock()
+	e.in.Login = Login{Known: true, On: installed}
+	e.mu.Unlock()
+	e.changed()
+}
+
+// startService starts the service and watches that it answers.
+func (e *engine) startService() {
+	e.mu.Lock()
+	if e.in.StartingService || e.in.Conn == Connected {
+		e.mu.Unlock()
+		return
+	}
+	e.in.StartingService = true
+	e.mu.Unlock()
+	e.changed()
+
+	fail := func(err error) {
+		e.mu.Lock()
+		e.in.StartingService = false
+		e.mu.Unlock()
+		e.changed()
+		e.post(Notice{Key: "service/" + KindAction, Title: "tether: the service did not start",
+			Body: fmt.Sprintf("%v\nRun `%s service run` in a terminal to see why.", err, e.opts.cmdHint())})
+	}
+	how, exited, err := e.deps.startService(e.opts)
+	if err != nil {
+		fail(err)
+		return
+	}
+	e.reconnect()
+	deadline := time.NewTimer(serviceStartTimeout)
+	defer deadline.Stop()
+	for {
+		var why error
+		select {
+		case <-e.ctx.Done():
+			return
+		case err := <-exited:
+			exited = nil
+			why = fmt.Errorf("%s ended at once (%v); its output is in %s", how, err, e.opts.ServiceLog)
+		case <-deadline.C:
+			why = fmt.Errorf("%s did not answer within %v", how, serviceStartTimeout)
+		case <-time.After(minRetry):
+			// Poll our own state, not the service: the watcher
+			// connects.
+		}
+		e.mu.Lock()
+		connected, starting := e.in.Conn == Connected, e.in.StartingService
+		e.mu.Unlock()
+		if connected || !starting {
+			return
+		}
+		if why != nil {
+			fail(why)
+			return
+		}
+		e.reconnect()
+	}
+}

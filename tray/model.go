@@ -1,0 +1,396 @@
+package tray
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/assets"
+)
+
+// Conn is how the tray stands with the service.
+type Conn int
+
+const (
+	// Connecting: the first attempt has not answered yet.
+	Connecting Conn = iota
+	// Connected: the event stream is open and the status is current.
+	Connected
+	// NotRunning: no service listens on the profile's socket.
+	NotRunning
+	// Unreachable: a service may be there but cannot be talked to
+	// (permission, a broken answer); ConnErr says why.
+	Unreachable
+)
+
+// Recorded is an agent's last error and when the tray saw it.
+type Recorded struct {
+	Err api.Error
+	At  time.Time
+}
+
+// Login is the state of the "Start at login" switch.
+type Login struct {
+	Known bool // the registrations have been read
+	On    bool // both the login service and the tray autostart are installed
+	Busy  bool // installing or removing
+}
+
+// Input is everything the menu is built from.
+type Input struct {
+	Profile string
+	Conn    Conn
+	ConnErr string     // why the service cannot be reached
+	Status  api.Status // when Connected
+	// LastErrors holds, per agent id, the newest error the tray has seen.
+	// The service clears an agent's error once it runs again; the tray
+	// keeps showing it until a newer one replaces it.
+	LastErrors      map[string]Recorded
+	Login           Login
+	StartingService bool // a "Start service" is under way
+	Now             time.Time
+}
+
+// ActionKind is what a menu item does.
+type ActionKind int
+
+// Actions of the menu.
+const (
+	NoAction ActionKind = iota
+	ActStart
+	ActStop
+	ActRestart
+	ActOpenLog
+	ActOpenConfig
+	ActToggleLogin
+	ActStartService
+	ActQuit
+)
+
+// Action is what clicking an item does: Kind, on the agents IDs (for
+// start, stop, restart and open log).
+type Action struct {
+	Kind ActionKind
+	IDs  []string
+}
+
+// Item is one entry of the menu. A separator has only Separator set.
+type Item struct {
+	Title     string
+	Tooltip   string
+	Separator bool
+	Enabled   bool
+	Checkable bool
+	Checked   bool
+	Action    Action
+	Children  []Item
+}
+
+// Menu is the whole tray: its icon, the icon's tooltip and the menu.
+type Menu struct {
+	Icon    assets.State
+	Tooltip string
+	Items   []Item
+}
+
+// Titles of the items the binding and the tests look for.
+const (
+	TitleStart        = "Start"
+	TitleStop         = "Stop"
+	TitleRestart      = "Restart"
+	TitleOpenLog      = "Open log"
+	TitleStartAll     = "Start all"
+	TitleStopAll      = "Stop all"
+	TitleOpenConfig   = "Open config"
+	TitleStartAtLogin = "Start at login"
+	TitleStartService = "Start service"
+	TitleQuit         = "Quit tray"
+)
+
+// maxErrorTitle bounds an error line's title; its tooltip has it whole.
+const maxErrorTitle = 90
+
+// Build makes the menu for in. The shape (which items exist, in which
+// order) depends only on the connection, the agents and which of the
+// status's own errors are set, so that most changes only change titles
+// and flags.
+func Build(in Input) Menu {
+	if in.Conn != Connected {
+		return buildDisconnected(in)
+	}
+	st := in.Status
+	agg := Aggregate(st.Agents)
+	m := Menu{Icon: IconFor(st), Tooltip: "tether: " + agg}
+	if in.Profile != "" && in.Profile != "default" {
+		m.Tooltip = fmt.Sprintf("tether (%s): %s", in.Profile, agg)
+	}
+	m.Items = append(m.Items, Item{Title: agg, Tooltip: fmt.Sprintf("profile %s, service pid %d", nonEmpty(st.Profile, in.Profile), st.ServicePID)})
+	if e := st.ConfigError; e != nil {
+		m.Items = append(m.Items, errorLine("config not applied", *e,
+			"The config file has an error, so the service keeps running the config it had. Fix the file, then run `tether reload`."))
+	}
+	if e := st.StateError; e != nil {
+		m.Items = append(m.Items, errorLine("state file unreadable", *e,
+			"The service could not read its state file and left it as it was; agents' intent is not remembered until it is fixed."))
+	}
+	m.Items = append(m.Items, Item{Separator: true})
+	if len(st.Agents) == 0 {
+		m.Items = append(m.Items, Item{Title: "no agents configured", Tooltip: "Add agents to the config (Open config), then run `tether reload`."})
+	}
+	var startable, stoppable []string
+	for _, a := range st.Agents {
+		m.Items = append(m.Items, agentItem(a, in))
+		if canStart(a) {
+			startable = append(startable, a.ID)
+		}
+		if canStop(a) {
+			stoppable = append(stoppable, a.ID)
+		}
+	}
+	m.Items = append(m.Items,
+		Item{Separator: true},
+		Item{Title: TitleStartAll, Tooltip: "Start every stopped or failed agent.", Enabled: len(startable) > 0, Action: Action{Kind: ActStart, IDs: startable}},
+		Item{Title: TitleStopAll, Tooltip: "Stop every agent; they stay stopped until started again.", Enabled: len(stoppable) > 0, Action: Action{Kind: ActStop, IDs: stoppable}},
+	)
+	return appendCommon(m, in)
+}
+
+func buildDisconnected(in Input) Menu {
+	m := Menu{Icon: assets.Stopped}
+	var head Item
+	switch in.Conn {
+	case Connecting:
+		head = Item{Title: "connecting to the service…"}
+	case NotRunning:
+		head = Item{Title: "service not running", Tooltip: nonEmpty(in.ConnErr, "No tether service is running for this profile.")}
+	default:
+		head = Item{Title: "service unreachable", Tooltip: in.ConnErr}
+	}
+	m.Tooltip = "tether: " + head.Title
+	m.Items = append(m.Items, head, Item{Separator: true})
+	start := Item{Title: TitleStartService, Tooltip: "Start the login service if it is installed, else run `tether service run` in the background.",
+		Enabled: in.Conn == NotRunning && !in.StartingService, Action: Action{Kind: ActStartService}}
+	if in.StartingService {
+		start.Title = "Starting service…"
+	}
+	m.Items = append(m.Items, start)
+	return appendCommon(m, in)
+}
+
+// appendCommon adds what every menu ends with.
+func appendCommon(m Menu, in Input) Menu {
+	login := Item{Title: TitleStartAtLogin, Checkable: true, Checked: in.Login.On,
+		Enabled: in.Login.Known && !in.Login.Busy, Action: Action{Kind: ActToggleLogin}}
+	if in.Login.On {
+		login.Tooltip = "Remove the login service and the tray's autostart entry (this stops a service started by the login manager)."
+	} else {
+		login.Tooltip = "Install the login service and start the tray with the desktop session."
+	}
+	m.Items = append(m.Items,
+		Item{Title: TitleOpenConfig, Tooltip: "Open the agents' config file in its editor.", Enabled: true, Action: Action{Kind: ActOpenConfig}},
+		login,
+		Item{Separator: true},
+		Item{Title: TitleQuit, Tooltip: "Close the tray only: the agents keep running under the service.", Enabled: true, Action: Action{Kind: ActQuit}},
+	)
+	return m
+}
+
+// agentItem is the submenu of one agent.
+func agentItem(a api.Agent, in Input) Item {
+	title := a.ID + ": " + stateWord(a.State)
+	if !a.Since.IsZero() {
+		title += " " + Age(in.Now.Sub(a.Since))
+	}
+	ids := []string{a.ID}
+	info := "identity " + a.Identity
+	if a.PID != 0 {
+		info += fmt.Sprintf(", pid %d", a.PID)
+	}
+	if a.Restarts > 0 {
+		info += fmt.Sprintf(", %d restarts", a.Restarts)
+	}
+	last := Item{Title: "no errors"}
+	r, seen := in.LastErrors[a.ID]
+	switch {
+	case a.Error != nil && seen && r.Err == *a.Error:
+		last = errorLine("error at "+clock(r.At), r.Err, "")
+	case a.Error != nil:
+		last = errorLine("error", *a.Error, "")
+	case seen:
+		// The agent recovered; its last error stays until a newer one.
+		last = errorLine("last error at "+clock(r.At), r.Err, "")
+	}
+	return Item{
+		Title:   title,
+		Tooltip: stateHelp(a),
+		Enabled: true,
+		Children: []Item{
+			{Title: TitleStart, Enabled: canStart(a), Action: Action{Kind: ActStart, IDs: ids}},
+			{Title: TitleStop, Enabled: canStop(a), Action: Action{Kind: ActStop, IDs: ids}},
+			{Title: TitleRestart, Enabled: canRestart(a), Action: Action{Kind: ActRestart, IDs: ids}},
+			{Title: TitleOpenLog, Enabled: true, Action: Action{Kind: ActOpenLog, IDs: ids}},
+			{Separator: true},
+			{Title: info},
+			last,
+		},
+	}
+}
+
+// Shape is the structure of items, without their titles and flags: what
+// the binding must find unchanged to apply a menu in place.
+func Shape(items []Item) string {
+	var sb strings.Builder
+	for _, it := range items {
+		switch {
+		case it.Separator:
+			sb.WriteByte('-')
+		case it.Checkable:
+			sb.WriteByte('x')
+		default:
+			sb.WriteByte('i')
+		}
+		if len(it.Children) > 0 {
+			sb.WriteString("(" + Shape(it.Children) + ")")
+		}
+	}
+	return sb.String()
+}
+
+// errorLine is a disabled line showing an error; the tooltip holds it whole.
+func errorLine(label string, e api.Error, help string) Item {
+	text := e.Code + ": " + e.Message
+	tip := text
+	if help != "" {
+		tip += "\n" + help
+	}
+	return Item{Title: label + ": " + truncate(text, maxErrorTitle), Tooltip: tip}
+}
+
+// canStart: the agent is not running and nothing else will start it.
+func canStart(a api.Agent) bool {
+	return a.State == api.StateStopped || a.State == api.StateFailed
+}
+
+// canStop: there is something to stop, or an intent to withdraw.
+func canStop(a api.Agent) bool {
+	switch a.State {
+	case api.StateRunning, api.StateStarting, api.StateBackoff, api.StateCleanupFailed:
+		return true
+	case api.StateFailed:
+		return a.Enabled
+	}
+	return false
+}
+
+// canRestart: a restart makes sense for a running agent and one that is
+// waiting or parked after a failure; not while a stop or start is under
+// way, and not while a tree may still live.
+func canRestart(a api.Agent) bool {
+	switch a.State {
+	case api.StateRunning, api.StateBackoff, api.StateFailed:
+		return true
+	}
+	return false
+}
+
+// stateOrder is the order of the aggregate line.
+var stateOrder = []string{api.StateRunning, api.StateStarting, api.StateStopping, api.StateBackoff,
+	api.StateStopped, api.StateFailed, api.StateCleanupFailed}
+
+// Aggregate is the first line of the menu: "3 running, 1 failed".
+func Aggregate(agents []api.Agent) string {
+	if len(agents) == 0 {
+		return "no agents"
+	}
+	n := map[string]int{}
+	for _, a := range agents {
+		n[a.State]++
+	}
+	var parts []string
+	for _, s := range stateOrder {
+		if n[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[s], stateWord(s)))
+			delete(n, s)
+		}
+	}
+	for s, k := range n { // a state this tray does not know yet
+		parts = append(parts, fmt.Sprintf("%d %s", k, s))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// IconFor picks the tray icon of a status: Failed when anything needs the
+// user (a failure, a backoff after a crash, a cleanup that failed, a config
+// or state file error), Running when every agent runs, Stopped otherwise.
+func IconFor(st api.Status) assets.State {
+	if st.ConfigError != nil || st.StateError != nil {
+		return assets.Failed
+	}
+	running := 0
+	for _, a := range st.Agents {
+		switch a.State {
+		case api.StateFailed, api.StateCleanupFailed, api.StateBackoff:
+			return assets.Failed
+		case api.StateRunning:
+			running++
+		}
+	}
+	if running > 0 && running == len(st.Agents) {
+		return assets.Running
+	}
+	return assets.Stopped
+}
+
+func stateWord(s string) string {
+	switch s {
+	case api.StateBackoff:
+		return "in backoff"
+	case api.StateCleanupFailed:
+		return "cleanup failed"
+	}
+	return s
+}
+
+func stateHelp(a api.Agent) string {
+	switch a.State {
+	case api.StateBackoff:
+		return "It ended and will be started again after a pause."
+	case api.StateFailed:
+		return "It failed and will not be restarted until you start it."
+	case api.StateCleanupFailed:
+		return "Its processes could not be confirmed dead: its identity stays locked and tether keeps retrying."
+	}
+	return ""
+}
+
+// Age formats a duration the way the menu shows it: its largest unit,
+// rounded down ("40s", "5m", "2h", "3d").
+func Age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", max(0, int(d/time.Second)))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+}
+
+func truncate(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ") // one line
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func clock(t time.Time) string { return t.Local().Format("15:04") }
+
+func nonEmpty(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
+}

@@ -1,0 +1,191 @@
+//go:build linux || windows || (darwin && cgo)
+
+package tray
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"time"
+
+	"fyne.io/systray"
+	"github.com/tether-dev/tether/assets"
+)
+
+// runUI runs the tray on systray's event loop until ctx is done or the
+// menu's Quit. On macOS it must be called on the main thread (systray's
+// init locks main there; cli.Main runs on it).
+func runUI(ctx context.Context, o Options, d deps) error {
+	b := &binding{}
+	e := newEngine(ctx, o, d, b)
+	b.act = e.act
+	systray.Run(func() {
+		if runtime.GOOS == "linux" {
+			// The item's accessible name; on macOS a title would
+			// be shown beside the icon.
+			systray.SetTitle("tether")
+		}
+		e.start()
+		go func() {
+			<-e.ctx.Done()
+			systray.Quit()
+		}()
+		go func() {
+			for {
+				select {
+				case <-e.ctx.Done():
+					return
+				case <-systray.TrayOpenedCh:
+					e.resync()
+				}
+			}
+		}()
+	}, nil)
+	if !e.stop(5 * time.Second) {
+		e.logf("some requests were still under way at exit")
+	}
+	return nil
+}
+
+// binding maps the menu model onto systray. The library cannot move or
+// reorder items, and removing them (ResetMenu) closes their channels
+// under the feet of a click, so a menu of the same shape as the one shown
+// is applied in place: only what changed is set, item ids stay, and a menu
+// that is open stays open. A menu of another shape (the service came or
+// went, agents were added or removed) replaces the whole tree.
+type binding struct {
+	act     func(Action)
+	shape   string
+	root    []*slot
+	icon    assets.State
+	iconSet bool
+	tooltip string
+}
+
+// slot is one systray item and the model item last applied to it.
+type slot struct {
+	mi   *systray.MenuItem // nil for a separator
+	it   Item
+	kids []*slot
+}
+
+func (b *binding) render(ctx context.Context, m Menu) {
+	if !b.iconSet || m.Icon != b.icon {
+		systray.SetIcon(assets.Tray(m.Icon))
+		b.icon, b.iconSet = m.Icon, true
+	}
+	if m.Tooltip != b.tooltip {
+		systray.SetTooltip(m.Tooltip)
+		b.tooltip = m.Tooltip
+	}
+	if sh := Shape(m.Items); b.root == nil || sh != b.shape {
+		if b.root != nil {
+			systray.ResetMenu()
+		}
+		b.root, b.shape = create(nil, m.Items), sh
+	} else {
+		update(b.root, m.Items)
+	}
+	b.listen(ctx, b.root)
+}
+
+// listen carries clicks on the items of the menu just rendered to their
+// actions until ctx is done: the next render's listeners take over.
+func (b *binding) listen(ctx context.Context, slots []*slot) {
+	for _, s := range slots {
+		b.listen(ctx, s.kids)
+		if s.mi == nil || !s.it.Enabled || s.it.Action.Kind == NoAction {
+			continue
+		}
+		go func(ch <-chan struct{}, a Action) {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case _, ok := <-ch:
+					if !ok { // removed by ResetMenu
+						return
+					}
+					b.act(a)
+				}
+			}
+		}(s.mi.ClickedCh, s.it.Action)
+	}
+}
+
+func create(parent *systray.MenuItem, items []Item) []*slot {
+	var out []*slot
+	for _, it := range items {
+		s := &slot{}
+		out = append(out, s)
+		if it.Separator {
+			if parent == nil {
+				systray.AddSeparator()
+			} else {
+				parent.AddSeparator()
+			}
+			continue
+		}
+		title := label(it.Title)
+		switch {
+		case parent == nil && it.Checkable:
+			s.mi = systray.AddMenuItemCheckbox(title, it.Tooltip, it.Checked)
+		case parent == nil:
+			s.mi = systray.AddMenuItem(title, it.Tooltip)
+		case it.Checkable:
+			s.mi = parent.AddSubMenuItemCheckbox(title, it.Tooltip, it.Checked)
+		default:
+			s.mi = parent.AddSubMenuItem(title, it.Tooltip)
+		}
+		if !it.Enabled {
+			s.mi.Disable()
+		}
+		s.it = it
+		s.kids = create(s.mi, it.Children)
+	}
+	return out
+}
+
+func update(slots []*slot, items []Item) {
+	for i, it := range items {
+		s := slots[i]
+		if s.mi == nil {
+			continue
+		}
+		old := s.it
+		if it.Title != old.Title {
+			s.mi.SetTitle(label(it.Title))
+		}
+		if it.Tooltip != old.Tooltip {
+			s.mi.SetTooltip(it.Tooltip)
+		}
+		if it.Enabled != old.Enabled {
+			if it.Enabled {
+				s.mi.Enable()
+			} else {
+				s.mi.Disable()
+			}
+		}
+		if it.Checked != old.Checked {
+			if it.Checked {
+				s.mi.Check()
+			} else {
+				s.mi.Uncheck()
+			}
+		}
+		s.it = it
+		update(s.kids, it.Children)
+	}
+}
+
+// label escapes what the platform's menus would read as a mnemonic
+// marker: '_' in dbusmenu labels (Linux), '&' in Windows menus.
+func label(s string) string {
+	switch runtime.GOOS {
+	case "windows":
+		return strings.ReplaceAll(s, "&", "&&")
+	case "darwin":
+		return s
+	}
+	return strings.ReplaceAll(s, "_", "__")
+}
