@@ -25,9 +25,6 @@ import (
 const tetherFD = 3
 
 const (
-	// requestWait bounds the wait for the start request; the owner
-	// sends it right after spawning.
-	requestWait = 30 * time.Second
 	// recordWait bounds the wait for another guardian's record lock.
 	recordWait = 2 * time.Second
 	// defaultKillGrace is how long the kernel gets to finish off a tree
@@ -107,14 +104,17 @@ func run() int {
 	g.subreaper, _ = punix.BecomeSubreaper()
 	g.reaper = punix.NewReaper()
 
-	_ = conn.SetReadDeadline(time.Now().Add(requestWait))
+	// No deadline: a guardian may be started ahead of need (Pool) and
+	// wait for its request; if its owner dies first, EOF ends the wait.
 	rd := newLineReader(conn)
 	m, err := rd.next()
+	if errors.Is(err, io.EOF) {
+		return 0 // released unused
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tether guardian: reading the start request: %v\n", err)
 		return 1
 	}
-	_ = conn.SetReadDeadline(time.Time{})
 	switch {
 	case m.Type != msgStart || m.Start == nil:
 		g.fail(&failure{Code: CodeConfig, Message: fmt.Sprintf("first message is %q, want %q", m.Type, msgStart)})

@@ -27,7 +27,20 @@ const stderrLimit = 16 << 10
 // ErrSpawn, ErrLock, ErrPrivateDir, ErrConfig, ErrInternal or ErrHandshake)
 // and nothing is left running: a guardian that answered is reaped before
 // Start returns or, if it hangs, in the background.
-func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
+func Start(ctx context.Context, spec Spec) (*Session, error) {
+	req, exe, err := prepare(&spec)
+	if err != nil {
+		return nil, err
+	}
+	g, err := spawn(exe)
+	if err != nil {
+		return nil, &StartError{Identity: spec.Identity, Code: CodeInternal, Message: err.Error()}
+	}
+	return g.handshake(ctx, spec, req)
+}
+
+// prepare fills spec's defaults and builds the start request.
+func prepare(spec *Spec) (*request, string, error) {
 	if spec.StopTimeout == 0 {
 		spec.StopTimeout = DefaultStopTimeout
 	}
@@ -36,8 +49,9 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	}
 	exe := spec.Executable
 	if exe == "" {
+		var err error
 		if exe, err = os.Executable(); err != nil {
-			return nil, &StartError{Identity: spec.Identity, Code: CodeInternal, Message: "finding the tether executable: " + err.Error()}
+			return nil, "", &StartError{Identity: spec.Identity, Code: CodeInternal, Message: "finding the tether executable: " + err.Error()}
 		}
 	}
 	req := &request{
@@ -46,22 +60,34 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 		LogPath: spec.LogPath, NoCgroup: spec.NoCgroup,
 	}
 	if err := req.validate(); err != nil {
-		return nil, &StartError{Identity: spec.Identity, Code: CodeConfig, Message: err.Error()}
+		return nil, "", &StartError{Identity: spec.Identity, Code: CodeConfig, Message: err.Error()}
 	}
+	return req, exe, nil
+}
 
-	// Both ends are close-on-exec from birth, so no other
-	// child spawned concurrently can inherit them (I6); os/exec dups the
-	// guardian's end to descriptor 3 for this one child only.
+// spawned is a guardian process that has not been sent its start request
+// yet: it waits on its tether, with no timer, until it gets one or EOF.
+type spawned struct {
+	exe    string
+	conn   *os.File
+	proc   *execProcess
+	stderr *cappedBuffer
+}
+
+// spawn starts a guardian process.
+func spawn(exe string) (*spawned, error) {
+	// Both ends are close-on-exec from birth, so no other child spawned
+	// concurrently can inherit them (I6); os/exec dups the guardian's end
+	// to descriptor 3 for this one child only.
 	conn, guardEnd, err := punix.SocketPair()
 	if err != nil {
-		return nil, &StartError{Identity: spec.Identity, Code: CodeInternal, Message: err.Error()}
+		return nil, err
 	}
-
 	stderrR, stderrW, err := os.Pipe()
 	if err != nil {
 		guardEnd.Close()
 		conn.Close()
-		return nil, &StartError{Identity: spec.Identity, Code: CodeInternal, Message: "stderr pipe: " + err.Error()}
+		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
 	cmd := &exec.Cmd{
 		Path:       exe,
@@ -79,7 +105,7 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 	if err != nil {
 		stderrR.Close()
 		conn.Close()
-		return nil, &StartError{Identity: spec.Identity, Code: CodeInternal, Message: "starting the guardian: " + err.Error()}
+		return nil, fmt.Errorf("starting the guardian: %w", err)
 	}
 	stderr := &cappedBuffer{max: stderrLimit}
 	stderrDone := make(chan struct{})
@@ -88,8 +114,19 @@ func Start(ctx context.Context, spec Spec) (_ *Session, err error) {
 		_, _ = io.Copy(stderr, stderrR)
 		stderrR.Close()
 	}()
-	proc := &execProcess{cmd: cmd, stderrDone: stderrDone}
+	return &spawned{exe: exe, conn: conn, proc: &execProcess{cmd: cmd, stderrDone: stderrDone}, stderr: stderr}, nil
+}
 
+// discard closes a guardian that was never used: on EOF before any
+// request it exits at once. It is reaped in the background.
+func (g *spawned) discard() {
+	g.conn.Close()
+	go func() { _ = g.proc.Wait() }()
+}
+
+// handshake sends the start request and waits for the answer.
+func (g *spawned) handshake(ctx context.Context, spec Spec, req *request) (*Session, error) {
+	conn, proc, stderr := g.conn, g.proc, g.stderr
 	s := &Session{
 		spec: spec, conn: conn, proc: proc,
 		events:  make(chan Event, eventBuffer),

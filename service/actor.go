@@ -281,7 +281,7 @@ func (a *actor) start() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	s, err := guardian.Start(ctx, spec)
+	s, err := a.c.pool.Start(ctx, spec)
 	cancel()
 	if err != nil {
 		a.startFailed(err)

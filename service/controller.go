@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/service/config"
 	"github.com/tether-dev/tether/service/state"
 )
@@ -51,7 +52,8 @@ type Controller struct {
 	closing   bool
 	quitAsked bool
 
-	quit     chan struct{} // closed when Quit is accepted
+	pool     *guardian.Pool // a guardian started ahead of each start
+	quit     chan struct{}  // closed when Quit is accepted
 	runs     chan func(*state.State)
 	runsDone chan struct{}
 }
@@ -88,6 +90,7 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 		rows:     map[string]api.Agent{},
 		subs:     map[*subscriber]struct{}{},
 		quit:     make(chan struct{}),
+		pool:     guardian.NewPool(opts.Executable),
 		runs:     make(chan func(*state.State), runWriteBuffer),
 		runsDone: make(chan struct{}),
 	}
@@ -372,6 +375,7 @@ func (c *Controller) Shutdown(ctx context.Context, force bool) error {
 	}
 	c.mu.Unlock()
 	<-c.runsDone
+	c.pool.Close()
 	return nil
 }
 

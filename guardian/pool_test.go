@@ -1,0 +1,49 @@
+//go:build linux
+
+package guardian
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// A pool hands out the guardian it started ahead of time, starts the
+// next, and leaves nothing behind when closed (the leak check proves it).
+func TestPoolUsesWarmGuardian(t *testing.T) {
+	e := newEnv(t)
+	p := NewPool(e.exe)
+	defer p.Close()
+	warm := func() int {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			p.mu.Lock()
+			g := p.warm
+			p.mu.Unlock()
+			if g != nil {
+				return g.proc.Pid()
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no warm guardian")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	for _, id := range []string{"pooled-1", "pooled-2"} {
+		pid := warm()
+		spec := e.spec(id, "polite")
+		spec.Executable = ""
+		s, err := p.Start(context.Background(), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Ready().GuardianPID != pid {
+			t.Errorf("started guardian %d, want the warm one %d", s.Ready().GuardianPID, pid)
+		}
+		if err := s.Stop(context.Background(), 0); err != nil {
+			t.Fatal(err)
+		}
+		<-s.Done()
+	}
+	warm()
+}
