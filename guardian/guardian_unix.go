@@ -142,6 +142,12 @@ func run() int {
 		g.fail(fl)
 		return 1
 	}
+	if g.req.Reclaim {
+		g.release()
+		g.logf("identity reclaimed")
+		g.send(message{Type: msgStopped, Version: ProtocolVersion, Reason: ReasonReclaimed, Cleanup: &Cleanup{Code: CleanupOK}})
+		return 0
+	}
 	g.logf("started %s as pid %d (%s, private dir %s)", g.req.Argv[0], g.agent.Pid, g.containment(), g.privateDir)
 	g.send(message{Type: msgReady, Version: ProtocolVersion, Ready: g.ready()})
 	// From here the guardian mostly sleeps: let go of the pages that
@@ -276,6 +282,9 @@ func (g *guardian) start() *failure {
 		}
 	}
 
+	if g.req.Reclaim {
+		return nil // the identity is free again; nothing to start
+	}
 	g.since = time.Now().UTC()
 	name, err := randomName(g.key)
 	if err != nil {

@@ -539,3 +539,44 @@ func assertNoSocketFDs(t *testing.T, pid int) {
 		}
 	}
 }
+
+// Reclaim frees the identity of a SIGKILLed guardian without starting
+// anything: the abandoned tree is stopped, its directory removed and the
+// lock released.
+func TestReclaimAfterGuardianKill(t *testing.T) {
+	e := newEnv(t)
+	spec := e.spec("reclaimed", "stubborn")
+	spec.StopTimeout = 200 * time.Millisecond
+	s, err := Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := s.Ready()
+	rs := refs(t, e.waitAnnounced(map[string]int{"leader": 1, "worker": 1}))
+	for _, r := range rs {
+		expectAdopted(r.Pid)
+	}
+	if err := syscall.Kill(old.GuardianPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for range s.Events() {
+	}
+	if lockFree(t, old.LockPath) {
+		t.Fatal("the abandoned tree should hold the lock")
+	}
+	if err := Reclaim(context.Background(), spec); err != nil {
+		t.Fatalf("Reclaim: %v", err)
+	}
+	waitGone(t, rs, 100*time.Millisecond)
+	if !lockFree(t, old.LockPath) || !gone(old.PrivateDir) {
+		t.Fatalf("after reclaim: lock free %v, private dir gone %v", lockFree(t, old.LockPath), gone(old.PrivateDir))
+	}
+	// Reclaiming a free identity is a no-op; a held one is contention.
+	if err := Reclaim(context.Background(), spec); err != nil {
+		t.Fatalf("Reclaim of a free identity: %v", err)
+	}
+	e.start(e.spec("reclaimed", "polite"))
+	if err := Reclaim(context.Background(), spec); !errors.Is(err, ErrContention) {
+		t.Fatalf("Reclaim of a held identity: %v, want contention", err)
+	}
+}

@@ -219,3 +219,48 @@ func (c *cappedBuffer) String() string {
 	defer c.mu.Unlock()
 	return c.b.String()
 }
+
+// Reclaim frees an identity whose guardian died (Session's EventLost): a
+// guardian is started only to stop the abandoned tree (or what is left of
+// it), remove its private directory and release the lock, and then exits.
+// It returns nil once the identity is free, or a *StartError: contention
+// when a live guardian holds the identity (nothing to reclaim), or the
+// failure to stop the tree.
+func Reclaim(ctx context.Context, spec Spec) error {
+	req, exe, err := prepare(&spec)
+	if err != nil {
+		return err
+	}
+	req.Reclaim = true
+	g, err := spawn(exe)
+	if err != nil {
+		return &StartError{Identity: spec.Identity, Code: CodeInternal, Message: err.Error()}
+	}
+	return g.reclaim(ctx, spec, req)
+}
+
+func (g *spawned) reclaim(ctx context.Context, spec Spec, req *request) error {
+	defer func() {
+		g.conn.Close()
+		_ = g.proc.Wait()
+	}()
+	if err := writeMessage(g.conn, message{Type: msgStart, Version: ProtocolVersion, Start: req}); err != nil {
+		return &StartError{Identity: spec.Identity, handshake: fmt.Errorf("sending the reclaim request: %w", err)}
+	}
+	// Stopping an abandoned tree takes up to its stop timeout and the
+	// kill grace.
+	timeout := spec.HandshakeTimeout + spec.StopTimeout + max(spec.KillGrace, 2*time.Second)
+	m, err := handshake(ctx, g.conn, newLineReader(g.conn), timeout)
+	if err != nil {
+		return &StartError{Identity: spec.Identity, handshake: err, Stderr: g.stderr.String()}
+	}
+	switch {
+	case m.Type == msgStopped:
+		return nil
+	case m.Type == msgFailed && m.Failure != nil:
+		f := m.Failure
+		return &StartError{Identity: spec.Identity, Code: f.Code, Message: f.Message, Path: f.Path, Holder: f.Holder}
+	default:
+		return &StartError{Identity: spec.Identity, handshake: fmt.Errorf("unexpected answer %q to a reclaim", m.Type)}
+	}
+}

@@ -80,6 +80,9 @@ type request struct {
 	PrivateRoot string   `json:"private_root"`
 	LogPath     string   `json:"log_path,omitempty"`
 	NoCgroup    bool     `json:"no_cgroup,omitempty"`
+	// Reclaim asks only to free the identity: stop an abandoned or
+	// leftover tree, release the lock, answer stopped and exit.
+	Reclaim bool `json:"reclaim,omitempty"`
 }
 
 // message is one line on the tether. Only the fields of its Type are set.
@@ -169,6 +172,7 @@ const (
 	ReasonOwnerLost     StopReason = "owner_lost"
 	ReasonSignal        StopReason = "signal"
 	ReasonAgentExited   StopReason = "agent_exited"
+	ReasonReclaimed     StopReason = "reclaimed"
 )
 
 // Cleanup is the outcome of a teardown.

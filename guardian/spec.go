@@ -82,7 +82,9 @@ func (r *request) validate() error {
 	if err := ValidateIdentity(r.Identity); err != nil {
 		return err
 	}
-	if len(r.Argv) == 0 || r.Argv[0] == "" {
+	if r.Reclaim {
+		// Nothing is started: no command needed.
+	} else if len(r.Argv) == 0 || r.Argv[0] == "" {
 		return fmt.Errorf("argv: no command")
 	}
 	for i, a := range r.Argv {

@@ -257,6 +257,32 @@ func (a *actor) setState(s string, err *api.Error) {
 	a.c.publish(a.row)
 }
 
+// spec is the guardian's view of the agent.
+func (a *actor) spec(env []string) guardian.Spec {
+	argv := append([]string(nil), a.cfg.Command...)
+	if argv[0] == "tether" {
+		argv[0] = a.c.opts.Executable
+	}
+	p := a.c.opts.Paths
+	return guardian.Spec{
+		Identity: a.cfg.Identity, Profile: p.Profile, Argv: argv, Dir: a.cfg.Dir, Env: env,
+		StopTimeout: a.cfg.StopTimeout, LockDir: p.LockDir, PrivateRoot: p.PrivateRoot,
+		LogPath: p.LogPath(a.id), Executable: a.c.opts.Executable,
+	}
+}
+
+// reclaim frees the identity after its guardian died: the tree it
+// abandoned still runs and holds the lock. It blocks the actor for at
+// most the tree's stop timeout and the kill grace.
+func (a *actor) reclaim() *api.Error {
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.StopTimeout+30*time.Second)
+	defer cancel()
+	if err := guardian.Reclaim(ctx, a.spec(nil)); err != nil {
+		return &api.Error{Code: api.CodeCleanupFailed, Message: "freeing the identity after its guardian died: " + err.Error()}
+	}
+	return nil
+}
+
 // start asks for a guardian. It blocks the actor for at most the
 // handshake: commands queue meanwhile.
 func (a *actor) start() {
@@ -266,16 +292,7 @@ func (a *actor) start() {
 		a.fail(&api.Error{Code: api.CodeConfig, Message: err.Error()})
 		return
 	}
-	argv := append([]string(nil), a.cfg.Command...)
-	if argv[0] == "tether" {
-		argv[0] = a.c.opts.Executable
-	}
-	p := a.c.opts.Paths
-	spec := guardian.Spec{
-		Identity: a.cfg.Identity, Profile: p.Profile, Argv: argv, Dir: a.cfg.Dir, Env: env,
-		StopTimeout: a.cfg.StopTimeout, LockDir: p.LockDir, PrivateRoot: p.PrivateRoot,
-		LogPath: p.LogPath(a.id), Executable: a.c.opts.Executable,
-	}
+	spec := a.spec(env)
 	if err := rotateLog(spec.LogPath); err != nil {
 		a.fail(&api.Error{Code: api.CodeInternal, Message: "rotating the log: " + err.Error()})
 		return
@@ -382,6 +399,14 @@ func (a *actor) event(ev guardian.Event) bool {
 	switch {
 	case ev.Type == guardian.EventLost:
 		e = &api.Error{Code: api.CodeInternal, Message: ev.Err.Error()}
+		restarting := !a.stopAsked && a.want && a.cfg.Restart != "never"
+		if !restarting || a.restartArm {
+			// Nobody will start the identity again soon (which would
+			// take the tree over): free it now.
+			if rerr := a.reclaim(); rerr != nil {
+				e = rerr
+			}
+		}
 	case ev.Err != nil:
 		e = &api.Error{Code: api.CodeCleanupFailed, Message: ev.Err.Error()}
 	}

@@ -47,6 +47,9 @@ func agentMain(args []string) int {
 	case "exit":
 		n, _ := strconv.Atoi(args[1])
 		return n
+	case "stubborn":
+		signal.Ignore(syscall.SIGTERM)
+		select {}
 	case "exit-on":
 		// Exits 3 once the file args[1] exists.
 		for {

@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	punix "github.com/tether-dev/tether/platform/unix"
 )
 
 // freeze puts pid in a cgroup v1 freezer group and freezes it: it cannot
@@ -128,5 +130,71 @@ func TestNewerErrorReplacesOlder(t *testing.T) {
 	row := waitState(t, cb, "x", api.StateFailed)
 	if row.Error == nil || row.Error.Code != "exited" {
 		t.Fatalf("error %+v, want the exit to replace the contention", row.Error)
+	}
+}
+
+// A guardian SIGKILLed in the middle of a stop leaves its tree (which
+// ignores SIGTERM) holding the identity; the service reclaims it.
+func TestGuardianKilledDuringStopIsReclaimed(t *testing.T) {
+	w := newWorld(t, "p", nil)
+	w.yaml(`  - id: a
+    command: AGENT, stubborn]
+    stop_timeout: 2s
+    restart: never
+`)
+	c := w.controller(Options{})
+	a, err := c.Start(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitIgnoresTERM(t, a.PID)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Stop(context.Background(), "a")
+		done <- err
+	}()
+	waitState(t, c, "a", api.StateStopping)
+	time.Sleep(100 * time.Millisecond) // well inside the 2 s stop timeout
+	if err := syscall.Kill(a.GuardianPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	row := waitState(t, c, "a", api.StateStopped)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p, err := punix.Stat(a.PID)
+		if err != nil || p.Zombie() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the abandoned agent %d still runs; row %+v", a.PID, row)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	// The identity is free: it starts again at once.
+	if r, err := c.Start(context.Background(), "a"); err != nil || r.State != api.StateRunning {
+		t.Fatalf("restart after reclaim: %+v %v", r, err)
+	}
+}
+
+// waitIgnoresTERM waits until pid ignores SIGTERM (SigIgn in its status).
+func waitIgnoresTERM(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+				var mask uint64
+				fmt.Sscanf(strings.TrimSpace(v), "%x", &mask)
+				if mask&(1<<(uint(syscall.SIGTERM)-1)) != 0 {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d never ignored SIGTERM", pid)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
