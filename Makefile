@@ -2,6 +2,8 @@
 # make test   - everything CI runs: format, vet, staticcheck, tests, cross-builds
 # make bench  - the benchmarks whose figures are in README.md
 # make soak   - every lifetime test 20 times over
+# make peers  - tether side by side with supervisord and s6 (apt-get install supervisor s6)
+# make torture - the crash-torture test, TORTURE_ROUNDS rounds (TORTURE_SEED=N replays)
 
 GO          ?= go
 GOBIN       := $(shell $(GO) env GOPATH)/bin
@@ -9,7 +11,7 @@ STATICCHECK := $(GOBIN)/staticcheck
 STATICCHECK_VERSION := v0.8.2
 BENCHTIME   ?= 50x
 
-.PHONY: build test fmt vet staticcheck unit cross bench soak
+.PHONY: build test fmt vet staticcheck unit cross bench soak peers torture
 
 # The binary is also the guardian, exec'd once per agent start: without
 # cgo it is static and skips the dynamic loader (about 1-2 ms a start).
@@ -54,3 +56,18 @@ bench:
 
 soak:
 	$(GO) test -count=20 -timeout 30m ./guardian/ ./platform/unix/
+
+# The end-to-end crash torture: TORTURE_ROUNDS rounds of random kills of
+# services, guardians and agents, stopped after TORTURE_BUDGET; the
+# figures are in the test's log. TORTURE_SEED=N replays a run.
+TORTURE_ROUNDS ?= 1000
+TORTURE_BUDGET ?= 40m
+torture:
+	TETHER_TORTURE=1 TETHER_TORTURE_ROUNDS=$(TORTURE_ROUNDS) TETHER_TORTURE_BUDGET=$(TORTURE_BUDGET) \
+	TETHER_TORTURE_SEED=$(TORTURE_SEED) \
+		$(GO) test -count=1 -v -run '^TestCrashTorture$$' -timeout 50m ./tests/
+
+# One table, a row per measure and a column per supervisor; each peer runs
+# under a temp dir with its own config, never as a system service.
+peers:
+	$(GO) test ./bench/peers/ -run '^TestPeers$$' -v -count=1 -timeout 15m
