@@ -70,4 +70,4 @@ torture:
 # One table, a row per measure and a column per supervisor; each peer runs
 # under a temp dir with its own config, never as a system service.
 peers:
-	$(GO) test ./bench/peers/ -run '^TestPeers$$' -v -count=1 -timeout 15m
+	TETHER_PEERS=1 $(GO) test ./bench/peers/ -run '^TestPeers$$' -v -count=1 -timeout 15m

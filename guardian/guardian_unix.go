@@ -192,6 +192,9 @@ func (g *guardian) send(m message) {
 	g.outMu.Lock()
 	defer g.outMu.Unlock()
 	_ = g.conn.SetWriteDeadline(time.Now().Add(writeWait))
+	// Cleared after the write: an armed deadline would wake the idle
+	// guardian later for nothing.
+	defer g.conn.SetWriteDeadline(time.Time{})
 	if err := writeMessage(g.conn, m); err != nil {
 		g.logf("telling the owner %q: %v", m.Type, err)
 	}

@@ -142,6 +142,9 @@ func (s *Session) write(m message) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	_ = s.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	// Clear it after: an armed deadline is a timer that wakes the
+	// process later for nothing.
+	defer s.conn.SetWriteDeadline(time.Time{})
 	return writeMessage(s.conn, m)
 }
 
