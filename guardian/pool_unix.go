@@ -43,7 +43,9 @@ func (p *Pool) Start(ctx context.Context, spec Spec) (*Session, error) {
 	g := p.warm
 	p.warm = nil
 	p.mu.Unlock()
-	p.refill()
+	// The next warm guardian is started after this handshake, not beside
+	// it: its exec and start-up would take the CPU the handshake needs.
+	defer p.refill()
 	if g == nil || g.exe != exe {
 		if g != nil {
 			g.discard()
