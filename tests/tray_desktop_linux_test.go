@@ -372,11 +372,63 @@ func (d *desktop) items() []sniItem {
 	return out
 }
 
+// iconColor classifies the item's icon (its IconPixmap, ARGB) by the
+// colour of its opaque pixels: "red", "green" or "grey".
+func (d *desktop) iconColor(it sniItem) string {
+	d.t.Helper()
+	v, err := d.conn.Object(it.service, it.path).GetProperty("org.kde.StatusNotifierItem.IconPixmap")
+	if err != nil {
+		d.t.Fatalf("IconPixmap: %v", err)
+	}
+	var pixmaps []struct {
+		W, H int32
+		Pix  []byte
+	}
+	if err := dbus.Store([]any{v.Value()}, &pixmaps); err != nil || len(pixmaps) == 0 {
+		d.t.Fatalf("IconPixmap %v: %v", v, err)
+	}
+	var r, g, b, n int
+	pix := pixmaps[0].Pix
+	for i := 0; i+3 < len(pix); i += 4 {
+		if pix[i] == 0xff {
+			r, g, b, n = r+int(pix[i+1]), g+int(pix[i+2]), b+int(pix[i+3]), n+1
+		}
+	}
+	if n == 0 {
+		return "empty"
+	}
+	r, g, b = r/n, g/n, b/n
+	switch {
+	case r > g+40 && r > b+40:
+		return "red"
+	case g > r+40 && g > b+20:
+		return "green"
+	}
+	return "grey"
+}
+
+// waitIcon waits until the item's icon is of color (see iconColor).
+func (d *desktop) waitIcon(it sniItem, color string) {
+	d.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := d.iconColor(it)
+		if got == color {
+			return
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("the tray's icon is %s, want %s", got, color)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // menuNode is one item of a dbusmenu layout.
 type menuNode struct {
 	id       int32
 	label    string // with the mnemonic escapes undone
 	enabled  bool
+	visible  bool
 	kind     string // "separator" or ""
 	toggle   int32  // toggle-state: 1 checked, 0 not
 	children []menuNode
@@ -403,7 +455,7 @@ func toNode(v []any) (menuNode, error) {
 	if len(v) != 3 {
 		return menuNode{}, fmt.Errorf("a layout node of %d fields", len(v))
 	}
-	n := menuNode{enabled: true}
+	n := menuNode{enabled: true, visible: true}
 	n.id, _ = v[0].(int32)
 	props, _ := v[1].(map[string]dbus.Variant)
 	if l, ok := props["label"].Value().(string); ok {
@@ -411,6 +463,9 @@ func toNode(v []any) (menuNode, error) {
 	}
 	if e, ok := props["enabled"].Value().(bool); ok {
 		n.enabled = e
+	}
+	if v, ok := props["visible"].Value().(bool); ok {
+		n.visible = v
 	}
 	n.kind, _ = props["type"].Value().(string)
 	n.toggle, _ = props["toggle-state"].Value().(int32)
@@ -426,13 +481,13 @@ func toNode(v []any) (menuNode, error) {
 	return n, nil
 }
 
-// find returns the node reached by label prefixes, one per level.
+// find returns the visible node reached by label prefixes, one per level.
 func (n menuNode) find(path ...string) (menuNode, bool) {
 	if len(path) == 0 {
 		return n, true
 	}
 	for _, c := range n.children {
-		if c.kind != "separator" && strings.HasPrefix(c.label, path[0]) {
+		if c.kind != "separator" && c.visible && strings.HasPrefix(c.label, path[0]) {
 			return c.find(path[1:]...)
 		}
 	}
@@ -444,6 +499,9 @@ func (n menuNode) String() string {
 	var walk func(n menuNode, depth int)
 	walk = func(n menuNode, depth int) {
 		for _, c := range n.children {
+			if !c.visible {
+				continue
+			}
 			label := c.label
 			if c.kind == "separator" {
 				label = "---"
@@ -463,8 +521,10 @@ func (d *desktop) waitMenu(it sniItem, what string, ok func(menuNode) bool) menu
 	for {
 		// fyne.io/systray answers the first GetLayout after a rebuild one
 		// level deep (for libdbusmenu's sake); asking again gets it all.
+		// A menu being rebuilt grows item by item: only one that is
+		// whole (it ends with Quit tray) counts.
 		m, err := d.layout(it)
-		if err == nil && ok(m) {
+		if err == nil && len(m.children) > 0 && m.children[len(m.children)-1].label == "Quit tray" && ok(m) {
 			return m
 		}
 		if time.Now().After(deadline) {

@@ -9,10 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/api"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
 )
@@ -23,23 +23,24 @@ type trayProc struct {
 	pid int
 }
 
-// startTray runs the tray of profile on the desktop, with the world's
-// directories; args replace the default ["tray"].
-func (d *desktop) startTray(w *world, profile string, args ...string) *trayProc {
+// startTray runs `tether --profile P tray` on the desktop, with the
+// world's files; bare leaves out "tray", as a desktop's launcher would run
+// a bare `tether`.
+func (d *desktop) startTray(w *world, profile string, bare bool) *trayProc {
 	d.t.Helper()
-	if len(args) == 0 {
-		args = []string{"tray"}
+	args := []string{"--profile", profile}
+	if !bare {
+		args = append(args, "tray")
 	}
-	cmd := exec.Command(tether, append([]string{"--profile", profile}, args...)...)
-	// The world's environment, then the desktop's (which wins for XDG_*:
-	// the tray's files are the world's, so the world's are put last).
-	env := append([]string(nil), d.env...)
+	cmd := exec.Command(tether, args...)
+	// The desktop's environment, with the world's XDG directories.
+	env := append(withoutXDG(w.env), d.env...)
 	for _, kv := range w.env {
 		if strings.HasPrefix(kv, "XDG_") {
 			env = append(env, kv)
 		}
 	}
-	p := d.startCmd(fmt.Sprintf("tray-%d", time.Now().UnixNano()), cmd, append(withoutXDG(w.env), env...))
+	p := d.startCmd(fmt.Sprintf("tray-%d", time.Now().UnixNano()), cmd, env)
 	return &trayProc{deskProc: p, pid: cmd.Process.Pid}
 }
 
@@ -78,7 +79,10 @@ func TestTrayOnARealDesktop(t *testing.T) {
     command: [/bin/sh, -c, 'sleep 1000 & wait', %s]
     autostart: true
     stop_timeout: 300ms
-`, m))
+  - id: bob
+    command: [/nonexistent/tether-e2e-agent, %s]
+    autostart: true
+`, m, m))
 	freeze := hasFreezer()
 	var fz *freezer
 	if freeze {
@@ -86,64 +90,28 @@ func TestTrayOnARealDesktop(t *testing.T) {
 	} else if os.Getenv("CI") == "true" {
 		t.Fatalf("CI=true: no cgroup v1 freezer as root here: the cleanup-failure notification cannot be tested")
 	}
-	w.startService("default")
+	svc := w.startService("default")
 	if fz != nil {
 		// Runs before the service's cleanup, whose stop could never end
 		// with a frozen member.
 		t.Cleanup(func() { _ = fz.write("freezer.state", "THAWED") })
 	}
 	alice := w.waitState("default", "alice", "running")
+	w.waitState("default", "bob", "failed")
 
-	tr := d.startTray(w, "default")
+	tr := d.startTray(w, "default", false)
 	item := d.waitItem(tr.pid, 15*time.Second)
 	t.Logf("tray pid %d registered as %s%s, menu %s", tr.pid, item.service, item.path, item.menu)
 
-	// The menu: the aggregate first, then one submenu per agent.
-	menu := d.waitMenu(item, `"1 running" and alice's actions`, func(n menuNode) bool {
-		first := len(n.children) > 0 && n.children[0].label == "1 running"
-		_, ok := n.find("alice: running", "Stop")
-		return first && ok
-	})
-	for _, c := range []struct {
-		path    []string
-		enabled bool
-	}{
-		{[]string{"alice: running", "Start"}, false},
-		{[]string{"alice: running", "Stop"}, true},
-		{[]string{"alice: running", "Restart"}, true},
-		{[]string{"alice: running", "Open log"}, true},
-		{[]string{"Start all"}, false},
-		{[]string{"Stop all"}, true},
-		{[]string{"Open config"}, true},
-		{[]string{"Start at login"}, true},
-		{[]string{"Quit tray"}, true},
-	} {
-		if n, ok := menu.find(c.path...); !ok || n.enabled != c.enabled {
-			t.Errorf("%v: found %v, enabled %v; want enabled %v:%s", c.path, ok, n.enabled, c.enabled, menu)
-		}
-	}
-	if n, _ := menu.find("alice: running", "no errors"); n.enabled {
-		t.Errorf("the error line is clickable:%s", menu)
-	}
+	// bob's start failed: a notification says what happened and what to do.
+	n := d.waitNotification(15*time.Second, "bob failed", "spawn")
+	t.Logf("start failure notified: %q", n)
 
-	// Stop and Start through the menu.
-	stop, _ := menu.find("alice: running", "Stop")
-	d.click(item, stop.id)
-	w.waitState("default", "alice", "stopped")
-	menu = d.waitMenu(item, "alice stopped", func(n menuNode) bool {
-		s, ok := n.find("alice: stopped", "Start")
-		return ok && s.enabled && len(n.children) > 0 && n.children[0].label == "1 stopped"
-	})
-	start, _ := menu.find("alice: stopped", "Start")
-	d.click(item, start.id)
-	alice = w.waitState("default", "alice", "running")
-	menu = d.waitMenu(item, "alice running again", func(n menuNode) bool {
-		_, ok := n.find("alice: running", "Stop")
-		return ok
-	})
-	t.Logf("stopped and started through the menu; agent pid %d", alice.PID)
-
-	// A screenshot of the panel with the menu open, alice's submenu too.
+	// First, as the host is the first to read the menu: a screenshot of
+	// the panel with the menu open, the failed agent's submenu too.
+	// (fyne.io/systray answers the first GetLayout one level deep, for
+	// libdbusmenu's sake, which then shows every submenu; a test reading
+	// the menu before the host would leave the host's submenus blank.)
 	shot := d.openMenuScreenshot()
 	path := filepath.Join(t.TempDir(), "tray.png")
 	if p := os.Getenv("TETHER_TRAY_SCREENSHOT"); p != "" {
@@ -153,6 +121,59 @@ func TestTrayOnARealDesktop(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot of the open menu: %s", path)
+
+	// The menu: the aggregate first, then one submenu per agent; the
+	// icon says something failed, and a notification says what.
+	menu := d.waitMenu(item, `"1 running, 1 failed" and the agents' actions`, func(n menuNode) bool {
+		first := len(n.children) > 0 && n.children[0].label == "1 running, 1 failed"
+		_, ok := n.find("alice: running", "Stop")
+		_, ok2 := n.find("bob: failed", "Start")
+		return first && ok && ok2
+	})
+	t.Logf("the menu:%s", menu)
+	for _, c := range []struct {
+		path    []string
+		enabled bool
+	}{
+		{[]string{"alice: running", "Start"}, false},
+		{[]string{"alice: running", "Stop"}, true},
+		{[]string{"alice: running", "Restart"}, true},
+		{[]string{"alice: running", "Open log"}, true},
+		{[]string{"alice: running", "no errors"}, false},
+		{[]string{"bob: failed", "Start"}, true},
+		{[]string{"bob: failed", "Stop"}, true},
+		{[]string{"bob: failed", "error at "}, false},
+		{[]string{"Start all"}, true},
+		{[]string{"Stop all"}, true},
+		{[]string{"Open config"}, true},
+		{[]string{"Start at login"}, true},
+		{[]string{"Quit tray"}, true},
+	} {
+		if n, ok := menu.find(c.path...); !ok || n.enabled != c.enabled {
+			t.Errorf("%v: found %v, enabled %v; want enabled %v:%s", c.path, ok, n.enabled, c.enabled, menu)
+		}
+	}
+	if line, _ := menu.find("bob: failed", "error at "); !strings.Contains(line.label, ": spawn: ") {
+		t.Errorf("bob's error line %q does not show the spawn error", line.label)
+	}
+	d.waitIcon(item, "red")
+
+	// Stop and Start through the menu.
+	stop, _ := menu.find("alice: running", "Stop")
+	d.click(item, stop.id)
+	w.waitState("default", "alice", "stopped")
+	menu = d.waitMenu(item, "alice stopped", func(n menuNode) bool {
+		s, ok := n.find("alice: stopped", "Start")
+		return ok && s.enabled && len(n.children) > 0 && n.children[0].label == "1 stopped, 1 failed"
+	})
+	start, _ := menu.find("alice: stopped", "Start")
+	d.click(item, start.id)
+	alice = w.waitState("default", "alice", "running")
+	d.waitMenu(item, "alice running again", func(n menuNode) bool {
+		_, ok := n.find("alice: running", "Stop")
+		return ok
+	})
+	t.Logf("stopped and started through the menu; agent pid %d", alice.PID)
 
 	// SIGKILL the tray: the agents do not notice. A new tray (a bare
 	// `tether` on a desktop) registers again.
@@ -178,41 +199,208 @@ func TestTrayOnARealDesktop(t *testing.T) {
 	if err := unix.Kill(alice.PID, 0); err != nil {
 		t.Fatalf("the agent %d is gone after the tray's SIGKILL: %v", alice.PID, err)
 	}
-	tr = d.startTray(w, "default", []string{}...)
-	tr.cmd.Args = nil // (already started; for the log only)
-	bare := d.startTray(w, "default", "--config", w.configPath())
-	_ = bare
-	t.Fatal("unreachable")
+	tr = d.startTray(w, "default", true)
+	item = d.waitItem(tr.pid, 15*time.Second)
+	menu = d.waitMenu(item, "alice running", func(n menuNode) bool {
+		_, ok := n.find("alice: running", "Stop")
+		return ok
+	})
+	t.Logf("the tray was SIGKILLed, alice ran on; a bare tether registered again as %s", item.service)
+
+	// Start at login, where no per-user service manager can be reached
+	// (this build machine): a notification says so, the box stays off.
+	if _, err := os.Stat("/run/systemd/system"); err == nil {
+		t.Log("not clicking Start at login: systemd is init here, and the switch would talk to the real user manager")
+	} else {
+		menu = d.waitMenu(item, "Start at login enabled (the registrations read)", func(n menuNode) bool {
+			l, ok := n.find("Start at login")
+			return ok && l.enabled
+		})
+		login, _ := menu.find("Start at login")
+		d.click(item, login.id)
+		n := d.waitNotification(15*time.Second, "cannot start at login", "no per-user service manager")
+		t.Logf("Start at login: %q", n)
+		menu = d.waitMenu(item, "Start at login off and enabled", func(n menuNode) bool {
+			l, ok := n.find("Start at login")
+			return ok && l.enabled && l.toggle == 0
+		})
+	}
+
+	// A cleanup that fails for real: alice's child is frozen, so it
+	// cannot die, and Stop is clicked in the menu.
+	if fz == nil {
+		t.Log("no cgroup v1 freezer as root here: not testing the cleanup-failure notification")
+	} else {
+		child := childOf(t, alice.PID)
+		fz.freeze(child)
+		stop, _ := menu.find("alice: running", "Stop")
+		d.click(item, stop.id)
+		w.waitState("default", "alice", "cleanup_failed")
+		n := d.waitNotification(15*time.Second, "alice would not stop", fmt.Sprint(child), "kill -9")
+		t.Logf("cleanup failure notified: %q", n)
+		d.waitMenu(item, "the cleanup error in the menu", func(n menuNode) bool {
+			sub, ok := n.find("alice: cleanup failed")
+			return ok && n.children[0].label == "1 failed, 1 cleanup failed" && len(sub.children) > 0 &&
+				strings.Contains(sub.children[len(sub.children)-1].label, "cleanup_failed: ")
+		})
+		fz.thaw()
+		w.waitState("default", "alice", "stopped")
+		// The error stays in the submenu until a newer one replaces it.
+		d.waitMenu(item, "alice stopped, the cleanup error kept", func(n menuNode) bool {
+			sub, ok := n.find("alice: stopped")
+			return ok && len(sub.children) > 0 && strings.Contains(sub.children[len(sub.children)-1].label, "cleanup_failed: ")
+		})
+	}
+
+	// The service goes away: the tray says so, and its Start service
+	// starts one that is not the tray's child to keep.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.client("default").Quit(ctx); err != nil {
+		t.Fatalf("quitting the service: %v", err)
+	}
+	<-svc.done
+	menu = d.waitMenu(item, `"service not running"`, func(n menuNode) bool {
+		return len(n.children) > 0 && n.children[0].label == "service not running"
+	})
+	n = d.waitNotification(15*time.Second, "service stopped", "Start service")
+	t.Logf("service lost: %q", n)
+	startSvc, ok := menu.find("Start service")
+	if !ok || !startSvc.enabled {
+		t.Fatalf("no enabled Start service:%s", menu)
+	}
+	d.click(item, startSvc.id)
+	var st api.Status
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		var err error
+		if st, err = w.client("default").Status(ctx); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no service after Start service: %v\ntray: %s", err, tr.output())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Cleanup(func() { quitDetached(t, w, st.ServicePID) })
+	p, err := punix.Stat(st.ServicePID)
+	if err != nil || p.PPid != tr.pid || p.Sid != st.ServicePID {
+		t.Errorf("the started service %d: %+v, %v; want a child of the tray %d in a session of its own", st.ServicePID, p, err, tr.pid)
+	}
+	menu = d.waitMenu(item, "connected again", func(n menuNode) bool {
+		_, ok := n.find("alice: stopped", "Start")
+		return ok
+	})
+
+	// Quit tray: the tray ends, the service it started runs on.
+	quit, _ := menu.find("Quit tray")
+	d.click(item, quit.id)
+	select {
+	case <-tr.done:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the tray did not quit:\n%s", tr.output())
+	}
+	if code := tr.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("Quit tray: exit %d\n%s", code, tr.output())
+	}
+	if _, err := w.client("default").Status(ctx); err != nil {
+		t.Errorf("the service the tray started did not outlive it: %v", err)
+	}
+	if out := tr.output(); strings.Contains(out, "panic") {
+		t.Errorf("the tray panicked:\n%s", out)
+	}
 }
 
-// openMenuScreenshot clicks the tray's icon, opens the first agent's
+// childOf waits for a child of pid and returns it.
+func childOf(t *testing.T, pid int) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		procs, _ := punix.Processes()
+		for _, p := range procs {
+			if p.PPid == pid && !p.Zombie() {
+				return p.Pid
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d never started a child", pid)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// quitDetached stops a service that the tray started, and reaps it once
+// this process has adopted it.
+func quitDetached(t *testing.T, w *world, pid int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.client("default").Quit(ctx); err != nil && !errors.Is(err, api.ErrNotRunning) {
+		t.Errorf("quitting the service the tray started: %v", err)
+		_ = unix.Kill(pid, unix.SIGKILL)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		p, err := punix.Stat(pid)
+		if err != nil {
+			return
+		}
+		if p.Zombie() && p.PPid == os.Getpid() {
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(pid, &ws, 0, nil)
+			return
+		}
+		if p.Zombie() {
+			return // the tray's to reap
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("the service %d the tray started never ended", pid)
+			_ = unix.Kill(pid, unix.SIGKILL)
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// openMenuScreenshot clicks the tray's icon, opens the second agent's
 // submenu with the keyboard, and returns a screenshot; then closes the
 // menu again.
 func (d *desktop) openMenuScreenshot() []byte {
 	d.t.Helper()
+	// No notification over the menu.
+	d.run(10*time.Second, "dunstctl", "close-all")
 	// The lone item sits at the right end of the panel.
 	x, y := deskWidth-panelSize/2-1, panelSize/2
-	d.waitScreen("the tray icon", func(img image.Image) bool { return vivid(img, x, y) })
+	// Coloured (not grey): the tray shows the agents' state.
+	d.waitScreen("the tray icon", func(img image.Image) bool {
+		for dx := -8; dx <= 8; dx++ {
+			if vivid(img, x+dx, y) {
+				return true
+			}
+		}
+		return false
+	})
 	d.run(10*time.Second, "xdotool", "mousemove", fmt.Sprint(x), fmt.Sprint(y), "click", "1")
-	// The menu drops below the panel, at the right edge.
-	row := panelSize + 12
+	// The menu drops below the panel, at the right edge. Its left edge is
+	// found along its top padding, above the first item's text.
+	top := panelSize + 4
 	var left int
 	d.waitScreen("the menu", func(img image.Image) bool {
-		if !light(img, deskWidth-40, row) {
+		if !light(img, deskWidth-40, top) {
 			return false
 		}
-		for left = deskWidth - 40; left > 0 && light(img, left-1, row); left-- {
+		for left = deskWidth - 40; left > 0 && light(img, left-1, top); left-- {
 		}
-		return true
+		return left < deskWidth-120 // the whole menu, not a sliver of it
 	})
-	// Down selects the first enabled item (the first agent), Right opens
-	// its submenu, which opens to the left of the menu.
-	d.run(10*time.Second, "xdotool", "key", "Down", "Right")
+	// Down selects the first enabled item (the first agent), the next
+	// Down the second, the failed one; Right opens its submenu, to the
+	// left of the menu.
+	d.run(10*time.Second, "xdotool", "key", "Down", "Down", "Right")
 	shot := d.waitScreen("the submenu", func(img image.Image) bool {
-		return light(img, left-30, row+40)
+		return light(img, left-30, top+100) && light(img, left-30, top+150)
 	})
 	d.run(10*time.Second, "xdotool", "key", "Escape", "Escape")
-	d.waitScreen("the menu closed", func(img image.Image) bool { return !light(img, deskWidth-60, panelSize+12) })
+	d.waitScreen("the menu closed", func(img image.Image) bool { return !light(img, deskWidth-40, top) })
 	return shot
 }
 
@@ -261,6 +449,3 @@ func TestTrayWithoutSessionBus(t *testing.T) {
 		t.Errorf("tray extra: exit %d\n%s", r.code, r.stderr)
 	}
 }
-
-// unused keeps imports while the test is written.
-var _ = []any{context.Background, punix.Stat, syscall.SIGKILL}

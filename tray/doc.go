@@ -15,7 +15,9 @@
 //   - engine.go: the runtime. It watches the service's event stream
 //     (reconnecting with backoff), coalesces bursts of changes through a
 //     buffer-1 channel and rebuilds the whole menu under a fresh context
-//     each time, and carries out the menu's actions.
+//     each time, and carries out the menu's actions; actions.go holds
+//     their OS side (opening files, starting the service detached, the
+//     login registration, notifications through gen2brain/beeep).
 //   - systray.go: the binding of the model onto fyne.io/systray, the only
 //     file that imports it; host_linux.go checks for a session bus and a
 //     tray host first, because the library panics without a bus.

@@ -127,9 +127,33 @@ func newEngine(parent context.Context, o Options, d deps, u ui) *engine {
 	}
 }
 
+// minSlots is the least room the menu keeps for agents; see Build.
+const minSlots = 8
+
+// growSlots makes room in the menu for n agents: what it has if that is
+// enough, else twice as much (and 4 to spare), so that the shape seldom
+// changes.
+func growSlots(have, n int) int {
+	if n <= have {
+		return have
+	}
+	return max(2*have, n+4)
+}
+
 // start shows the first menu, then starts watching. The first render is
-// synchronous so that a tray host asking for the menu at once gets one.
+// synchronous so that a tray host asking for the menu at once gets one,
+// and the whole of it: before it, a quick look at the status sizes the
+// menu for the agents there are.
 func (e *engine) start() {
+	slots := minSlots
+	ctx, cancelStatus := context.WithTimeout(e.ctx, time.Second)
+	if st, err := e.client.Status(ctx); err == nil {
+		slots = growSlots(slots, len(st.Agents))
+	}
+	cancelStatus()
+	e.mu.Lock()
+	e.in.Slots = slots
+	e.mu.Unlock()
 	mctx, cancel := context.WithCancel(e.ctx)
 	e.ui.render(mctx, Build(e.input()))
 	e.wg.Go(func() { e.renderLoop(cancel) })
@@ -190,9 +214,10 @@ func (e *engine) input() Input {
 }
 
 // renderLoop rebuilds the whole menu, under a fresh context, whenever
-// something changed, and once a minute so the ages in the titles move.
-// The previous menu's context is cancelled only once the new one is in
-// place, so a click is never lost in between.
+// something changed. Once a minute it reads the whole status again, which
+// also moves the ages in the titles. The previous menu's context is
+// cancelled only once the new one is in place, so a click is never lost
+// in between.
 func (e *engine) renderLoop(cancelPrev context.CancelFunc) {
 	defer func() { cancelPrev() }()
 	tick := time.NewTicker(time.Minute)
@@ -203,6 +228,8 @@ func (e *engine) renderLoop(cancelPrev context.CancelFunc) {
 			return
 		case <-e.dirty:
 		case <-tick.C:
+			e.resync() // it asks for a rebuild
+			continue
 		}
 		mctx, cancel := context.WithCancel(e.ctx)
 		e.ui.render(mctx, Build(e.input()))
@@ -272,6 +299,7 @@ func (e *engine) hello(st api.Status) {
 	e.mu.Lock()
 	e.in.Conn, e.in.ConnErr, e.in.StartingService = Connected, "", false
 	e.in.Status = st
+	e.in.Slots = growSlots(e.in.Slots, len(st.Agents))
 	e.det.keep(st.Agents)
 	for id := range e.in.LastErrors {
 		if !slices.ContainsFunc(st.Agents, func(a api.Agent) bool { return a.ID == id }) {
@@ -299,6 +327,7 @@ func (e *engine) agent(a api.Agent) {
 	} else {
 		// Added by a reload.
 		e.in.Status.Agents = append(agents, a)
+		e.in.Slots = growSlots(e.in.Slots, len(e.in.Status.Agents))
 	}
 	n, ok := e.noteLocked(a)
 	e.mu.Unlock()
@@ -345,8 +374,9 @@ func (e *engine) down(err error) {
 }
 
 // resync reads the whole status again and takes rows newer than the ones
-// shown. The event stream has no event for an agent removed by a reload;
-// the tray resyncs when its menu is opened.
+// shown. The event stream has no event for an agent removed by a reload,
+// nor for a config error found by one; the tray resyncs once a minute. A
+// tray not connected has nothing to resync, and only asks for a rebuild.
 func (e *engine) resync() {
 	if !e.resyncing.CompareAndSwap(false, true) {
 		return
@@ -357,11 +387,13 @@ func (e *engine) resync() {
 		defer cancel()
 		st, err := e.client.Status(ctx)
 		if err != nil {
-			return // the event stream reports a lost service
+			e.changed() // the event stream reports a lost service
+			return
 		}
 		e.mu.Lock()
 		if e.in.Conn != Connected {
 			e.mu.Unlock()
+			e.changed()
 			return
 		}
 		for i, a := range st.Agents {

@@ -330,7 +330,9 @@ func TestEngineLifecycle(t *testing.T) {
 	}
 	o.waitNotice(t, "service stopped")
 	e.act(findAction(t, m, TitleStartService))
-	u.waitMenu(t, "a start under way", func(m Menu) bool { return m.Items[len(m.Items)-1].Title == TitleQuit && slices.ContainsFunc(m.Items, func(it Item) bool { return it.Title == "Starting service…" }) })
+	u.waitMenu(t, "a start under way", func(m Menu) bool {
+		return m.Items[len(m.Items)-1].Title == TitleQuit && slices.ContainsFunc(m.Items, func(it Item) bool { return it.Title == "Starting service…" })
+	})
 
 	// It comes back: the tray reconnects, the last error is remembered.
 	back := alice
@@ -368,9 +370,22 @@ func TestEngineCoalescesBursts(t *testing.T) {
 	f := startFake(t, filepath.Join(dir, "s.sock"), a)
 	u := &fakeUI{}
 	e := newTestEngine(t, dir, u, &fakeOS{})
-	u.waitMenu(t, "1 running", firstLine("1 running"))
+	// Quiet: connected, and the login state read (its own rebuild).
+	u.waitMenu(t, "1 running and the login state", func(m Menu) bool {
+		return firstLine("1 running")(m) && find(t, m.Items, TitleStartAtLogin).Enabled
+	})
 
 	gate := make(chan struct{})
+	var release sync.Once
+	open := func() {
+		release.Do(func() {
+			u.mu.Lock()
+			u.gate = nil
+			u.mu.Unlock()
+			close(gate)
+		})
+	}
+	t.Cleanup(open) // before the engine's stop, should the test fail
 	u.mu.Lock()
 	u.gate = gate
 	u.mu.Unlock()
@@ -395,10 +410,7 @@ func TestEngineCoalescesBursts(t *testing.T) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	u.mu.Lock()
-	u.gate = nil
-	u.mu.Unlock()
-	close(gate)
+	open()
 	m := u.waitMenu(t, "the last state", firstLine("1 stopped"))
 	if got := find(t, m.Items, "alice", "identity").Title; !strings.Contains(got, "99 restarts") {
 		t.Errorf("info line %q, want the last row's", got)

@@ -50,6 +50,9 @@ type Input struct {
 	Login           Login
 	StartingService bool // a "Start service" is under way
 	Now             time.Time
+	// Slots is how many agent submenus the menu has room for; more agents
+	// than that get more. See Build.
+	Slots int
 }
 
 // ActionKind is what a menu item does.
@@ -83,6 +86,7 @@ type Item struct {
 	Enabled   bool
 	Checkable bool
 	Checked   bool
+	Hidden    bool
 	Action    Action
 	Children  []Item
 }
@@ -111,36 +115,63 @@ const (
 // maxErrorTitle bounds an error line's title; its tooltip has it whole.
 const maxErrorTitle = 90
 
-// Build makes the menu for in. The shape (which items exist, in which
-// order) depends only on the connection, the agents and which of the
-// status's own errors are set, so that most changes only change titles
-// and flags.
+// Build makes the menu for in. Its shape (which items exist, in which
+// order) is the same whether the service runs or not, and whatever the
+// agents' states: what does not apply is hidden. Only more agents than
+// in.Slots change it. Tray hosts fetch a menu piecemeal, and some
+// (libdbusmenu) lose the items of a submenu that appears after their
+// first fetch; a menu whose shape never changes has no such submenu.
 func Build(in Input) Menu {
-	if in.Conn != Connected {
-		return buildDisconnected(in)
-	}
 	st := in.Status
-	agg := Aggregate(st.Agents)
-	m := Menu{Icon: IconFor(st), Tooltip: "tether: " + agg}
-	if in.Profile != "" && in.Profile != "default" {
-		m.Tooltip = fmt.Sprintf("tether (%s): %s", in.Profile, agg)
+	connected := in.Conn == Connected
+	if !connected {
+		st = api.Status{}
 	}
-	m.Items = append(m.Items, Item{Title: agg, Tooltip: fmt.Sprintf("profile %s, service pid %d", nonEmpty(st.Profile, in.Profile), st.ServicePID)})
-	if e := st.ConfigError; e != nil {
-		m.Items = append(m.Items, errorLine("config not applied", *e,
-			"The config file has an error, so the service keeps running the config it had. Fix the file, then run `tether reload`."))
+	var m Menu
+	var head Item
+	switch in.Conn {
+	case Connected:
+		agg := Aggregate(st.Agents)
+		head = Item{Title: agg, Tooltip: fmt.Sprintf("profile %s, service pid %d", nonEmpty(st.Profile, in.Profile), st.ServicePID)}
+		m.Icon, m.Tooltip = IconFor(st), "tether: "+agg
+		if in.Profile != "" && in.Profile != "default" {
+			m.Tooltip = fmt.Sprintf("tether (%s): %s", in.Profile, agg)
+		}
+	case Connecting:
+		head = Item{Title: "connecting to the service…"}
+	case NotRunning:
+		head = Item{Title: "service not running", Tooltip: nonEmpty(in.ConnErr, "No tether service is running for this profile.")}
+	default:
+		head = Item{Title: "service unreachable", Tooltip: in.ConnErr}
 	}
-	if e := st.StateError; e != nil {
-		m.Items = append(m.Items, errorLine("state file unreadable", *e,
-			"The service could not read its state file and left it as it was; agents' intent is not remembered until it is fixed."))
+	if !connected {
+		m.Icon, m.Tooltip = assets.Stopped, "tether: "+head.Title
 	}
-	m.Items = append(m.Items, Item{Separator: true})
-	if len(st.Agents) == 0 {
-		m.Items = append(m.Items, Item{Title: "no agents configured", Tooltip: "Add agents to the config (Open config), then run `tether reload`."})
+	m.Items = append(m.Items, head,
+		statusError("config not applied", st.ConfigError,
+			"The config file has an error, so the service keeps running the config it had. Fix the file, then run `tether reload`."),
+		statusError("state file unreadable", st.StateError,
+			"The service could not read its state file and left it as it was; agents' intent is not remembered until it is fixed."),
+		Item{Separator: true},
+	)
+
+	start := Item{Title: TitleStartService, Tooltip: "Start the login service if it is installed, else run `tether service run` in the background.",
+		Enabled: in.Conn == NotRunning && !in.StartingService, Hidden: connected, Action: Action{Kind: ActStartService}}
+	if in.StartingService {
+		start.Title = "Starting service…"
 	}
+	m.Items = append(m.Items, start,
+		Item{Title: "no agents configured", Tooltip: "Add agents to the config (Open config), then run `tether reload`.",
+			Hidden: !connected || len(st.Agents) > 0})
+
 	var startable, stoppable []string
-	for _, a := range st.Agents {
-		m.Items = append(m.Items, agentItem(a, in))
+	for i := range max(in.Slots, len(st.Agents)) {
+		if i >= len(st.Agents) {
+			m.Items = append(m.Items, agentSlot(api.Agent{}, in, true))
+			continue
+		}
+		a := st.Agents[i]
+		m.Items = append(m.Items, agentSlot(a, in, false))
 		if canStart(a) {
 			startable = append(startable, a.ID)
 		}
@@ -150,32 +181,21 @@ func Build(in Input) Menu {
 	}
 	m.Items = append(m.Items,
 		Item{Separator: true},
-		Item{Title: TitleStartAll, Tooltip: "Start every stopped or failed agent.", Enabled: len(startable) > 0, Action: Action{Kind: ActStart, IDs: startable}},
-		Item{Title: TitleStopAll, Tooltip: "Stop every agent; they stay stopped until started again.", Enabled: len(stoppable) > 0, Action: Action{Kind: ActStop, IDs: stoppable}},
+		Item{Title: TitleStartAll, Tooltip: "Start every stopped or failed agent.", Hidden: !connected,
+			Enabled: len(startable) > 0, Action: Action{Kind: ActStart, IDs: startable}},
+		Item{Title: TitleStopAll, Tooltip: "Stop every agent; they stay stopped until started again.", Hidden: !connected,
+			Enabled: len(stoppable) > 0, Action: Action{Kind: ActStop, IDs: stoppable}},
 	)
 	return appendCommon(m, in)
 }
 
-func buildDisconnected(in Input) Menu {
-	m := Menu{Icon: assets.Stopped}
-	var head Item
-	switch in.Conn {
-	case Connecting:
-		head = Item{Title: "connecting to the service…"}
-	case NotRunning:
-		head = Item{Title: "service not running", Tooltip: nonEmpty(in.ConnErr, "No tether service is running for this profile.")}
-	default:
-		head = Item{Title: "service unreachable", Tooltip: in.ConnErr}
+// statusError is the line of an error of the status as a whole, hidden
+// when there is none.
+func statusError(label string, e *api.Error, help string) Item {
+	if e == nil {
+		return Item{Hidden: true}
 	}
-	m.Tooltip = "tether: " + head.Title
-	m.Items = append(m.Items, head, Item{Separator: true})
-	start := Item{Title: TitleStartService, Tooltip: "Start the login service if it is installed, else run `tether service run` in the background.",
-		Enabled: in.Conn == NotRunning && !in.StartingService, Action: Action{Kind: ActStartService}}
-	if in.StartingService {
-		start.Title = "Starting service…"
-	}
-	m.Items = append(m.Items, start)
-	return appendCommon(m, in)
+	return errorLine(label, *e, help)
 }
 
 // appendCommon adds what every menu ends with.
@@ -196,8 +216,15 @@ func appendCommon(m Menu, in Input) Menu {
 	return m
 }
 
-// agentItem is the submenu of one agent.
-func agentItem(a api.Agent, in Input) Item {
+// agentSlot is the submenu of one agent; a hidden one keeps a place for
+// an agent to come.
+func agentSlot(a api.Agent, in Input, hidden bool) Item {
+	if hidden {
+		return Item{Hidden: true, Children: []Item{
+			{Title: TitleStart}, {Title: TitleStop}, {Title: TitleRestart}, {Title: TitleOpenLog},
+			{Separator: true}, {}, {},
+		}}
+	}
 	title := a.ID + ": " + stateWord(a.State)
 	if !a.Since.IsZero() {
 		title += " " + Age(in.Now.Sub(a.Since))
@@ -365,11 +392,13 @@ func stateHelp(a api.Agent) string {
 }
 
 // Age formats a duration the way the menu shows it: its largest unit,
-// rounded down ("40s", "5m", "2h", "3d").
+// rounded down ("<1m", "5m", "2h", "3d"). Nothing finer than a minute:
+// a title that changed every second would make the tray host reload the
+// menu while it is open.
 func Age(d time.Duration) string {
 	switch {
 	case d < time.Minute:
-		return fmt.Sprintf("%ds", max(0, int(d/time.Second)))
+		return "<1m"
 	case d < time.Hour:
 		return fmt.Sprintf("%dm", int(d/time.Minute))
 	case d < 24*time.Hour:

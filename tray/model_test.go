@@ -33,14 +33,14 @@ func connected(agents ...api.Agent) Input {
 	}
 }
 
-// find returns the item reached by titles, each matched as a prefix of one
-// level's titles.
+// find returns the visible item reached by titles, each matched as a
+// prefix of one level's titles.
 func find(t *testing.T, items []Item, titles ...string) Item {
 	t.Helper()
 	for i, want := range titles {
 		found := false
 		for _, it := range items {
-			if !it.Separator && strings.HasPrefix(it.Title, want) {
+			if !it.Separator && !it.Hidden && strings.HasPrefix(it.Title, want) {
 				if i == len(titles)-1 {
 					return it
 				}
@@ -56,12 +56,15 @@ func find(t *testing.T, items []Item, titles ...string) Item {
 	return Item{}
 }
 
+// titlesOf lists the visible items' titles.
 func titlesOf(items []Item) []string {
 	var out []string
 	for _, it := range items {
-		if it.Separator {
+		switch {
+		case it.Hidden:
+		case it.Separator:
 			out = append(out, "---")
-		} else {
+		default:
 			out = append(out, it.Title)
 		}
 	}
@@ -131,7 +134,7 @@ func TestBuildRunningToFailed(t *testing.T) {
 	if m.Icon != assets.Failed || m.Items[0].Title != "1 failed" {
 		t.Errorf("icon %v, first line %q; want failed, \"1 failed\"", m.Icon, m.Items[0].Title)
 	}
-	if sub := find(t, m.Items, "alice"); sub.Title != "alice: failed 0s" {
+	if sub := find(t, m.Items, "alice"); sub.Title != "alice: failed <1m" {
 		t.Errorf("submenu %q", sub.Title)
 	}
 	line := lastLine(t, m, "alice")
@@ -176,7 +179,7 @@ func TestBuildCleanupFailed(t *testing.T) {
 	if m.Icon != assets.Failed || m.Items[0].Title != "1 running, 1 cleanup failed" {
 		t.Errorf("icon %v, first line %q", m.Icon, m.Items[0].Title)
 	}
-	if sub := find(t, m.Items, "alice"); sub.Title != "alice: cleanup failed 3s" || !strings.Contains(sub.Tooltip, "identity stays locked") {
+	if sub := find(t, m.Items, "alice"); sub.Title != "alice: cleanup failed <1m" || !strings.Contains(sub.Tooltip, "identity stays locked") {
 		t.Errorf("submenu %+v", sub)
 	}
 	if got := flags(t, m, "alice"); got != [3]bool{false, true, false} {
@@ -237,8 +240,11 @@ func TestBuildServiceLost(t *testing.T) {
 		t.Errorf("Start service %+v", start)
 	}
 	for _, it := range m.Items {
-		if len(it.Children) > 0 {
+		if len(it.Children) > 0 && !it.Hidden {
 			t.Errorf("agent submenu %q shown while the service is not running", it.Title)
+		}
+		if !it.Hidden && (it.Title == TitleStartAll || it.Title == TitleStopAll) {
+			t.Errorf("%s shown while the service is not running", it.Title)
 		}
 	}
 	find(t, m.Items, TitleOpenConfig)
@@ -257,8 +263,49 @@ func TestBuildServiceLost(t *testing.T) {
 	if Build(Input{}).Items[0].Title != "connecting to the service…" {
 		t.Errorf("connecting: %v", titlesOf(Build(Input{}).Items))
 	}
-	if Shape(m.Items) == Shape(Build(connected(agent("a", api.StateRunning, 0, nil))).Items) {
-		t.Error("losing the service kept the shape")
+}
+
+// TestShapeStable: the menu keeps its shape (see Build) whatever happens,
+// as long as the agents fit its slots.
+func TestShapeStable(t *testing.T) {
+	var inputs []Input
+	for n := range 5 {
+		for _, st := range []string{api.StateRunning, api.StateFailed, api.StateCleanupFailed, api.StateStopped} {
+			var agents []api.Agent
+			for i := range n {
+				agents = append(agents, agent(string(rune('a'+i)), st, 0, &api.Error{Code: "spawn", Message: "x"}))
+			}
+			in := connected(agents...)
+			if n%2 == 0 {
+				in.Status.ConfigError = &api.Error{Code: api.CodeConfig, Message: "bad"}
+			}
+			inputs = append(inputs, in)
+		}
+	}
+	inputs = append(inputs, Input{}, Input{Conn: NotRunning, StartingService: true}, Input{Conn: Unreachable, Login: Login{Known: true, On: true}})
+	want := ""
+	for i, in := range inputs {
+		in.Slots = 4
+		got := Shape(Build(in).Items)
+		if i == 0 {
+			want = got
+		} else if got != want {
+			t.Fatalf("input %d (%v, %d agents): shape\n%s\nwant\n%s", i, in.Conn, len(in.Status.Agents), got, want)
+		}
+	}
+	in := connected(agent("a", api.StateRunning, 0, nil), agent("b", api.StateRunning, 0, nil), agent("c", api.StateRunning, 0, nil))
+	in.Slots = 2
+	if m := Build(in); Shape(m.Items) == want || len(titlesOf(m.Items)) != len(titlesOf(Build(connected(in.Status.Agents...)).Items)) {
+		t.Errorf("more agents than slots: %v", titlesOf(m.Items))
+	}
+	if got := growSlots(8, 3); got != 8 {
+		t.Errorf("growSlots(8, 3) = %d", got)
+	}
+	if got := growSlots(8, 9); got != 16 {
+		t.Errorf("growSlots(8, 9) = %d", got)
+	}
+	if got := growSlots(8, 30); got != 34 {
+		t.Errorf("growSlots(8, 30) = %d", got)
 	}
 }
 
@@ -379,9 +426,9 @@ func TestErrorLineTruncated(t *testing.T) {
 
 func TestAge(t *testing.T) {
 	for d, want := range map[time.Duration]string{
-		-time.Second:                    "0s",
-		0:                               "0s",
-		59 * time.Second:                "59s",
+		-time.Second:                    "<1m",
+		0:                               "<1m",
+		59 * time.Second:                "<1m",
 		time.Minute:                     "1m",
 		59*time.Minute + 59*time.Second: "59m",
 		2*time.Hour + 59*time.Minute:    "2h",

@@ -20,6 +20,7 @@ const (
 	KindCleanup    = "cleanup"
 	KindCrashLoop  = "crash_loop"
 	KindContention = "contention"
+	KindFailed     = "failed"
 	KindLost       = "lost"
 	KindAction     = "action"
 )
@@ -59,6 +60,10 @@ func condition(a api.Agent) (kind string, cond string) {
 		return KindContention, KindContention + "/gave-up"
 	case e.Code == api.CodeContention:
 		return KindContention, KindContention + "/retrying"
+	case a.State == api.StateFailed:
+		// Any other start failure (spawn, config, lock, ...) or an exit
+		// the restart policy does not cover.
+		return KindFailed, KindFailed
 	}
 	return "", ""
 }
@@ -110,6 +115,9 @@ func agentNotice(kind string, a api.Agent) Notice {
 	case kind == KindContention && a.State == api.StateFailed:
 		n.Title = fmt.Sprintf("tether: %s could not get its identity", a.ID)
 		n.Body = fmt.Sprintf("%s\ntether has stopped retrying. Stop the other holder named above, then start %s again.", msg, a.ID)
+	case kind == KindFailed:
+		n.Title = fmt.Sprintf("tether: %s failed", a.ID)
+		n.Body = fmt.Sprintf("%s: %s\nIt will not be restarted. Read its log (Open log in the tray, or `tether logs %s`), fix the cause, then start it again.", a.Error.Code, msg, a.ID)
 	default:
 		n.Title = fmt.Sprintf("tether: %s's identity is in use elsewhere", a.ID)
 		n.Body = fmt.Sprintf("%s\ntether retries for a while. Stop the other holder named above (another profile, or another tether), or stop %s here.", msg, a.ID)

@@ -32,7 +32,7 @@ func TestDetector(t *testing.T) {
 		{agent("alice", api.StateBackoff, 0, contention), ""},
 		{agent("alice", api.StateFailed, 0, contention), "could not get its identity"},
 		{agent("bob", api.StateBackoff, 0, exited), ""},
-		{agent("bob", api.StateFailed, 0, exited), ""},
+		{agent("bob", api.StateFailed, 0, exited), "bob failed"},
 		{agent("bob", api.StateFailed, 0, crash), "bob keeps crashing"},
 		{agent("bob", api.StateFailed, 0, crash), ""},
 		{agent("bob", api.StateStarting, 0, crash), ""}, // started again by hand
@@ -67,6 +67,7 @@ func TestNoticeTexts(t *testing.T) {
 		{agent("a", api.StateCleanupFailed, 0, &api.Error{Code: api.CodeCleanupFailed, Message: "m"}), "a/cleanup", "kill -9"},
 		{agent("a", api.StateFailed, 0, &api.Error{Code: "crash_loop", Message: "m"}), "a/crash_loop", "tether logs a"},
 		{agent("a", api.StateBackoff, 0, &api.Error{Code: api.CodeContention, Message: "m"}), "a/contention", "Stop the other holder"},
+		{agent("a", api.StateFailed, 0, &api.Error{Code: api.CodeSpawn, Message: "m"}), "a/failed", "start it again"},
 	} {
 		var d detector
 		n, ok := d.agent(c.row)

@@ -20,25 +20,14 @@ func runUI(ctx context.Context, o Options, d deps) error {
 	e := newEngine(ctx, o, d, b)
 	b.act = e.act
 	systray.Run(func() {
-		if runtime.GOOS == "linux" {
-			// The item's accessible name; on macOS a title would
-			// be shown beside the icon.
-			systray.SetTitle("tether")
-		}
+		b.started = time.Now()
 		e.start()
+		// The render that settles the icon (see binding.settled).
+		settle := time.AfterFunc(settleTime+100*time.Millisecond, e.changed)
 		go func() {
 			<-e.ctx.Done()
+			settle.Stop()
 			systray.Quit()
-		}()
-		go func() {
-			for {
-				select {
-				case <-e.ctx.Done():
-					return
-				case <-systray.TrayOpenedCh:
-					e.resync()
-				}
-			}
 		}()
 	}, nil)
 	if !e.stop(5 * time.Second) {
@@ -48,18 +37,20 @@ func runUI(ctx context.Context, o Options, d deps) error {
 }
 
 // binding maps the menu model onto systray. The library cannot move or
-// reorder items, and removing them (ResetMenu) closes their channels
-// under the feet of a click, so a menu of the same shape as the one shown
+// reorder items, removing them (ResetMenu) closes their channels under the
+// feet of a click, and a submenu added after the host's first look may
+// show up empty (see Build). So a menu of the same shape as the one shown
 // is applied in place: only what changed is set, item ids stay, and a menu
-// that is open stays open. A menu of another shape (the service came or
-// went, agents were added or removed) replaces the whole tree.
+// that is open stays open. Build keeps the shape; only more agents than
+// its slots make a new one, which replaces the whole tree.
 type binding struct {
 	act     func(Action)
 	shape   string
 	root    []*slot
 	icon    assets.State
-	iconSet bool
 	tooltip string
+	started time.Time
+	settled bool
 }
 
 // slot is one systray item and the model item last applied to it.
@@ -69,12 +60,26 @@ type slot struct {
 	kids []*slot
 }
 
+// settleTime bounds fyne.io/systray's start. It runs onReady (and so
+// the first renders) while it is still exporting the item on the bus, and
+// an icon, tooltip or title set at the wrong moment in that time is kept
+// but never published. Until a render at least settleTime after the start
+// has set them again, every render sets them.
+const settleTime = 2 * time.Second
+
 func (b *binding) render(ctx context.Context, m Menu) {
-	if !b.iconSet || m.Icon != b.icon {
-		systray.SetIcon(assets.Tray(m.Icon))
-		b.icon, b.iconSet = m.Icon, true
+	force := !b.settled
+	b.settled = b.settled || time.Since(b.started) >= settleTime
+	if force && runtime.GOOS == "linux" {
+		// The item's accessible name; on macOS a title would be shown
+		// beside the icon.
+		systray.SetTitle("tether")
 	}
-	if m.Tooltip != b.tooltip {
+	if force || m.Icon != b.icon {
+		systray.SetIcon(assets.Tray(m.Icon))
+		b.icon = m.Icon
+	}
+	if force || m.Tooltip != b.tooltip {
 		systray.SetTooltip(m.Tooltip)
 		b.tooltip = m.Tooltip
 	}
@@ -94,7 +99,7 @@ func (b *binding) render(ctx context.Context, m Menu) {
 func (b *binding) listen(ctx context.Context, slots []*slot) {
 	for _, s := range slots {
 		b.listen(ctx, s.kids)
-		if s.mi == nil || !s.it.Enabled || s.it.Action.Kind == NoAction {
+		if s.mi == nil || !s.it.Enabled || s.it.Hidden || s.it.Action.Kind == NoAction {
 			continue
 		}
 		go func(ch <-chan struct{}, a Action) {
@@ -140,6 +145,9 @@ func create(parent *systray.MenuItem, items []Item) []*slot {
 		if !it.Enabled {
 			s.mi.Disable()
 		}
+		if it.Hidden {
+			s.mi.Hide()
+		}
 		s.it = it
 		s.kids = create(s.mi, it.Children)
 	}
@@ -171,6 +179,13 @@ func update(slots []*slot, items []Item) {
 				s.mi.Check()
 			} else {
 				s.mi.Uncheck()
+			}
+		}
+		if it.Hidden != old.Hidden {
+			if it.Hidden {
+				s.mi.Hide()
+			} else {
+				s.mi.Show()
 			}
 		}
 		s.it = it
