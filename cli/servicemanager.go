@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/install"
 	"github.com/tether-dev/tether/service"
-	"github.com/tether-dev/tether/service/install"
 )
 
 // serviceManager handles "service install|uninstall|start|stop|status".

@@ -127,7 +127,7 @@ func TestCommandLineContract(t *testing.T) {
 		{[]string{"config", "frob"}, 2, "", "usage: tether config init"},
 		{[]string{"service", "install", "--print"}, 0, "WantedBy=default.target", ""},
 		{[]string{"service", "install"}, 1, "", "tether service run"},
-		{[]string{"tray"}, 2, "", "not built yet"},
+		{[]string{"tray", "extra"}, 2, "", "takes no arguments"},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			r := run(t, 10*time.Second, c.args...)

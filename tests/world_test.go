@@ -36,7 +36,7 @@ func newWorld(t *testing.T) *world {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	w := &world{t: t, dir: dir}
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "XDG_") && !strings.HasPrefix(kv, "DISPLAY=") && !strings.HasPrefix(kv, "WAYLAND_DISPLAY=") {
+		if !strings.HasPrefix(kv, "XDG_") && !strings.HasPrefix(kv, "DISPLAY=") && !strings.HasPrefix(kv, "WAYLAND_DISPLAY=") && !strings.HasPrefix(kv, "DBUS_SESSION_BUS_ADDRESS=") {
 			w.env = append(w.env, kv)
 		}
 	}

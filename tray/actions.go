@@ -14,7 +14,7 @@ import (
 
 	"github.com/gen2brain/beeep"
 	"github.com/tether-dev/tether/assets"
-	"github.com/tether-dev/tether/service/install"
+	"github.com/tether-dev/tether/install"
 )
 
 // osDeps are the engine's ways into the real OS.

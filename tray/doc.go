@@ -23,6 +23,6 @@
 //     tray host first, because the library panics without a bus.
 //
 // It talks to the service only through package api and to the OS's login
-// registration through service/install (which imports nothing of ours); it
+// registration through package install (which imports nothing of ours); it
 // never imports the service or the guardian.
 package tray

@@ -22,7 +22,7 @@ func runUI(ctx context.Context, o Options, d deps) error {
 	systray.Run(func() {
 		b.started = time.Now()
 		e.start()
-		// The render that settles the icon (see binding.settled).
+		// The render that settles the icon (see settleTime).
 		settle := time.AfterFunc(settleTime+100*time.Millisecond, e.changed)
 		go func() {
 			<-e.ctx.Done()
