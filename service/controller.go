@@ -54,7 +54,7 @@ type Controller struct {
 
 	pool     *guardian.Pool // a guardian started ahead of each start
 	quit     chan struct{}  // closed when Quit is accepted
-	runs     chan func(*state.State)
+	runs     chan stateWrite
 	runsDone chan struct{}
 }
 
@@ -91,7 +91,7 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 		subs:     map[*subscriber]struct{}{},
 		quit:     make(chan struct{}),
 		pool:     guardian.NewPool(opts.Executable),
-		runs:     make(chan func(*state.State), runWriteBuffer),
+		runs:     make(chan stateWrite, runWriteBuffer),
 		runsDone: make(chan struct{}),
 	}
 	go c.capLogs(logCheckEvery)
@@ -179,10 +179,9 @@ func (c *Controller) actor(id string) (*actor, error) {
 
 // setEnabled records intent durably.
 func (c *Controller) setEnabled(id string, enabled bool) error {
-	err := c.store.Update(func(s *state.State) {
-		if s.Agents == nil {
-			s.Agents = map[string]state.Agent{}
-		}
+	// Through the writer: the intent and any queued run records share
+	// one durable write, and the caller waits for that write.
+	err := c.writeState(func(s *state.State) {
 		a := s.Agents[id]
 		a.Enabled = enabled
 		s.Agents[id] = a
@@ -422,21 +421,29 @@ func (c *Controller) capLogs(every time.Duration) {
 // and no agent waits for one.
 const runWriteBuffer = 1024
 
-// writeRuns applies queued run records until the controller shuts down,
-// then flushes what is left.
+// stateWrite is one change to the durable state; done, when not nil,
+// receives the outcome of the write that carried it.
+type stateWrite struct {
+	f    func(*state.State)
+	done chan error
+}
+
+// writeRuns applies queued changes to the state until the controller
+// shuts down, then flushes what is left. Whatever is queued when a write
+// begins goes into that one write.
 func (c *Controller) writeRuns() {
 	defer close(c.runsDone)
 	for {
-		var batch []func(*state.State)
+		var batch []stateWrite
 		select {
-		case f := <-c.runs:
-			batch = append(batch, f)
+		case w := <-c.runs:
+			batch = append(batch, w)
 		case <-c.quit:
 			// Flush whatever the actors queued before they ended.
 			for {
 				select {
-				case f := <-c.runs:
-					batch = append(batch, f)
+				case w := <-c.runs:
+					batch = append(batch, w)
 				default:
 					c.applyRuns(batch)
 					return
@@ -446,8 +453,8 @@ func (c *Controller) writeRuns() {
 	drain:
 		for {
 			select {
-			case f := <-c.runs:
-				batch = append(batch, f)
+			case w := <-c.runs:
+				batch = append(batch, w)
 			default:
 				break drain
 			}
@@ -456,24 +463,47 @@ func (c *Controller) writeRuns() {
 	}
 }
 
-func (c *Controller) applyRuns(batch []func(*state.State)) {
+func (c *Controller) applyRuns(batch []stateWrite) {
 	if len(batch) == 0 {
 		return
 	}
-	_ = c.store.Update(func(s *state.State) {
+	err := c.store.Update(func(s *state.State) {
 		if s.Agents == nil {
 			s.Agents = map[string]state.Agent{}
 		}
-		for _, f := range batch {
-			f(s)
+		for _, w := range batch {
+			w.f(s)
 		}
+	})
+	for _, w := range batch {
+		if w.done != nil {
+			w.done <- err
+		}
+	}
+}
+
+// writeState makes a change durable and waits for it. Once the writer
+// has stopped (shutdown), it writes directly.
+func (c *Controller) writeState(f func(*state.State)) error {
+	done := make(chan error, 1)
+	select {
+	case c.runs <- stateWrite{f: f, done: done}:
+		return <-done
+	case <-c.runsDone:
+	case <-c.quit:
+	}
+	return c.store.Update(func(s *state.State) {
+		if s.Agents == nil {
+			s.Agents = map[string]state.Agent{}
+		}
+		f(s)
 	})
 }
 
 // recordRun queues a change to an agent's last run.
 func (c *Controller) recordRun(f func(*state.State)) {
 	select {
-	case c.runs <- f:
+	case c.runs <- stateWrite{f: f}:
 	case <-c.quit:
 	}
 }
