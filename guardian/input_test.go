@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tether-dev/tether/internal/freezer"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -270,45 +271,6 @@ func TestStartContextCancelled(t *testing.T) {
 	}
 }
 
-// freeze puts pid in a cgroup v1 freezer group and freezes it: a frozen
-// process cannot die, not even of SIGKILL, until thawed. It returns thaw.
-func freeze(t *testing.T, pid int) (thaw func()) {
-	t.Helper()
-	root := "/sys/fs/cgroup/freezer"
-	if _, err := os.Stat(filepath.Join(root, "cgroup.procs")); err != nil || os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI needs root and the cgroup v1 freezer at %s: %v", root, err)
-		}
-		t.Skipf("needs root and the cgroup v1 freezer at %s", root)
-	}
-	dir := filepath.Join(root, fmt.Sprintf("tether-test-%d", pid))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	write := func(file, v string) {
-		if err := os.WriteFile(filepath.Join(dir, file), []byte(v), 0); err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-	}
-	write("cgroup.procs", fmt.Sprint(pid))
-	write("freezer.state", "FROZEN")
-	thawed := false
-	thaw = func() {
-		if !thawed {
-			thawed = true
-			write("freezer.state", "THAWED")
-		}
-	}
-	t.Cleanup(func() {
-		thaw()
-		deadline := time.Now().Add(5 * time.Second)
-		for os.Remove(dir) != nil && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
-	})
-	return thaw
-}
-
 // I3 at the guardian: a tree that cannot be confirmed dead keeps the lock,
 // is reported as cleanup_failed (typed, with the survivors) and retried;
 // the failure stays the session's error until the stop that replaces it.
@@ -320,7 +282,7 @@ func TestCleanupFailureKeepsLockAndIsReported(t *testing.T) {
 	s := e.start(spec)
 	pids := e.waitAnnounced(map[string]int{"leader": 1, "sleeper": 2})
 	worker := pids["sleeper"][0]
-	thaw := freeze(t, worker)
+	thaw := freezer.Freeze(t, worker)
 	stopErr := make(chan error, 1)
 	go func() { stopErr <- s.Stop(context.Background(), 0) }()
 

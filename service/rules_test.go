@@ -5,6 +5,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"github.com/tether-dev/tether/internal/freezer"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,45 +16,6 @@ import (
 	"github.com/tether-dev/tether/api"
 	punix "github.com/tether-dev/tether/platform/unix"
 )
-
-// freeze puts pid in a cgroup v1 freezer group and freezes it: it cannot
-// die, not even of SIGKILL, until thawed. It returns thaw.
-func freeze(t *testing.T, pid int) func() {
-	t.Helper()
-	root := "/sys/fs/cgroup/freezer"
-	if _, err := os.Stat(filepath.Join(root, "cgroup.procs")); err != nil || os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI needs root and the cgroup v1 freezer: %v", err)
-		}
-		t.Skip("needs root and the cgroup v1 freezer")
-	}
-	dir := filepath.Join(root, fmt.Sprintf("tether-svc-test-%d", pid))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	write := func(f, v string) {
-		if err := os.WriteFile(filepath.Join(dir, f), []byte(v), 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("cgroup.procs", fmt.Sprint(pid))
-	write("freezer.state", "FROZEN")
-	thawed := false
-	thaw := func() {
-		if !thawed {
-			thawed = true
-			write("freezer.state", "THAWED")
-		}
-	}
-	t.Cleanup(func() {
-		thaw()
-		deadline := time.Now().Add(5 * time.Second)
-		for os.Remove(dir) != nil && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
-	})
-	return thaw
-}
 
 // Stop attempts both the stop and the durable disable; when both fail,
 // the cleanup error wins. An unconfirmed stop refuses shutdown once.
@@ -68,7 +30,7 @@ func TestStopErrorRulesAndShutdownRefusal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	thaw := freeze(t, a.PID)
+	thaw := freezer.Freeze(t, a.PID)
 	// Break the state file: the disable cannot be saved either.
 	if err := os.WriteFile(filepath.Join(w.paths.StateDir, "state.json"), []byte("{"), 0o600); err != nil {
 		t.Fatal(err)
