@@ -11,14 +11,19 @@ STATICCHECK := $(GOBIN)/staticcheck
 STATICCHECK_VERSION := v0.8.2
 BENCHTIME   ?= 50x
 
-.PHONY: build test fmt vet staticcheck unit cross bench soak peers torture
+.PHONY: build test deps fmt vet staticcheck unit cross bench soak peers torture
 
 # The binary is also the guardian, exec'd once per agent start: without
 # cgo it is static and skips the dynamic loader (about 1-2 ms a start).
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/tether .
 
-test: fmt vet staticcheck unit cross
+test: deps fmt vet staticcheck unit cross
+
+# System packages the tests use: installed when root with apt-get,
+# otherwise a SKIP line (a failure with CI=true).
+deps:
+	@bash .ci/deps
 
 fmt:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
