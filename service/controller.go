@@ -177,16 +177,10 @@ func (c *Controller) actor(id string) (*actor, error) {
 	return nil, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no agent %q in %s", id, c.cfg.Path)}
 }
 
-// setEnabled records intent durably.
+// setEnabled records intent durably: one line appended to the intent
+// journal, which does not wait behind a write of run records.
 func (c *Controller) setEnabled(id string, enabled bool) error {
-	// Through the writer: the intent and any queued run records share
-	// one durable write, and the caller waits for that write.
-	err := c.writeState(func(s *state.State) {
-		a := s.Agents[id]
-		a.Enabled = enabled
-		s.Agents[id] = a
-	})
-	if err != nil {
+	if err := c.store.SetEnabled(id, enabled); err != nil {
 		return &api.Error{Code: api.CodeState, Message: fmt.Sprintf("saving that %q is %s: %v", id, map[bool]string{true: "enabled", false: "disabled"}[enabled], err)}
 	}
 	return nil
@@ -421,11 +415,9 @@ func (c *Controller) capLogs(every time.Duration) {
 // and no agent waits for one.
 const runWriteBuffer = 1024
 
-// stateWrite is one change to the durable state; done, when not nil,
-// receives the outcome of the write that carried it.
+// stateWrite is one change to an agent's last run.
 type stateWrite struct {
-	f    func(*state.State)
-	done chan error
+	f func(*state.State)
 }
 
 // writeRuns applies queued changes to the state until the controller
@@ -467,36 +459,16 @@ func (c *Controller) applyRuns(batch []stateWrite) {
 	if len(batch) == 0 {
 		return
 	}
-	err := c.store.Update(func(s *state.State) {
+	// A failure is the state file's, and Err reports it to status and
+	// the API; the records are dropped, as the rows in memory still show
+	// them and the file takes nothing until it is fixed.
+	_ = c.store.Update(func(s *state.State) {
 		if s.Agents == nil {
 			s.Agents = map[string]state.Agent{}
 		}
 		for _, w := range batch {
 			w.f(s)
 		}
-	})
-	for _, w := range batch {
-		if w.done != nil {
-			w.done <- err
-		}
-	}
-}
-
-// writeState makes a change durable and waits for it. Once the writer
-// has stopped (shutdown), it writes directly.
-func (c *Controller) writeState(f func(*state.State)) error {
-	done := make(chan error, 1)
-	select {
-	case c.runs <- stateWrite{f: f, done: done}:
-		return <-done
-	case <-c.runsDone:
-	case <-c.quit:
-	}
-	return c.store.Update(func(s *state.State) {
-		if s.Agents == nil {
-			s.Agents = map[string]state.Agent{}
-		}
-		f(s)
 	})
 }
 

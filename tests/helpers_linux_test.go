@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	punix "github.com/tether-dev/tether/platform/unix"
+	"github.com/tether-dev/tether/service/state"
 	"golang.org/x/sys/unix"
 )
 
@@ -216,20 +216,9 @@ func testRand(t *testing.T) *rand.Rand {
 // (absent: not recorded).
 func (w *world) intent(profile, id string) (enabled, recorded bool) {
 	w.t.Helper()
-	b, err := os.ReadFile(filepath.Join(w.dir, "state", "tether", profile, "state.json"))
-	if os.IsNotExist(err) {
-		return false, false
-	}
+	st, err := state.Read(filepath.Join(w.dir, "state", "tether", profile))
 	if err != nil {
-		w.t.Fatal(err)
-	}
-	var st struct {
-		Agents map[string]struct {
-			Enabled bool `json:"enabled"`
-		} `json:"agents"`
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		w.t.Fatalf("state.json: %v\n%s", err, b)
+		w.t.Fatalf("the state of profile %s: %v", profile, err)
 	}
 	a, ok := st.Agents[id]
 	return a.Enabled, ok

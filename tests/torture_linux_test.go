@@ -618,7 +618,7 @@ func (tt *torture) settle() {
 		for _, a := range tt.agents {
 			enabled, _ := tt.w.intent(p, a.id)
 			if enabled != tt.want[p][a.id] {
-				tt.fatalf("state.json of %s says %s enabled=%v; the test asked for %v", p, a.id, enabled, tt.want[p][a.id])
+				tt.fatalf("the state of %s says %s enabled=%v; the test asked for %v", p, a.id, enabled, tt.want[p][a.id])
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package state
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -61,28 +62,28 @@ func TestCrashLeavesWholeFile(t *testing.T) {
 	}
 }
 
-// startWriter starts the writer helper on dir, waits until its first update
-// is on disk and returns a function that kills it and reaps it. A writer
-// still running when the test ends is killed and reaped by t.Cleanup.
-func startWriter(t *testing.T, dir string) (kill func()) {
+// startHelper starts the test binary as helper role on dir and returns its
+// process, stdout and stderr, and a function that kills and reaps it (once;
+// later calls do nothing). Its stdout must be read to the end before reap:
+// the wait closes it. t.Cleanup reaps it too, whatever ends the test.
+func startHelper(t *testing.T, role, dir string) (p *os.Process, stdout io.Reader, stderr *bytes.Buffer, reap func()) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=writer", dirEnv+"="+dir)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
+	cmd.Env = append(os.Environ(), helperEnv+"="+role, dirEnv+"="+dir)
+	stderr = new(bytes.Buffer)
+	cmd.Stderr = stderr
+	if stdout, err = cmd.StdoutPipe(); err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	waited := false
-	reap := func() {
+	reap = func() {
 		if !waited {
 			waited = true
 			cmd.Process.Kill()
@@ -90,7 +91,14 @@ func startWriter(t *testing.T, dir string) (kill func()) {
 		}
 	}
 	t.Cleanup(reap)
+	return cmd.Process, stdout, stderr, reap
+}
 
+// startWriter starts the writer helper on dir, waits until its first update
+// is on disk and returns a function that kills it and reaps it.
+func startWriter(t *testing.T, dir string) (kill func()) {
+	t.Helper()
+	_, stdout, stderr, reap := startHelper(t, "writer", dir)
 	ready := make(chan error, 1)
 	go func() {
 		_, err := bufio.NewReader(stdout).ReadString('\n')

@@ -157,3 +157,21 @@ func removeStaleTemps(dir string) {
 		}
 	}
 }
+
+// checkOpened refuses, and closes, an opened file that is not a regular
+// file or is no longer the one at path.
+func checkOpened(path string, f *os.File) error {
+	fi, err := f.Stat()
+	if err == nil {
+		err = checkRegular(path, fi)
+	}
+	if err == nil {
+		if at, lerr := os.Lstat(path); lerr != nil || !os.SameFile(fi, at) {
+			err = &UnsafePathError{Path: path, Reason: "was replaced while being opened"}
+		}
+	}
+	if err != nil {
+		f.Close()
+	}
+	return err
+}

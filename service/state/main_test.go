@@ -24,6 +24,7 @@ const helperLife = 30 * time.Second
 
 var helpers = map[string]func() int{
 	"writer": writerHelper,
+	"intent": intentHelper,
 }
 
 func TestMain(m *testing.M) {
@@ -91,6 +92,36 @@ func generation(n int) State {
 func generationOf(st State) int {
 	if a, ok := st.Agents["agent-0"]; ok && a.LastRun != nil {
 		return a.LastRun.PID
+	}
+	return 0
+}
+
+// intentHelper enables agent-1, agent-2, ... one after another, past those
+// already enabled, folding the journal into the state file every tenth
+// change, until killed (or helperLife ends). It prints the number of each
+// change once SetEnabled has acknowledged it.
+func intentHelper() int {
+	s, err := Open(os.Getenv(dirEnv))
+	if err == nil {
+		err = s.Err()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "intent writer:", err)
+		return 1
+	}
+	first := len(s.State().Agents) + 1
+	for n, end := first, time.Now().Add(helperLife); time.Now().Before(end); n++ {
+		if err := s.SetEnabled(fmt.Sprintf("agent-%d", n), true); err != nil {
+			fmt.Fprintln(os.Stderr, "intent writer:", err)
+			return 1
+		}
+		fmt.Printf("%d\n", n)
+		if n%10 == 0 {
+			if err := s.Update(func(*State) {}); err != nil {
+				fmt.Fprintln(os.Stderr, "intent writer:", err)
+				return 1
+			}
+		}
 	}
 	return 0
 }

@@ -1,15 +1,18 @@
 // Package state is the service's durable intent: which agents are enabled
-// and how each one's last run ended, kept in one file per profile,
-// <stateDir>/state.json.
+// and how each one's last run ended, kept per profile in <stateDir>/state.json
+// and, for changes of intent not yet folded into it, the intent journal
+// <stateDir>/intent.log (see IntentFile).
 //
-// Every write is atomic and durable (invariant I4): a new file is written
-// beside the old one, synced and renamed over it, and the directory is
-// synced, so a crash at any moment leaves either the old file or the new
-// one, never a mixture. A file that cannot be used (malformed, a symbolic
-// link, unreadable) is reported through Err and left exactly as it is:
-// Update refuses to write until the file is fixed, never resets it.
+// Every write is atomic and durable (invariant I4): a new state file is
+// written beside the old one, synced and renamed over it, and the directory
+// is synced, so a crash at any moment leaves either the old file or the new
+// one, never a mixture; a change of intent is a synced append to the
+// journal, whose torn last line a crash may leave is dropped. A file that
+// cannot be used (malformed, a symbolic link, unreadable) is reported
+// through Err and left exactly as it is: writes are refused until the file
+// is fixed, never reset.
 //
-// The package owns that one file and the temporary files beside it; it
+// The package owns those two files and the temporary files beside them; it
 // knows nothing of agents, configs or processes.
 package state
 
@@ -54,11 +57,14 @@ type Agent struct {
 type State struct {
 	Version int              `json:"version"`
 	Agents  map[string]Agent `json:"agents"` // keyed by agent id
+	// IntentSeq is the last line of the intent journal folded into this
+	// state (see IntentFile).
+	IntentSeq uint64 `json:"intent_seq,omitempty"`
 }
 
 // clone returns a deep copy of s.
 func (s State) clone() State {
-	c := State{Version: s.Version, Agents: make(map[string]Agent, len(s.Agents))}
+	c := State{Version: s.Version, Agents: make(map[string]Agent, len(s.Agents)), IntentSeq: s.IntentSeq}
 	for id, a := range s.Agents {
 		if a.LastRun != nil {
 			r := *a.LastRun
@@ -88,6 +94,21 @@ type Store struct {
 
 	// errCopy mirrors err for Err, which must never wait behind a write.
 	errCopy atomic.Pointer[error]
+
+	// jmu guards j, the intent journal. An append takes only jmu, so it
+	// never waits behind a write of the state file; where both are
+	// taken, mu comes first.
+	jmu sync.Mutex
+	j   journal
+	// stateSeq mirrors state.IntentSeq for appends, which do not take mu:
+	// a new line must be numbered past everything already folded.
+	stateSeq atomic.Uint64
+}
+
+// setStateLocked records st, read from or written as data.
+func (s *Store) setStateLocked(st State, data []byte) {
+	s.state, s.disk = st, data
+	s.stateSeq.Store(st.IntentSeq)
 }
 
 // setErrLocked sets err and its copy.
@@ -113,9 +134,14 @@ func Open(dir string) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{dir: dir, path: filepath.Join(dir, FileName), state: emptyState()}
+	s.j.path = intentPath(dir)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_ = s.loadLocked() // kept in s.err for Err
+	s.jmu.Lock()
+	defer s.jmu.Unlock()
+	_ = s.j.load() // kept in s.j.err for Err
+	removeStaleTemps(dir)
 	return s, nil
 }
 
@@ -127,15 +153,23 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) State() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.state.clone()
+	st := s.state.clone()
+	s.jmu.Lock()
+	defer s.jmu.Unlock()
+	s.j.apply(&st)
+	return st
 }
 
 // Err reports why the state file cannot be used: a *CorruptError
 // (errors.Is ErrCorrupt) when it is malformed, an *UnsafePathError
 // (errors.Is ErrUnsafe) when it is a symbolic link or not a regular file,
-// or the error that reading it met. It is nil when the file is usable.
+// or the error that reading it met. The intent journal is judged the same
+// way, after the state file. It is nil when both are usable.
 func (s *Store) Err() error {
 	if p := s.errCopy.Load(); p != nil {
+		return *p
+	}
+	if p := s.j.errc.Load(); p != nil {
 		return *p
 	}
 	return nil
@@ -157,6 +191,13 @@ func (s *Store) Update(fn func(*State)) error {
 		return fmt.Errorf("state not saved: %w", err)
 	}
 	next := s.state.clone()
+	s.jmu.Lock()
+	jerr := s.j.err
+	s.j.apply(&next)
+	s.jmu.Unlock()
+	if jerr != nil {
+		return fmt.Errorf("state not saved: %w", jerr)
+	}
 	fn(&next)
 	next.Version = Version
 	if next.Agents == nil {
@@ -173,9 +214,11 @@ func (s *Store) Update(fn func(*State)) error {
 	if renamed {
 		// The new file is in place even if syncing the directory failed:
 		// memory follows what the disk holds.
-		s.state, s.disk = next, data
+		s.setStateLocked(next, data)
 		s.setErrLocked(nil)
-		removeStaleTemps(s.dir)
+		s.jmu.Lock()
+		s.j.folded(next.IntentSeq)
+		s.jmu.Unlock()
 	}
 	if err != nil {
 		return fmt.Errorf("saving %s: %w", s.path, err)
@@ -183,12 +226,18 @@ func (s *Store) Update(fn func(*State)) error {
 	return nil
 }
 
-// Reload rereads the state file, for instance after the user fixed it.
-// On success Err is nil again.
+// Reload rereads the state file and the intent journal, for instance
+// after the user fixed one. On success Err is nil again.
 func (s *Store) Reload() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.loadLocked()
+	err := s.loadLocked()
+	s.jmu.Lock()
+	defer s.jmu.Unlock()
+	if jerr := s.j.load(); err == nil {
+		err = jerr
+	}
+	return err
 }
 
 // loadLocked rereads the file and, when its bytes differ from those last
@@ -207,7 +256,32 @@ func (s *Store) loadLocked() error {
 		s.setErrLocked(err)
 		return err
 	}
-	s.state, s.disk = st, data
+	s.setStateLocked(st, data)
 	s.setErrLocked(nil)
 	return nil
+}
+
+// Read returns the state kept in dir, intent journal included, without
+// creating, cleaning or writing anything: for a process that only looks,
+// such as a test beside a running service. A missing directory or file is
+// the empty state.
+func Read(dir string) (State, error) {
+	st := emptyState()
+	data, err := readFile(filepath.Join(dir, FileName))
+	if err == nil && data != nil {
+		st, err = decode(filepath.Join(dir, FileName), data)
+	}
+	if err != nil {
+		return State{}, err
+	}
+	j := journal{path: intentPath(dir), changes: map[string]intentLine{}}
+	data, err = readFile(j.path)
+	if err == nil {
+		err = j.parse(data)
+	}
+	if err != nil {
+		return State{}, err
+	}
+	j.apply(&st)
+	return st, nil
 }
