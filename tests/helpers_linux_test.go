@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/guardian"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"github.com/tether-dev/tether/service/state"
 	"golang.org/x/sys/unix"
@@ -161,6 +162,21 @@ func (w *world) heldLocks() []string {
 		f.Close()
 	}
 	return held
+}
+
+// agentCgroups returns the cgroups that guardians made for identities and
+// that are still there (none where guardians make no cgroups).
+func agentCgroups(identities ...string) []string {
+	dir, err := punix.OwnCgroupDir()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, id := range identities {
+		m, _ := filepath.Glob(filepath.Join(dir, "tether-"+guardian.Key(id)+"-*"))
+		out = append(out, m...)
+	}
+	return out
 }
 
 // privateDirs returns the private directories left under profile's state.

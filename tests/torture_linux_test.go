@@ -754,6 +754,13 @@ func (tt *torture) shutdown() {
 			tt.fatalf("private dirs of %s after it quit: %v", p, dirs)
 		}
 	}
+	var ids []string
+	for _, a := range tt.agents {
+		ids = append(ids, a.id+"@relay")
+	}
+	if cgs := agentCgroups(ids...); len(cgs) > 0 {
+		tt.fatalf("agent cgroups after both services quit: %v", cgs)
+	}
 	if left := reapAdopted(5 * time.Second); len(left) > 0 {
 		tt.fatalf("adopted processes after both services quit: %v", left)
 	}

@@ -68,8 +68,9 @@ func unescapeMount(s string) string {
 	return b.String()
 }
 
-// ownCgroupDir returns the directory of the calling process's cgroup v2.
-func ownCgroupDir() (string, error) {
+// OwnCgroupDir returns the directory of the calling process's cgroup v2,
+// below which NewCgroup creates the agents' cgroups.
+func OwnCgroupDir() (string, error) {
 	mount, root, err := cgroup2Mount()
 	if err != nil {
 		return "", err
@@ -98,7 +99,7 @@ func ownCgroupDir() (string, error) {
 // cgroup and opens it for CLONE_INTO_CGROUP. It returns ErrNoCgroup (wrapped)
 // when there is no cgroup v2 or it is not writable here.
 func NewCgroup(name string) (*Cgroup, error) {
-	dir, err := ownCgroupDir()
+	dir, err := OwnCgroupDir()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoCgroup, err)
 	}

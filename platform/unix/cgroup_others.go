@@ -15,6 +15,9 @@ type Cgroup struct {
 // ErrNoCgroup reports that no writable cgroup v2 hierarchy is available.
 var ErrNoCgroup = errors.New("no writable cgroup v2")
 
+// OwnCgroupDir always fails outside Linux.
+func OwnCgroupDir() (string, error) { return "", ErrNoCgroup }
+
 // NewCgroup always fails outside Linux.
 func NewCgroup(name string) (*Cgroup, error) { return nil, ErrNoCgroup }
 
