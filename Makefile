@@ -1,5 +1,6 @@
 # make build  - bin/tether, static (no cgo: the guardian starts faster)
-# make test   - everything CI runs: format, vet, staticcheck, tests, cross-builds
+# make test   - everything CI runs: format, vet, staticcheck, tests, cross-builds, the Windows tests under Wine
+# make wine   - the Windows tests alone, under Wine (WINE_PACKAGES=... to choose)
 # make bench  - the benchmarks whose figures are in README.md
 # make soak   - every lifetime test 20 times over
 # make peers  - tether side by side with supervisord and s6 (apt-get install supervisor s6)
@@ -11,14 +12,14 @@ STATICCHECK := $(GOBIN)/staticcheck
 STATICCHECK_VERSION := v0.8.2
 BENCHTIME   ?= 50x
 
-.PHONY: build test deps fmt vet staticcheck unit cross bench soak peers torture
+.PHONY: build test deps fmt vet staticcheck unit cross wine bench soak peers torture
 
 # The binary is also the guardian, exec'd once per agent start: without
 # cgo it is static and skips the dynamic loader (about 1-2 ms a start).
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/tether .
 
-test: deps fmt vet staticcheck unit cross
+test: deps fmt vet staticcheck unit cross wine
 
 # System packages the tests use: installed when root with apt-get,
 # otherwise a SKIP line (a failure with CI=true).
@@ -52,9 +53,18 @@ unit:
 
 cross:
 	GOOS=windows GOARCH=amd64 $(GO) vet ./...
+	@if [ -x "$(STATICCHECK)" ]; then \
+		echo "GOOS=windows $(STATICCHECK) ./platform/windows/... ./guardian/..."; \
+		GOOS=windows GOARCH=amd64 $(STATICCHECK) ./platform/windows/... ./guardian/...; \
+	fi
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null .
 	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null .
+
+# The Windows packages' tests, run by Wine in a throwaway prefix. Without
+# wine and mingw they are skipped (a failure with CI=true).
+wine:
+	@GO=$(GO) bash .ci/wine-test
 
 bench:
 	$(GO) test ./bench/ -run '^$$' -bench . -benchtime=$(BENCHTIME) -timeout 30m
