@@ -74,16 +74,17 @@ type Status struct {
 
 // Event types on the event stream.
 const (
-	EventHello = "hello" // first event: the whole status
-	EventAgent = "agent" // an agent's row changed
-	EventLog   = "log"   // a line of an agent's log (when asked for)
+	EventHello  = "hello"  // first event: the whole status
+	EventAgent  = "agent"  // an agent's row changed
+	EventStatus = "status" // the whole status again, after a reload: agents missing from it were removed
+	EventLog    = "log"    // a line of an agent's log (when asked for)
 )
 
 // Event is one line of GET /localapi/v0/events.
 type Event struct {
 	Type   string    `json:"type"`
 	Time   time.Time `json:"time"`
-	Status *Status   `json:"status,omitempty"` // hello
+	Status *Status   `json:"status,omitempty"` // hello, status
 	Agent  *Agent    `json:"agent,omitempty"`  // agent
 	ID     string    `json:"id,omitempty"`     // log
 	Line   string    `json:"line,omitempty"`   // log

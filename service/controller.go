@@ -242,6 +242,8 @@ func (c *Controller) row(id string) api.Agent {
 // Reload implements localapi.Backend: load the config again and apply the
 // difference. An invalid config is rejected and the running one kept.
 func (c *Controller) Reload(ctx context.Context) error {
+	// Subscribers see the outcome whole: removed agents, a config error.
+	defer c.publishStatus()
 	cfg, err := loadConfig(c.opts.Paths)
 	c.mu.Lock()
 	if err != nil {

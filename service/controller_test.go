@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -252,6 +253,8 @@ func TestReloadAddsRemovesChanges(t *testing.T) {
 	}
 	keepPID := waitState(t, c, "keep", api.StateRunning).PID
 	changePID := waitState(t, c, "change", api.StateRunning).PID
+	events, cancel := c.Subscribe(nil, 0)
+	defer cancel()
 	w.yaml(`  - id: keep
     command: AGENT, sleep]
     autostart: true
@@ -278,6 +281,11 @@ func TestReloadAddsRemovesChanges(t *testing.T) {
 			t.Errorf("removed agent still listed: %+v", a)
 		}
 	}
+	// Subscribers hear of the removal: a whole status without it.
+	st := nextStatusEvent(t, events)
+	if slices.ContainsFunc(st.Agents, func(a api.Agent) bool { return a.ID == "drop" }) || len(st.Agents) != 3 {
+		t.Errorf("status event after the reload: %+v", st.Agents)
+	}
 	// An invalid config is rejected and the running one kept.
 	if err := os.WriteFile(w.paths.Config, []byte("agents:\n  - id: ../x\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -287,6 +295,29 @@ func TestReloadAddsRemovesChanges(t *testing.T) {
 	}
 	if st := c.Status(); st.ConfigError == nil || len(st.Agents) != 3 {
 		t.Fatalf("status after a rejected reload: %+v", st)
+	}
+	if st := nextStatusEvent(t, events); st.ConfigError == nil {
+		t.Errorf("status event after a rejected reload has no config error: %+v", st)
+	}
+}
+
+// nextStatusEvent returns the next status event on events, passing over
+// agent events.
+func nextStatusEvent(t *testing.T, events <-chan api.Event) api.Status {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatal("the event stream ended")
+			}
+			if ev.Type == api.EventStatus && ev.Status != nil {
+				return *ev.Status
+			}
+		case <-timeout:
+			t.Fatal("no status event within 10s")
+		}
 	}
 }
 

@@ -31,6 +31,18 @@ func (c *Controller) publish(row api.Agent) {
 	}
 }
 
+// publishStatus sends the whole status to every subscriber: after a
+// reload, which may have removed agents or failed.
+func (c *Controller) publishStatus() {
+	st := c.Status()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ev := api.Event{Type: api.EventStatus, Time: time.Now().UTC(), Status: &st}
+	for s := range c.subs {
+		c.deliverLocked(s, ev)
+	}
+}
+
 func (c *Controller) deliverLocked(s *subscriber, ev api.Event) {
 	select {
 	case s.ch <- ev:

@@ -288,12 +288,15 @@ func (e *engine) stream() (up bool, err error) {
 			up = true
 		case ev.Type == api.EventAgent && ev.Agent != nil && up:
 			e.agent(*ev.Agent)
+		case ev.Type == api.EventStatus && ev.Status != nil && up:
+			e.hello(*ev.Status)
 		}
 	}
 	return up, api.ErrStreamClosed
 }
 
-// hello takes a whole status: at connection, and after a resync.
+// hello takes a whole status: at connection, after a resync and after
+// the service reloaded its config.
 func (e *engine) hello(st api.Status) {
 	var notes []Notice
 	e.mu.Lock()

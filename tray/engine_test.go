@@ -114,6 +114,18 @@ func (f *fakeService) send(a api.Agent) {
 	}
 }
 
+// reload publishes a whole new status, as the service does after a
+// reload.
+func (f *fakeService) reload(agents ...api.Agent) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.status.Agents = slices.Clone(agents)
+	st := f.status
+	for ch := range f.subs {
+		ch <- api.Event{Type: api.EventStatus, Status: &st}
+	}
+}
+
 func (f *fakeService) stop() {
 	f.srv.Close()
 	<-f.done
@@ -360,6 +372,22 @@ func TestEngineLifecycle(t *testing.T) {
 		t.Error("the last menu's context is cancelled")
 	}
 	u.mu.Unlock()
+}
+
+// An agent removed from the config by a reload leaves the menu.
+func TestEngineDropsAgentsRemovedByReload(t *testing.T) {
+	dir := shortDir(t)
+	alice := agent("alice", api.StateRunning, time.Minute, nil)
+	bob := agent("bob", api.StateRunning, time.Minute, nil)
+	f := startFake(t, filepath.Join(dir, "s.sock"), alice, bob)
+	u := &fakeUI{}
+	newTestEngine(t, dir, u, &fakeOS{})
+	u.waitMenu(t, "2 running", firstLine("2 running"))
+	f.reload(alice)
+	m := u.waitMenu(t, "1 running", firstLine("1 running"))
+	if slices.ContainsFunc(m.Items, func(it Item) bool { return strings.Contains(it.Title, "bob") }) {
+		t.Errorf("bob is still in the menu after the reload: %v", titlesOf(m.Items))
+	}
 }
 
 // TestEngineCoalescesBursts: however many events arrive during a rebuild,
