@@ -1,5 +1,3 @@
-//go:build unix
-
 package localapi
 
 import (
@@ -24,7 +22,7 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(helperEnv); role != "" {
 		os.Exit(runHelper(role, os.Args[1:]))
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, leakOptions...)
 }
 
 // helperResult is what a helper prints, one JSON line on stdout.

@@ -1,4 +1,4 @@
-//go:build !unix
+//go:build !unix && !windows
 
 package localapi
 
@@ -9,9 +9,14 @@ import (
 	"runtime"
 )
 
-// peerOf cannot tell who is calling here, so every request is refused:
-// the Windows server (a named pipe with a user-only security descriptor)
-// is not built yet.
-func peerOf(net.Conn) (uid, pid int, err error) {
-	return -1, 0, fmt.Errorf("peer credentials on %s: %w", runtime.GOOS, errors.ErrUnsupported)
+const userKind = "user"
+
+// selfUser and peerOf cannot tell users apart here, so every request is
+// refused.
+func selfUser() (string, error) {
+	return "", fmt.Errorf("users on %s: %w", runtime.GOOS, errors.ErrUnsupported)
+}
+
+func peerOf(net.Conn) peer {
+	return peer{err: fmt.Errorf("peer credentials on %s: %w", runtime.GOOS, errors.ErrUnsupported)}
 }

@@ -1,13 +1,14 @@
 // Package localapi serves the local API (package api's paths and types) as
-// HTTP+JSON over the user-only socket that platform/unix.ListenUnix opens.
-// It decides who may call (the service's own uid, never a browser) and
+// HTTP+JSON over the user-only socket that platform/unix.ListenUnix opens,
+// or the user-only named pipe of platform/windows.ListenPipe. It decides
+// who may call (the service's own user, never a browser) and
 // what a well-formed request is; everything an agent is or does belongs to
 // the Backend, the service's controller. It owns no agent and starts no
 // process.
 //
 // Answers: 200 with the JSON value on success; otherwise an api.Error
 // body, with 400 (bad_request: bad JSON, unknown fields, bad parameters),
-// 413 (bad_request: a body over api.MaxBody), 403 (forbidden: another uid,
+// 413 (bad_request: a body over api.MaxBody), 403 (forbidden: another user,
 // a browser, a foreign Host), 404 (not_found: unknown path or id), 405
 // (bad_request: wrong method), 409 (contention), 422 (config), or 500 for
 // any other code. Start, stop and restart take several ids and answer 200
@@ -25,7 +26,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,10 +77,17 @@ const (
 
 // Server serves the local API on one listener.
 type Server struct {
-	b   Backend
-	l   *net.UnixListener
-	hs  *http.Server
-	uid int // the only uid let in: the service's own
+	b  Backend
+	l  net.Listener
+	hs *http.Server
+
+	// self is the only user let in, the service's own: its uid on
+	// Unix, its SID on Windows. selfErr says why it is unknown.
+	self    string
+	selfErr error
+	// peerOf tells who opened a connection; tests replace it to play a
+	// caller of another user, which Wine cannot produce.
+	peerOf func(net.Conn) peer
 
 	routes map[string]route
 
@@ -93,9 +100,11 @@ type route struct {
 	h      func(http.ResponseWriter, *http.Request)
 }
 
-// New returns a server of b on l. It serves nothing until Serve.
-func New(b Backend, l *net.UnixListener) *Server {
-	s := &Server{b: b, l: l, uid: os.Geteuid(), closing: make(chan struct{})}
+// New returns a server of b on l, a listener of platform/unix.ListenUnix
+// or platform/windows.ListenPipe. It serves nothing until Serve.
+func New(b Backend, l net.Listener) *Server {
+	s := &Server{b: b, l: l, peerOf: peerOf, closing: make(chan struct{})}
+	s.self, s.selfErr = selfUser()
 	s.routes = map[string]route{
 		api.PathStatus:  {http.MethodGet, s.status},
 		api.PathEvents:  {http.MethodGet, s.events},
@@ -112,12 +121,11 @@ func New(b Backend, l *net.UnixListener) *Server {
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		// Who is calling is a property of the connection, read once
-		// from the kernel when it is accepted (SO_PEERCRED,
-		// LOCAL_PEERCRED); ServeHTTP checks it on every request.
+		// from the system when it is accepted (SO_PEERCRED,
+		// LOCAL_PEERCRED, the token a pipe client presents);
+		// ServeHTTP checks it on every request.
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			var p peer
-			p.uid, p.pid, p.err = peerOf(c)
-			return context.WithValue(ctx, peerKey{}, p)
+			return context.WithValue(ctx, peerKey{}, s.peerOf(c))
 		},
 	}
 	// http.Server.Shutdown waits for handlers to return, and the event
@@ -128,7 +136,7 @@ func New(b Backend, l *net.UnixListener) *Server {
 
 // Serve serves until Shutdown and then returns nil; it returns any other
 // error that stops it. It closes the listener, which removes the socket
-// file. Call it once.
+// file or the pipe. Call it once.
 func (s *Server) Serve() error {
 	err := s.hs.Serve(s.l)
 	if errors.Is(err, http.ErrServerClosed) {
@@ -147,7 +155,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if err != nil {
 		_ = s.hs.Close()
 	}
-	// A second close is harmless: the listener unlinks its path once.
+	// A second close is harmless: a unix listener unlinks its path
+	// once, and a pipe listener closes once.
 	_ = s.l.Close()
 	return err
 }
@@ -156,8 +165,9 @@ func (s *Server) beginClose() { s.closeOnce.Do(func() { close(s.closing) }) }
 
 // peer is who is at the other end of a connection.
 type peer struct {
-	uid, pid int
-	err      error
+	user string // as self: a uid on Unix, a SID on Windows
+	pid  int
+	err  error
 }
 
 type peerKey struct{}
@@ -191,8 +201,10 @@ func (s *Server) refusal(r *http.Request) string {
 		return "cannot tell who is calling"
 	case p.err != nil:
 		return fmt.Sprintf("cannot tell who is calling: %v", p.err)
-	case p.uid != s.uid:
-		return fmt.Sprintf("uid %d (pid %d) may not use the service of uid %d", p.uid, p.pid, s.uid)
+	case s.selfErr != nil:
+		return fmt.Sprintf("cannot tell which user the service runs as: %v", s.selfErr)
+	case p.user != s.self:
+		return fmt.Sprintf("%s %s (pid %d) may not use the service of %s %s", userKind, p.user, p.pid, userKind, s.self)
 	}
 	// A browser page can be made to send requests to local servers (and
 	// something on this machine could relay them to the socket); every

@@ -1,5 +1,3 @@
-//go:build unix
-
 package localapi
 
 import (
@@ -14,17 +12,15 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/tether-dev/tether/api"
-	punix "github.com/tether-dev/tether/platform/unix"
 )
 
 // waitLimit bounds every wait of these tests.
@@ -170,7 +166,8 @@ func (f *fakeBackend) Quit(context.Context) error {
 	return nil
 }
 
-// testServer serves a backend on a fresh socket until shut down.
+// testServer serves a backend on a fresh socket (a named pipe on
+// Windows) until shut down.
 type testServer struct {
 	path   string
 	srv    *Server
@@ -197,30 +194,20 @@ func (ts *testServer) shutdown(t *testing.T) {
 	})
 }
 
-// shortDir returns a new directory with a short path (unix sockets allow
-// about 100 bytes).
-func shortDir(t *testing.T) string {
+func serve(t *testing.T, b Backend, opts ...func(*Server)) *testServer {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "tlapi")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
+	return serveAt(t, b, testPath(t), opts...)
 }
 
-func serve(t *testing.T, b Backend) *testServer {
+// serveAt serves b at path, with opts applied to the server before it
+// serves.
+func serveAt(t *testing.T, b Backend, path string, opts ...func(*Server)) *testServer {
 	t.Helper()
-	return serveAt(t, b, filepath.Join(shortDir(t), "s", "t.sock"))
-}
-
-func serveAt(t *testing.T, b Backend, path string) *testServer {
-	t.Helper()
-	l, err := punix.ListenUnix(path)
-	if err != nil {
-		t.Fatal(err)
+	srv := New(b, listen(t, path))
+	for _, o := range opts {
+		o(srv)
 	}
-	ts := &testServer{path: path, srv: New(b, l), served: make(chan error, 1)}
+	ts := &testServer{path: path, srv: srv, served: make(chan error, 1)}
 	go func() { ts.served <- ts.srv.Serve() }()
 	t.Cleanup(func() { ts.shutdown(t) })
 	return ts
@@ -236,14 +223,7 @@ func testCtx(t *testing.T) context.Context {
 // status and the decoded api.Error, if the body is one.
 func raw(t *testing.T, path string, req *http.Request) (int, *api.Error) {
 	t.Helper()
-	hc := &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
-		},
-		DisableKeepAlives: true,
-	}}
-	resp, err := hc.Do(req.WithContext(testCtx(t)))
+	resp, err := rawClient(path).Do(req.WithContext(testCtx(t)))
 	if err != nil {
 		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}
@@ -257,6 +237,17 @@ func raw(t *testing.T, path string, req *http.Request) (int, *api.Error) {
 		return resp.StatusCode, nil
 	}
 	return resp.StatusCode, &e
+}
+
+// rawClient is an HTTP client of the socket at path that sends requests
+// as they are, unlike api.Client.
+func rawClient(path string) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return dial(ctx, path)
+		},
+		DisableKeepAlives: true,
+	}}
 }
 
 func newRequest(t *testing.T, method, path string, body io.Reader) *http.Request {
@@ -448,20 +439,13 @@ func TestRequestChecks(t *testing.T) {
 	// and answers 413, but a client still writing may see its write fail
 	// (broken pipe) before it reads the answer. Either way the server
 	// stays healthy.
-	hc := &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", ts.path)
-		},
-		DisableKeepAlives: true,
-	}}
 	big := start(string(bytes.Repeat([]byte(" "), 8<<20)))
-	if resp, err := hc.Do(big.WithContext(testCtx(t))); err == nil {
+	if resp, err := rawClient(ts.path).Do(big.WithContext(testCtx(t))); err == nil {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusRequestEntityTooLarge {
 			t.Errorf("8 MiB body: %s, want 413", resp.Status)
 		}
-	} else if !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
+	} else if !brokenPipe(err) {
 		t.Errorf("8 MiB body: %v, want 413 or a broken pipe", err)
 	}
 	if code, _ := raw(t, ts.path, status()); code != http.StatusOK {
@@ -479,7 +463,7 @@ func TestRequestChecks(t *testing.T) {
 // TestNoHost: an HTTP/1.0 request may have no Host at all, and is served.
 func TestNoHost(t *testing.T) {
 	ts := serve(t, newFake())
-	c, err := net.Dial("unix", ts.path)
+	c, err := dial(testCtx(t), ts.path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +549,7 @@ func openEvents(t *testing.T, c *api.Client, ctx context.Context, logs ...string
 }
 
 func TestEvents(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, leakOptions...)
 	f := newFake()
 	ts := serve(t, f)
 	c := api.NewClient(ts.path)
@@ -606,7 +590,7 @@ func TestEvents(t *testing.T) {
 }
 
 func TestEventsEndOnShutdown(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, leakOptions...)
 	f := newFake()
 	ts := serve(t, f)
 	c := api.NewClient(ts.path)
@@ -620,16 +604,14 @@ func TestEventsEndOnShutdown(t *testing.T) {
 	if f.subscribers() != 0 {
 		t.Error("the subscription outlived the stream")
 	}
-	if _, err := os.Lstat(ts.path); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the socket is still there after Shutdown: %v", err)
-	}
+	listenerGone(t, ts.path)
 	if _, err := c.Status(testCtx(t)); !errors.Is(err, api.ErrNotRunning) {
 		t.Errorf("Status after Shutdown = %v, want ErrNotRunning", err)
 	}
 }
 
 func TestEventsBackendCloses(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, leakOptions...)
 	f := newFake()
 	ts := serve(t, f)
 	pull, stop := openEvents(t, api.NewClient(ts.path), testCtx(t))
@@ -656,19 +638,86 @@ func TestEventsUnknownLogID(t *testing.T) {
 // TestShutdownBeforeServe: the listener is closed, and its socket removed,
 // even when Serve never ran.
 func TestShutdownBeforeServe(t *testing.T) {
-	path := filepath.Join(shortDir(t), "t.sock")
-	l, err := punix.ListenUnix(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := New(newFake(), l)
+	path := testPath(t)
+	s := New(newFake(), listen(t, path))
 	if err := s.Shutdown(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("socket after Shutdown: %v", err)
-	}
+	listenerGone(t, path)
 	if err := s.Serve(); err != nil {
 		t.Errorf("Serve after Shutdown = %v, want nil", err)
 	}
+}
+
+// TestPeerIsCaller: the real check names this process, as its own user,
+// for a connection it opened.
+func TestPeerIsCaller(t *testing.T) {
+	seen := make(chan peer, 1)
+	ts := serve(t, newFake(), func(s *Server) {
+		s.peerOf = func(c net.Conn) peer {
+			p := peerOf(c)
+			select {
+			case seen <- p:
+			default:
+			}
+			return p
+		}
+	})
+	if _, err := api.NewClient(ts.path).Status(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	self, err := selfUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := <-seen
+	if p.err != nil || p.user != self || p.pid != os.Getpid() {
+		t.Errorf("peer of our own connection = %+v, want %s %s and pid %d", p, userKind, self, os.Getpid())
+	}
+}
+
+// TestPeerRefused: a caller the peer check does not let in is refused,
+// on every connection, before anything reaches the backend. The check is
+// replaced to play callers a test cannot be: another user (Wine has one),
+// a caller that cannot be identified, a service that cannot tell its own
+// user.
+func TestPeerRefused(t *testing.T) {
+	f := newFake()
+	var checks atomic.Int32
+	intruder := serve(t, f, func(s *Server) {
+		s.peerOf = func(net.Conn) peer {
+			checks.Add(1)
+			return peer{user: "intruder", pid: 4242}
+		}
+	})
+	c := api.NewClient(intruder.path)
+	ctx := testCtx(t)
+	_, err := c.Status(ctx)
+	wantAPIError(t, "Status of another user", err, api.CodeForbidden)
+	if e, ok := errors.AsType[*api.Error](err); ok && (!strings.Contains(e.Message, userKind+" intruder") || !strings.Contains(e.Message, "pid 4242")) {
+		t.Errorf("the refusal does not name the caller: %q", e.Message)
+	}
+	_, err = c.Start(ctx, "a")
+	wantAPIError(t, "Start by another user", err, api.CodeForbidden)
+	_, err = c.Events(ctx)
+	wantAPIError(t, "Events for another user", err, api.CodeForbidden)
+	if n := checks.Load(); n != 3 {
+		t.Errorf("the peer was checked %d times for 3 connections", n)
+	}
+	if a := f.Status().Agents[0]; a.State != api.StateStopped || f.subscribers() != 0 {
+		t.Errorf("a refused request reached the backend: %+v, %d subscribers", a, f.subscribers())
+	}
+
+	unknown := serve(t, f, func(s *Server) {
+		s.peerOf = func(net.Conn) peer { return peer{err: errors.New("no token")} }
+	})
+	_, err = api.NewClient(unknown.path).Status(ctx)
+	wantAPIError(t, "Status of an unknown caller", err, api.CodeForbidden)
+	if e, ok := errors.AsType[*api.Error](err); ok && !strings.Contains(e.Message, "no token") {
+		t.Errorf("the refusal does not say why: %q", e.Message)
+	}
+
+	lost := serve(t, f, func(s *Server) { s.self, s.selfErr = "", errors.New("no process token") })
+	_, err = api.NewClient(lost.path).Status(ctx)
+	wantAPIError(t, "Status when the service cannot tell its user", err, api.CodeForbidden)
 }

@@ -1,0 +1,65 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	pwindows "github.com/tether-dev/tether/platform/windows"
+)
+
+var pipeSeq atomic.Int64
+
+// testListener listens on a fresh named pipe.
+func testListener(t *testing.T) (net.Listener, string) {
+	t.Helper()
+	path := fmt.Sprintf(`\\.\pipe\tether-api-test-%d-%d`, os.Getpid(), pipeSeq.Add(1))
+	l, err := pwindows.ListenPipe(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, path
+}
+
+func TestClientNotRunning(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, path := testListener(t)
+	l.Close()
+	c := NewClient(path)
+	_, err := c.Status(ctx)
+	if !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("Status = %v, want ErrNotRunning", err)
+	}
+	if !strings.Contains(err.Error(), path) {
+		t.Errorf("error %q does not name the pipe", err)
+	}
+	if _, err := c.Events(ctx); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("Events = %v, want ErrNotRunning", err)
+	}
+	if _, err := c.Start(ctx, "a"); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("Start = %v, want ErrNotRunning", err)
+	}
+}
+
+func TestSocketPath(t *testing.T) {
+	got, err := SocketPath("work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, ok := strings.CutPrefix(got, `\\.\pipe\tether-`)
+	if !ok || !strings.HasSuffix(user, "-work") || strings.ContainsAny(user, `\/:`) {
+		t.Errorf("SocketPath = %q, want \\\\.\\pipe\\tether-<user>-work", got)
+	}
+	for _, bad := range []string{"", "../x", `a\b`, ".hidden", "-x", strings.Repeat("p", 65)} {
+		if got, err := SocketPath(bad); err == nil {
+			t.Errorf("SocketPath(%q) = %q, want an error", bad, got)
+		}
+	}
+}
