@@ -3,16 +3,12 @@
 package guardian
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -24,24 +20,29 @@ import (
 // socket pair on.
 const tetherFD = 3
 
-const (
-	// recordWait bounds the wait for another guardian's record lock.
-	recordWait = 2 * time.Second
-	// defaultKillGrace is how long the kernel gets to finish off a tree
-	// after SIGKILL before the tree counts as alive.
-	defaultKillGrace = 2 * time.Second
-	// writeWait bounds one write to the owner, so an owner that stopped
-	// reading cannot stall a teardown.
-	writeWait = 2 * time.Second
-	// retryMax caps the backoff between cleanup retries.
-	retryMax = 30 * time.Second
-)
-
 const notByHand = `tether guardian: this is tether's internal lifetime owner for one agent.
 The tether service starts it with a socket on descriptor 3 and sends it the
 agent to run; it is not meant to be run by hand. To run an agent, use
 "tether start ID".
 `
+
+// procRef names a process in the owner record.
+type procRef = punix.Ref
+
+// containmentCleanupCode is the cleanup code of a containment that could
+// not be removed: the agent's cgroup.
+const containmentCleanupCode = CleanupCgroup
+
+// osGuardian is the Unix half of a guardian: the flock, the reaper, the
+// session and the cgroup.
+type osGuardian struct {
+	reaper    *punix.Reaper
+	subreaper bool
+	lock      *os.File
+	cgroup    *punix.Cgroup
+	tree      *punix.Tree
+	agent     punix.Ref
+}
 
 // Main runs the guardian process; args are the arguments after
 // "guardian". It returns the process exit code.
@@ -59,28 +60,6 @@ func tetherPresent() bool {
 		return false
 	}
 	return st.Mode&sys.S_IFMT == sys.S_IFSOCK
-}
-
-type guardian struct {
-	conn  *os.File
-	outMu sync.Mutex
-
-	req    request
-	key    string
-	log    *os.File
-	reaper *punix.Reaper
-
-	subreaper  bool
-	rec        *recordFile
-	lock       *os.File
-	locked     bool
-	privateDir string
-	cgroup     *punix.Cgroup
-	tree       *punix.Tree
-	agent      punix.Ref
-	agentExit  <-chan punix.ExitStatus
-	since      time.Time
-	tookOver   *Holder
 }
 
 func run() int {
@@ -103,106 +82,38 @@ func run() int {
 
 	g.subreaper, _ = punix.BecomeSubreaper()
 	g.reaper = punix.NewReaper()
-
-	// No deadline: a guardian may be started ahead of need (Pool) and
-	// wait for its request; if its owner dies first, EOF ends the wait.
-	rd := newLineReader(conn)
-	m, err := rd.next()
-	if errors.Is(err, io.EOF) {
-		return 0 // released unused
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "tether guardian: reading the start request: %v\n", err)
-		return 1
-	}
-	switch {
-	case m.Type != msgStart || m.Start == nil:
-		g.fail(&failure{Code: CodeConfig, Message: fmt.Sprintf("first message is %q, want %q", m.Type, msgStart)})
-		return 1
-	case m.Version != ProtocolVersion:
-		g.fail(&failure{Code: CodeConfig, Message: fmt.Sprintf("protocol version %d; this guardian speaks %d", m.Version, ProtocolVersion)})
-		return 1
-	}
-	g.req = *m.Start
-	if err := g.req.validate(); err != nil {
-		g.fail(&failure{Code: CodeConfig, Message: err.Error()})
-		return 1
-	}
-	g.key = Key(g.req.Identity)
-	if g.req.KillGrace == 0 {
-		g.req.KillGrace = Duration(defaultKillGrace)
-	}
-	if fl := g.openLog(); fl != nil {
-		g.fail(fl)
-		return 1
-	}
-	if fl := g.start(); fl != nil {
-		g.abort()
-		g.logf("not started: %s: %s", fl.Code, fl.Message)
-		g.fail(fl)
-		return 1
-	}
-	if g.req.Reclaim {
-		g.release()
-		g.logf("identity reclaimed")
-		g.send(message{Type: msgStopped, Version: ProtocolVersion, Reason: ReasonReclaimed, Cleanup: &Cleanup{Code: CleanupOK}})
-		return 0
-	}
-	g.logf("started %s as pid %d (%s, private dir %s)", g.req.Argv[0], g.agent.Pid, g.containment(), g.privateDir)
-	g.send(message{Type: msgReady, Version: ProtocolVersion, Ready: g.ready()})
-	// From here the guardian mostly sleeps: let go of the pages that
-	// start-up touched (see ReleaseExecutablePages).
-	_ = punix.ReleaseExecutablePages()
-	return g.watch(rd, term)
+	return g.serve(term)
 }
 
-// openLog opens the agent's log and makes it the guardian's stdout and
-// stderr too, so nothing the guardian prints from now on goes to the
-// owner's pipe.
-func (g *guardian) openLog() *failure {
-	var err error
-	if g.req.LogPath == "" {
-		g.log, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	} else {
-		if err = os.MkdirAll(filepath.Dir(g.req.LogPath), 0o700); err == nil {
-			g.log, err = punix.OpenAppendNoFollow(g.req.LogPath)
-		}
-	}
-	if err != nil {
-		return &failure{Code: CodeSpawn, Path: g.req.LogPath, Message: "opening the log: " + err.Error()}
-	}
+func openAppendNoFollow(path string) (*os.File, error) { return punix.OpenAppendNoFollow(path) }
+
+func redirectOutput(f *os.File) error {
 	for _, fd := range []int{1, 2} {
-		if err := punix.DupOnto(int(g.log.Fd()), fd); err != nil {
-			return &failure{Code: CodeInternal, Message: fmt.Sprintf("redirecting descriptor %d to the log: %v", fd, err)}
+		if err := punix.DupOnto(int(f.Fd()), fd); err != nil {
+			return fmt.Errorf("descriptor %d: %w", fd, err)
 		}
 	}
 	return nil
 }
 
-func (g *guardian) logf(format string, args ...any) {
-	if g.log == nil {
-		return
-	}
-	line := fmt.Sprintf("%s tether guardian[%d]: %s\n",
-		time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"), os.Getpid(), fmt.Sprintf(format, args...))
-	_, _ = g.log.WriteString(line)
-}
+// The owner record's lock.
+var (
+	openLockFile = punix.OpenLockFile
+	lockFile     = punix.TryLock
+	unlockFile   = punix.Unlock
+	errFileBusy  = punix.ErrLocked
+)
 
-func (g *guardian) send(m message) {
-	g.outMu.Lock()
-	defer g.outMu.Unlock()
-	_ = g.conn.SetWriteDeadline(time.Now().Add(writeWait))
-	// Cleared after the write: an armed deadline would wake the idle
-	// guardian later for nothing.
-	defer g.conn.SetWriteDeadline(time.Time{})
-	if err := writeMessage(g.conn, m); err != nil {
-		g.logf("telling the owner %q: %v", m.Type, err)
-	}
-}
+func removeAll(path string) error { return os.RemoveAll(path) }
 
-func (g *guardian) fail(f *failure) {
-	g.send(message{Type: msgFailed, Version: ProtocolVersion, Failure: f})
-}
+// settle runs once the agent is ready: from here the guardian mostly
+// sleeps, so it lets go of the pages that start-up touched (see
+// ReleaseExecutablePages).
+func (g *guardian) settle() { _ = punix.ReleaseExecutablePages() }
+
+// ownerGone is nil: on Unix the tether's EOF is the one sign of the
+// owner's death.
+func (g *guardian) ownerGone() <-chan struct{} { return nil }
 
 func (g *guardian) containment() string {
 	if g.cgroup != nil {
@@ -398,15 +309,8 @@ func (g *guardian) stopLeftover(prev *record) *failure {
 }
 
 // removeOld removes the private directory and cgroup a dead tree left.
-// The directory must look like one tether made for this identity.
 func (g *guardian) removeOld(prev *record) {
-	if d := prev.PrivateDir; d != "" && filepath.IsAbs(d) && strings.HasPrefix(filepath.Base(d), g.key+"-") {
-		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
-			if err := os.RemoveAll(d); err != nil {
-				g.logf("removing the private directory %s left by an earlier tree: %v", d, err)
-			}
-		}
-	}
+	g.removeOldDir(prev)
 	if prev.Cgroup != "" {
 		if cg, err := punix.OpenCgroup(prev.Cgroup); err == nil {
 			_ = cg.Remove()
@@ -414,44 +318,19 @@ func (g *guardian) removeOld(prev *record) {
 	}
 }
 
-func randomName(key string) (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	return key + "-" + hex.EncodeToString(b[:]), nil
-}
-
 // spawn starts the agent in its own session (and cgroup), with the lock
 // descriptor inherited so the lock lives as long as any process of the
 // tree keeps it.
 func (g *guardian) spawn() *failure {
-	env := agentEnv(g.req.Env, map[string]string{
-		"TMPDIR": g.privateDir, "TMP": g.privateDir, "TEMP": g.privateDir,
-		"TETHER_PRIVATE_DIR": g.privateDir, "TETHER_IDENTITY": g.req.Identity,
-	})
-	dir := g.req.Dir
-	if dir == "" {
-		dir = g.privateDir
-	} else if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		msg := "working directory is not a directory"
-		if err != nil {
-			msg = "working directory: " + err.Error()
-		}
-		return &failure{Code: CodeSpawn, Cause: CauseBadDir, Path: dir, Message: msg}
-	}
-	path, fl := resolveCommand(g.req.Argv[0], dir, env)
+	c, fl := g.command()
 	if fl != nil {
 		return fl
 	}
-	null, err := os.Open(os.DevNull)
-	if err != nil {
-		return &failure{Code: CodeInternal, Message: err.Error()}
-	}
-	defer null.Close()
+	defer c.stdin.Close()
+	path := c.path
 	spec := punix.SpawnSpec{
-		Path: path, Argv: g.req.Argv, Dir: dir, Env: env,
-		Stdin: null, Stdout: g.log, Stderr: g.log,
+		Path: path, Argv: g.req.Argv, Dir: c.dir, Env: c.env,
+		Stdin: c.stdin, Stdout: g.log, Stderr: g.log,
 		Extra:  []*os.File{g.lock},
 		Cgroup: g.cgroup,
 	}
@@ -472,176 +351,16 @@ func (g *guardian) spawn() *failure {
 	if p, err := punix.Stat(pid); err == nil {
 		g.agent = p.Ref()
 	}
-	g.agentExit = exit
-	g.tree = &punix.Tree{Leader: g.agent, Root: os.Getpid(), RootSubreaper: g.subreaper, Cgroup: g.cgroup}
-	return nil
-}
-
-// agentEnv returns env with the keys of set replaced. glibc's getenv
-// returns the first match, so old values are dropped, not shadowed.
-func agentEnv(env []string, set map[string]string) []string {
-	out := make([]string, 0, len(env)+len(set))
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if _, ok := set[k]; !ok {
-			out = append(out, kv)
-		}
-	}
-	for _, k := range []string{"TMPDIR", "TMP", "TEMP", "TETHER_PRIVATE_DIR", "TETHER_IDENTITY"} {
-		if v, ok := set[k]; ok {
-			out = append(out, k+"="+v)
-		}
-	}
-	return out
-}
-
-// resolveCommand finds argv0 the way execvp would, in the PATH of the
-// agent's environment, and says precisely why it cannot be run.
-func resolveCommand(argv0, dir string, env []string) (string, *failure) {
-	check := func(p string) (string, *failure) {
-		fi, err := os.Stat(p)
-		switch {
-		case err != nil && errors.Is(err, os.ErrNotExist):
-			return "", &failure{Code: CodeSpawn, Cause: CauseNotFound, Path: p, Message: "command " + quote(p) + " not found"}
-		case err != nil:
-			return "", &failure{Code: CodeSpawn, Cause: CauseNotExecutable, Path: p, Message: err.Error()}
-		case fi.IsDir():
-			return "", &failure{Code: CodeSpawn, Cause: CauseNotExecutable, Path: p, Message: "command " + quote(p) + " is a directory"}
-		case sys.Access(p, sys.X_OK) != nil:
-			return "", &failure{Code: CodeSpawn, Cause: CauseNotExecutable, Path: p, Message: fmt.Sprintf("command %q is not executable (mode %v)", p, fi.Mode().Perm())}
-		}
-		return p, nil
-	}
-	if strings.Contains(argv0, "/") {
-		p := argv0
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		return check(p)
-	}
-	pathEnv := "/usr/local/bin:/usr/bin:/bin"
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			pathEnv = v
-		}
-	}
-	var firstBad *failure
-	for _, d := range filepath.SplitList(pathEnv) {
-		if d == "" {
-			d = "."
-		}
-		if !filepath.IsAbs(d) {
-			d = filepath.Join(dir, d)
-		}
-		p, fl := check(filepath.Join(d, argv0))
-		if fl == nil {
-			return p, nil
-		}
-		if fl.Cause == CauseNotExecutable && firstBad == nil {
-			firstBad = fl
-		}
-	}
-	if firstBad != nil {
-		return "", firstBad
-	}
-	return "", &failure{Code: CodeSpawn, Cause: CauseNotFound, Path: argv0, Message: fmt.Sprintf("command %q not found in PATH %q", argv0, pathEnv)}
-}
-
-func quote(s string) string { return fmt.Sprintf("%q", s) }
-
-// abort undoes a failed start: whatever it made, it removes, so a failed
-// start leaves no lock, no directory and no process behind.
-func (g *guardian) abort() {
-	if g.tree != nil {
-		if _, err := g.tree.Stop(g.req.StopTimeout.d(), g.req.KillGrace.d()); err != nil {
-			g.logf("stopping the agent after a failed start: %v", err)
-		}
-	}
-	if g.privateDir != "" {
-		_ = os.RemoveAll(g.privateDir)
-	}
-	if g.cgroup != nil {
-		_ = g.cgroup.Remove()
-	}
-	g.release()
-}
-
-// release clears the owner record and releases the lock, in that order,
-// under the record lock, so no contender ever reads a record of a holder
-// that already let go.
-func (g *guardian) release() {
-	if g.rec == nil {
-		return
-	}
-	if g.locked {
-		busy := g.rec.lock(5*time.Second) != nil
-		if err := g.rec.write(nil); err != nil {
-			g.logf("clearing the owner record: %v", err)
-		}
-		_ = punix.Unlock(g.lock)
-		g.locked = false
-		if !busy {
-			g.rec.unlock()
-		}
-	}
-	if g.lock != nil {
-		g.lock.Close()
-	}
-	g.rec.close()
-	g.rec = nil
-}
-
-// watch waits for the one thing that ends the agent's life: a stop
-// request, the owner's death (EOF on the tether), a terminating signal, or
-// the agent's own exit. It blocks in the runtime's poller with no timer:
-// an idle guardian does not wake up. A SIGSTOP/SIGCONT of the guardian or
-// an interrupted read changes nothing here; only EOF or a read error ends
-// the wait.
-func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
-	msgs := make(chan message, 4)
-	readErr := make(chan error, 1)
+	g.agentPid = pid
+	exits := make(chan Exit, 1)
 	go func() {
-		for {
-			m, err := rd.next()
-			if err != nil {
-				readErr <- err
-				return
-			}
-			msgs <- m
+		if st, ok := <-exit; ok {
+			exits <- toExit(st)
 		}
 	}()
-	timeout := g.req.StopTimeout.d()
-	var reason StopReason
-	var exit *Exit
-	for reason == "" {
-		select {
-		case m := <-msgs:
-			if m.Type == msgStop {
-				reason = ReasonStopRequested
-				if m.Timeout != nil && *m.Timeout > 0 {
-					timeout = m.Timeout.d()
-				}
-			} else {
-				g.logf("ignoring unexpected %q message", m.Type)
-			}
-		case err := <-readErr:
-			reason = ReasonOwnerLost
-			if !errors.Is(err, io.EOF) {
-				g.logf("tether read failed: %v", err)
-			}
-		case s := <-term:
-			reason = ReasonSignal
-			g.logf("received %v", s)
-		case st := <-g.agentExit:
-			e := toExit(st)
-			exit = &e
-			g.agentExit = nil
-			reason = ReasonAgentExited
-			g.logf("agent pid %d exited: %s", g.agent.Pid, e)
-			g.send(message{Type: msgExited, Exit: exit})
-		}
-	}
-	return g.teardown(reason, timeout, exit)
+	g.agentExit = exits
+	g.tree = &punix.Tree{Leader: g.agent, Root: os.Getpid(), RootSubreaper: g.subreaper, Cgroup: g.cgroup}
+	return nil
 }
 
 func toExit(st punix.ExitStatus) Exit {
@@ -651,12 +370,8 @@ func toExit(st punix.ExitStatus) Exit {
 	return Exit{Code: st.Code}
 }
 
-// teardown stops the tree, removes the private directory and cgroup, and
-// only then releases the lock. A tree that cannot be confirmed empty keeps
-// the lock and is retried with backoff, reported each time.
-func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit) int {
-	begin := time.Now()
-	g.logf("stopping (%s), stop timeout %v", reason, timeout)
+// stopTree stops the tree: SIGTERM, timeout, SIGKILL, the kill grace.
+func (g *guardian) stopTree(timeout time.Duration) (stopReport, error) {
 	rep, err := g.tree.Stop(timeout, g.req.KillGrace.d())
 	// A scan of /proc is not atomic: a process reparented to the
 	// guardian in the middle of it can be missed. The guardian is a
@@ -669,58 +384,59 @@ func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit
 		rep.Killed += more.Killed
 		rep.Forced = rep.Forced || more.Forced
 	}
-	backoff := time.Second
-	for err != nil {
-		c := &Cleanup{Code: CleanupTreeAlive, Message: err.Error(), Terminated: rep.Terminated, Killed: rep.Killed, Forced: rep.Forced, Elapsed: Duration(time.Since(begin))}
-		var alive *punix.TreeAliveError
-		if errors.As(err, &alive) {
-			for _, p := range alive.Left {
-				c.Left = append(c.Left, p.Pid)
-			}
-		} else {
-			c.Code = CleanupInternal
+	out := stopReport{Terminated: rep.Terminated, Killed: rep.Killed, Forced: rep.Forced}
+	var alive *punix.TreeAliveError
+	if errors.As(err, &alive) {
+		left := make([]int, 0, len(alive.Left))
+		for _, p := range alive.Left {
+			left = append(left, p.Pid)
 		}
-		retry := Duration(backoff)
-		g.logf("cleanup failed, lock kept, retrying in %v: %v", backoff, err)
-		g.send(message{Type: msgCleanupFailed, Cleanup: c, Retry: &retry, Reason: reason})
-		time.Sleep(backoff)
-		backoff = min(2*backoff, retryMax)
-		var more punix.StopReport
-		more, err = g.tree.Stop(0, g.req.KillGrace.d())
-		rep.Terminated += more.Terminated
-		rep.Killed += more.Killed
+		return out, &treeAliveError{left: left, err: err}
 	}
-	// Members that died as zombies were reparented here; reap them all
-	// before exiting, or they would fall to a parent that may not reap.
+	return out, err
+}
+
+// afterStop reaps the members that died as zombies reparented here before
+// the guardian exits, or they would fall to a parent that may not reap.
+func (g *guardian) afterStop() {
 	if !g.reaper.ReapAll(g.req.KillGrace.d()) {
 		g.logf("children still unreaped after %v", g.req.KillGrace.d())
 	}
-	if exit == nil {
-		select {
-		case st := <-g.agentExit:
-			e := toExit(st)
-			exit = &e
-		default:
-		}
-	}
-	c := &Cleanup{Code: CleanupOK, Terminated: rep.Terminated, Killed: rep.Killed, Forced: rep.Forced}
-	if err := os.RemoveAll(g.privateDir); err != nil {
-		c.Code, c.Message = CleanupPrivateDir, err.Error()
-	}
-	if g.cgroup != nil {
-		if err := g.cgroup.Remove(); err != nil && c.Code == CleanupOK {
-			c.Code, c.Message = CleanupCgroup, err.Error()
-		}
-	}
-	g.release()
-	c.Elapsed = Duration(time.Since(begin))
-	if c.Code == CleanupOK {
-		g.logf("stopped (%s) in %v: %d terminated, %d killed", reason, c.Elapsed.d(), c.Terminated, c.Killed)
-	} else {
-		g.logf("stopped (%s) in %v with a cleanup error: %s: %s", reason, c.Elapsed.d(), c.Code, c.Message)
-	}
-	g.send(message{Type: msgStopped, Cleanup: c, Reason: reason, Exit: exit})
-	return 0
 }
 
-func (d Duration) d() time.Duration { return time.Duration(d) }
+func (g *guardian) removeContainment() error {
+	if g.cgroup == nil {
+		return nil
+	}
+	return g.cgroup.Remove()
+}
+
+func (g *guardian) unlockOwnership() error { return punix.Unlock(g.lock) }
+
+func (g *guardian) closeOwnership() {
+	if g.lock != nil {
+		g.lock.Close()
+	}
+}
+
+// commandHasDir says argv0 names a file rather than a command to look up
+// in PATH, as execvp decides.
+func commandHasDir(argv0 string) bool { return strings.Contains(argv0, "/") }
+
+func defaultPath() string { return "/usr/local/bin:/usr/bin:/bin" }
+
+// commandCandidates is the file itself: Unix adds no extensions.
+func commandCandidates(p string, _ []string) []string { return []string{p} }
+
+func notExecutable(p string, fi os.FileInfo, _ []string) string {
+	if sys.Access(p, sys.X_OK) != nil {
+		return fmt.Sprintf("command %q is not executable (mode %v)", p, fi.Mode().Perm())
+	}
+	return ""
+}
+
+// platformEnv adds nothing on Unix.
+func platformEnv(env []string) []string { return env }
+
+// envKey is the environment key as Unix compares it: exactly.
+func envKey(k string) string { return k }

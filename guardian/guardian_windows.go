@@ -1,13 +1,493 @@
+//go:build windows
+
 package guardian
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	pwin "github.com/tether-dev/tether/platform/windows"
+	"golang.org/x/sys/windows"
 )
 
-// Main reports that the Windows guardian (named mutex, job object, named
-// pipe tether) is not part of this build yet.
-func Main(args []string) int {
-	fmt.Fprintln(os.Stderr, "tether guardian:", ErrUnsupported)
-	return 1
+const notByHand = `tether guardian: this is tether's internal lifetime owner for one agent.
+The tether service starts it with an inherited pipe handle and sends it the
+agent to run; it is not meant to be run by hand. To run an agent, use
+"tether start ID".
+`
+
+// procRef names a process in the owner record.
+type procRef = pwin.Ref
+
+// containmentCleanupCode is the cleanup code of a containment that could
+// not be removed: closing the job object failed.
+const containmentCleanupCode = CleanupInternal
+
+// osGuardian is the Windows half of a guardian: the named mutex, the job
+// object and the handles on the agent and on the owner.
+type osGuardian struct {
+	owner     *pwin.Process // watched as a second sign of the owner's death
+	ownerDead chan struct{} // closed when the owner was gone before it could be watched
+	mutex     *pwin.Mutex
+	mutexName string
+	job       *pwin.Job
+	agent     *pwin.Process
 }
+
+// guardianArgs is what the owner puts on the guardian's command line:
+// the value of the inherited tether handle and the owner's process
+// reference. Neither is a secret.
+type guardianArgs struct {
+	tether uintptr
+	owner  pwin.Ref
+}
+
+func parseArgs(args []string) (guardianArgs, error) {
+	var a guardianArgs
+	var haveTether, haveOwner bool
+	for _, arg := range args {
+		switch k, v, _ := strings.Cut(arg, "="); k {
+		case "--tether":
+			h, err := strconv.ParseUint(v, 0, 64)
+			if err != nil || h == 0 {
+				return a, fmt.Errorf("bad tether handle %q", v)
+			}
+			a.tether, haveTether = uintptr(h), true
+		case "--owner":
+			pid, start, ok := strings.Cut(v, ":")
+			p, err1 := strconv.Atoi(pid)
+			s, err2 := strconv.ParseUint(start, 10, 64)
+			if !ok || err1 != nil || err2 != nil || p <= 0 {
+				return a, fmt.Errorf("bad owner %q", v)
+			}
+			a.owner, haveOwner = pwin.Ref{Pid: p, Start: s}, true
+		default:
+			return a, fmt.Errorf("unknown argument %q", arg)
+		}
+	}
+	if !haveTether || !haveOwner {
+		return a, errors.New("missing --tether or --owner")
+	}
+	return a, nil
+}
+
+func (a guardianArgs) list() []string {
+	return []string{fmt.Sprintf("--tether=%d", a.tether), fmt.Sprintf("--owner=%d:%d", a.owner.Pid, a.owner.Start)}
+}
+
+// Main runs the guardian process; args are the arguments after
+// "guardian". It returns the process exit code.
+func Main(args []string) int {
+	a, err := parseArgs(args)
+	if err != nil {
+		fmt.Fprint(os.Stderr, notByHand)
+		return 2
+	}
+	conn, err := pwin.InheritedFile(a.tether, "tether")
+	if err != nil {
+		// Run by hand with made-up arguments, most likely.
+		fmt.Fprintf(os.Stderr, "%stether guardian: %v\n", notByHand, err)
+		return 2
+	}
+	return run(conn, a.owner)
+}
+
+func run(conn *os.File, owner pwin.Ref) int {
+	// The agent shares the guardian's console: a CTRL_C or CTRL_BREAK
+	// for the whole console reaches the guardian too. It is not the
+	// guardian's to act on, and an unhandled one would kill it, so it is
+	// taken and dropped. Close, logoff and shutdown arrive as SIGTERM
+	// and end the agent's life.
+	intr := make(chan os.Signal, 1)
+	signal.Notify(intr, os.Interrupt)
+	go func() {
+		for range intr {
+		}
+	}()
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+
+	g := &guardian{conn: conn}
+	defer conn.Close()
+	// The tether's EOF is the first sign of the owner's death; its
+	// process handle is a second one. If it is gone already, the
+	// guardian tears down as soon as it has anything to tear down.
+	switch p, err := pwin.OpenProcess(owner); {
+	case err == nil:
+		g.owner = p
+		defer p.Close()
+	case errors.Is(err, pwin.ErrNoProcess):
+		g.ownerDead = make(chan struct{})
+		close(g.ownerDead)
+	default:
+		fmt.Fprintf(os.Stderr, "tether guardian: watching owner pid %d: %v (the tether alone will tell its death)\n", owner.Pid, err)
+	}
+	return g.serve(term)
+}
+
+func openAppendNoFollow(path string) (*os.File, error) { return pwin.OpenAppendNoFollow(path) }
+
+// redirectOutput makes f the guardian's standard output and error, for
+// the runtime's own crash output too (it asks for the standard handle at
+// each write), and closes the handles they replace, among them the
+// owner's stderr pipe.
+func redirectOutput(f *os.File) error {
+	for _, std := range []uint32{windows.STD_OUTPUT_HANDLE, windows.STD_ERROR_HANDLE} {
+		if err := windows.SetStdHandle(std, windows.Handle(f.Fd())); err != nil {
+			return fmt.Errorf("SetStdHandle(%d): %w", int32(std), err)
+		}
+	}
+	oldOut, oldErr := os.Stdout, os.Stderr
+	os.Stdout, os.Stderr = f, f
+	for _, old := range []*os.File{oldOut, oldErr} {
+		if old != nil && old != f {
+			old.Close()
+		}
+	}
+	return nil
+}
+
+// The owner record's lock.
+var (
+	openLockFile = pwin.OpenLockFile
+	lockFile     = pwin.TryLockFile
+	unlockFile   = pwin.UnlockFile
+	errFileBusy  = pwin.ErrFileLocked
+)
+
+// removeAll removes a private directory. A process's handles are closed
+// as it dies, but Windows may finish closing them a moment after the job
+// counts the process gone, and a file still open cannot be removed: retry
+// for a short while.
+func removeAll(path string) error {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		err := pwin.RemoveAll(path)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (g *guardian) settle() {}
+
+func (g *guardian) ownerGone() <-chan struct{} {
+	if g.owner != nil {
+		return g.owner.Exited()
+	}
+	return g.ownerDead
+}
+
+func (g *guardian) containment() string { return "job" }
+
+func (g *guardian) ready() *Ready {
+	return &Ready{
+		GuardianPID: os.Getpid(),
+		AgentPID:    g.agentPid,
+		SessionID:   g.agentPid, // the agent leads its own process group
+		Containment: g.containment(),
+		Job:         g.job.Name(),
+		PrivateDir:  g.privateDir,
+		LockPath:    g.mutexName,
+		Since:       g.since,
+		TookOver:    g.tookOver,
+	}
+}
+
+// MutexName returns the name of the named mutex that is an identity's
+// ownership lock: Local\tether-<user>-<Key(identity)>, where <user> is a
+// hash of the user's SID, so that two users of one session never share
+// an identity, and two profiles of one user always do.
+func MutexName(identity string) (string, error) {
+	tag, err := userTag()
+	if err != nil {
+		return "", err
+	}
+	return `Local\tether-` + tag + "-" + Key(identity), nil
+}
+
+func userTag() (string, error) {
+	sid, err := pwin.UserSID()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(sid))
+	return hex.EncodeToString(sum[:8]), nil
+}
+
+// start takes the lock, makes the private directory and starts the agent.
+// On failure it leaves what it made for abort to undo.
+func (g *guardian) start() *failure {
+	if err := pwin.SecureDir(g.req.LockDir); err != nil {
+		return &failure{Code: CodeLock, Path: g.req.LockDir, Message: "lock directory: " + err.Error()}
+	}
+	rec, err := openRecord(g.req.LockDir, g.key)
+	if err != nil {
+		return &failure{Code: CodeLock, Path: filepath.Join(g.req.LockDir, g.key+".owner"), Message: err.Error()}
+	}
+	g.rec = rec
+	if err := rec.lock(recordWait); err != nil {
+		prev, _ := rec.read()
+		return &failure{Code: CodeContention, Message: err.Error(), Holder: prev.holder()}
+	}
+	defer rec.unlock()
+	prev, perr := rec.read()
+	if perr != nil {
+		g.logf("ignoring unreadable owner record %s: %v", rec.f.Name(), perr)
+		prev = nil
+	}
+
+	if g.mutexName, err = MutexName(g.req.Identity); err != nil {
+		return &failure{Code: CodeLock, Message: err.Error()}
+	}
+	g.mutex, err = pwin.TryLockMutex(g.mutexName)
+	if errors.Is(err, pwin.ErrLocked) {
+		h := prev.holder()
+		return &failure{Code: CodeContention, Message: "identity " + quote(g.req.Identity) + " is held by " + h.String(), Holder: h}
+	}
+	if err != nil {
+		return &failure{Code: CodeLock, Path: g.mutexName, Message: err.Error()}
+	}
+	g.locked = true
+
+	// The mutex was free. A record left behind means its holder died
+	// without releasing (a mutex whose object outlived its holder also
+	// says so, as abandoned). Its job took its tree down with it, but
+	// make sure before starting another: the job outlives the guardian
+	// for as long as Windows takes to end its processes.
+	if prev != nil {
+		g.logf("identity was held by %s, which ended without releasing it (mutex abandoned: %v)", prev.holder(), g.mutex.Abandoned)
+		if fl := g.stopLeftover(prev); fl != nil {
+			return fl
+		}
+		g.tookOver = prev.holder()
+	} else if g.mutex.Abandoned {
+		g.logf("mutex %s was abandoned by a holder that left no record", g.mutexName)
+		g.tookOver = &Holder{Identity: g.req.Identity, Unknown: true}
+	}
+
+	if g.req.Reclaim {
+		return nil // the identity is free again; nothing to start
+	}
+	g.since = time.Now().UTC()
+	name, err := randomName(g.key)
+	if err != nil {
+		return &failure{Code: CodeInternal, Message: err.Error()}
+	}
+	tag, _ := userTag()
+	planned := filepath.Join(g.req.PrivateRoot, name)
+	self := &record{Version: 1, Identity: g.req.Identity, Profile: g.req.Profile, Guardian: selfRef(),
+		Job: `Local\tether-` + tag + "-" + name, PrivateDir: planned, Since: g.since}
+	if err := rec.write(self); err != nil {
+		return &failure{Code: CodeLock, Path: rec.f.Name(), Message: "writing the owner record: " + err.Error()}
+	}
+	if g.job, err = pwin.NewJob(self.Job); err != nil {
+		return &failure{Code: CodeInternal, Message: "creating the job object: " + err.Error()}
+	}
+
+	if err := pwin.SecureDir(g.req.PrivateRoot); err != nil {
+		return &failure{Code: CodePrivateDir, Path: g.req.PrivateRoot, Message: err.Error()}
+	}
+	if err := pwin.MkdirPrivate(planned); err != nil {
+		return &failure{Code: CodePrivateDir, Path: planned, Message: err.Error()}
+	}
+	g.privateDir = planned
+
+	if fl := g.spawn(); fl != nil {
+		return fl
+	}
+	self.Agent = g.agent.Ref()
+	if err := rec.write(self); err != nil {
+		g.logf("writing the owner record: %v", err)
+	}
+	return nil
+}
+
+func selfRef() pwin.Ref {
+	r, err := pwin.RefOf(os.Getpid())
+	if err != nil {
+		return pwin.Ref{Pid: os.Getpid()}
+	}
+	return r
+}
+
+// stopLeftover stops what is left of the job of a holder that died, and
+// removes its private directory.
+func (g *guardian) stopLeftover(prev *record) *failure {
+	if prev.Job != "" {
+		job, err := pwin.OpenJob(prev.Job)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			// Gone with its last process.
+		case err != nil:
+			return &failure{Code: CodeInternal, Message: "opening the job of an earlier tree: " + err.Error()}
+		default:
+			defer job.Close()
+			if n, _ := job.Active(); n > 0 {
+				g.logf("an earlier tree of this identity (job %s) still has %d process(es); stopping them", prev.Job, n)
+			}
+			if _, err := job.Stop(nil, 0, g.req.KillGrace.d()); err != nil {
+				return &failure{Code: CodeContention, Message: "an earlier tree of this identity could not be stopped: " + err.Error(), Holder: prev.holder()}
+			}
+		}
+	}
+	g.removeOldDir(prev)
+	return nil
+}
+
+// spawn starts the agent inside the job, suspended until it is in it.
+func (g *guardian) spawn() *failure {
+	c, fl := g.command()
+	if fl != nil {
+		return fl
+	}
+	defer c.stdin.Close()
+	path := c.path
+	p, err := pwin.StartInJob(pwin.SpawnSpec{
+		Path: path, Argv: g.req.Argv, Dir: c.dir, Env: c.env,
+		Stdin: c.stdin, Stdout: g.log, Stderr: g.log,
+	}, g.job)
+	if err != nil {
+		cause := CauseExec
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			cause = CauseNotFound
+		case errors.Is(err, windows.ERROR_BAD_EXE_FORMAT), errors.Is(err, os.ErrPermission):
+			cause = CauseNotExecutable
+		}
+		return &failure{Code: CodeSpawn, Cause: cause, Path: path, Message: err.Error()}
+	}
+	g.agent = p
+	g.agentPid = p.Pid
+	exits := make(chan Exit, 1)
+	go func() {
+		<-p.Exited()
+		code, _ := p.ExitCode()
+		exits <- Exit{Code: int(code)}
+	}()
+	g.agentExit = exits
+	return nil
+}
+
+// stopTree asks the agent's process group to stop (CTRL_BREAK), gives the
+// job the stop timeout to empty, terminates what is left, and confirms the
+// job empty within the kill grace. Without a console to carry the request,
+// the job is terminated at once.
+func (g *guardian) stopTree(timeout time.Duration) (stopReport, error) {
+	if g.job == nil {
+		return stopReport{}, nil
+	}
+	graceful := func() error { return pwin.CtrlBreak(g.agentPid) }
+	rep, err := g.job.Stop(graceful, timeout, g.req.KillGrace.d())
+	if rep.Graceful != nil {
+		g.logf("no graceful stop request could be made (%v); terminating the job", rep.Graceful)
+	}
+	out := stopReport{Terminated: rep.Requested, Killed: rep.Killed, Forced: rep.Forced}
+	var alive *pwin.JobAliveError
+	if errors.As(err, &alive) {
+		return out, &treeAliveError{left: alive.Pids, err: err}
+	}
+	return out, err
+}
+
+func (g *guardian) afterStop() {}
+
+// removeContainment closes the job, now empty.
+func (g *guardian) removeContainment() error {
+	if g.job == nil {
+		return nil
+	}
+	err := g.job.Close()
+	g.job = nil
+	return err
+}
+
+// unlockOwnership releases the mutex, on the thread that holds it.
+func (g *guardian) unlockOwnership() error { return g.mutex.Unlock() }
+
+func (g *guardian) closeOwnership() {}
+
+// commandHasDir says argv0 names a file rather than a command to look up
+// in PATH.
+func commandHasDir(argv0 string) bool {
+	return strings.ContainsAny(argv0, `/\`) || filepath.VolumeName(argv0) != ""
+}
+
+func defaultPath() string {
+	root := os.Getenv("SYSTEMROOT")
+	if root == "" {
+		root = `C:\Windows`
+	}
+	return root + `\System32;` + root
+}
+
+// pathExt returns the extensions that make a file a program, from the
+// agent's PATHEXT.
+func pathExt(env []string) []string {
+	v, ok := lookupEnv(env, "PATHEXT")
+	if !ok || v == "" {
+		v = ".COM;.EXE;.BAT;.CMD"
+	}
+	var out []string
+	for _, e := range strings.Split(strings.ToLower(v), ";") {
+		if strings.HasPrefix(e, ".") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// commandCandidates are the files a command may name, as the Windows
+// search tries them: the name itself when its extension makes it a
+// program, otherwise the name with each PATHEXT extension, then the bare
+// name (so that an existing file of another type is reported as not a
+// program rather than not found).
+func commandCandidates(p string, env []string) []string {
+	exts := pathExt(env)
+	ext := strings.ToLower(filepath.Ext(p))
+	for _, e := range exts {
+		if e == ext {
+			return []string{p}
+		}
+	}
+	out := make([]string, 0, len(exts)+1)
+	for _, e := range exts {
+		out = append(out, p+e)
+	}
+	return append(out, p)
+}
+
+func notExecutable(p string, _ os.FileInfo, env []string) string {
+	ext := strings.ToLower(filepath.Ext(p))
+	for _, e := range pathExt(env) {
+		if e == ext {
+			return ""
+		}
+	}
+	return fmt.Sprintf("command %q is not a program (its extension is not one of PATHEXT %v)", p, pathExt(env))
+}
+
+// platformEnv adds SYSTEMROOT when the agent's environment lacks it:
+// Windows programs need it (Winsock, among others, fails without it), and
+// os/exec adds it for the same reason.
+func platformEnv(env []string) []string {
+	if _, ok := lookupEnv(env, "SYSTEMROOT"); !ok {
+		if v, ok := os.LookupEnv("SYSTEMROOT"); ok {
+			env = append(env, "SYSTEMROOT="+v)
+		}
+	}
+	return env
+}
+
+// envKey is the environment key as Windows compares it: without case.
+func envKey(k string) string { return strings.ToUpper(k) }

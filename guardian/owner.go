@@ -1,5 +1,3 @@
-//go:build unix
-
 package guardian
 
 import (
@@ -10,10 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"syscall"
 	"time"
-
-	punix "github.com/tether-dev/tether/platform/unix"
 )
 
 // stderrLimit bounds what is kept of a guardian's stderr for error
@@ -74,12 +69,11 @@ type spawned struct {
 	stderr *cappedBuffer
 }
 
-// spawn starts a guardian process.
+// spawn starts a guardian process, tied to this one by the tether.
 func spawn(exe string) (*spawned, error) {
-	// Both ends are close-on-exec from birth, so no other child spawned
-	// concurrently can inherit them (I6); os/exec dups the guardian's end
-	// to descriptor 3 for this one child only.
-	conn, guardEnd, err := punix.SocketPair()
+	// This process's end is never inheritable, and the guardian's end is
+	// handed to the guardian alone (I6): see tetherPair.
+	conn, guardEnd, err := tetherPair()
 	if err != nil {
 		return nil, err
 	}
@@ -89,16 +83,8 @@ func spawn(exe string) (*spawned, error) {
 		conn.Close()
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
-	cmd := &exec.Cmd{
-		Path:       exe,
-		Args:       []string{exe, "guardian"},
-		Env:        []string{"GOMAXPROCS=1"},
-		Stderr:     stderrW,
-		ExtraFiles: []*os.File{guardEnd},
-		// Its own session: signals for the owner's terminal or process
-		// group never reach it.
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
-	}
+	cmd := guardianCommand(exe, guardEnd)
+	cmd.Stderr = stderrW
 	err = cmd.Start()
 	guardEnd.Close()
 	stderrW.Close()

@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || windows
 
 package guardian
 
@@ -15,7 +15,7 @@ func TestPoolUsesWarmGuardian(t *testing.T) {
 	p := NewPool(e.exe)
 	defer p.Close()
 	warm := func() int {
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(20 * time.Second)
 		for {
 			p.mu.Lock()
 			g := p.warm

@@ -114,8 +114,9 @@ type Ready struct {
 	GuardianPID int       `json:"guardian_pid"`
 	AgentPID    int       `json:"agent_pid"`
 	SessionID   int       `json:"session_id"`
-	Containment string    `json:"containment"` // "cgroup+session" or "session"
+	Containment string    `json:"containment"` // "cgroup+session", "session" or "job"
 	Cgroup      string    `json:"cgroup,omitempty"`
+	Job         string    `json:"job,omitempty"` // Windows: the job object's name
 	Subreaper   bool      `json:"subreaper"`
 	PrivateDir  string    `json:"private_dir"`
 	LockPath    string    `json:"lock_path"`

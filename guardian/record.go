@@ -1,5 +1,3 @@
-//go:build unix
-
 package guardian
 
 import (
@@ -9,22 +7,22 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/tether-dev/tether/platform/unix"
 )
 
-// record is what the holder of an identity writes next to its lock, in
-// <key>.owner: who holds it and what tree it started. It is read and
-// rewritten in place only under an exclusive flock on the record file
-// itself, which is also held across taking the ownership lock, so a reader
-// never sees a holder without its record or a record without its holder.
+// record is what the holder of an identity writes in the lock directory,
+// in <key>.owner: who holds it and what tree it started. It is read and
+// rewritten in place only under an exclusive lock on the record file
+// itself (flock on Unix, LockFileEx on Windows), which is also held across
+// taking the ownership lock, so a reader never sees a holder without its
+// record or a record without its holder.
 type record struct {
 	Version    int       `json:"version"`
 	Identity   string    `json:"identity"`
 	Profile    string    `json:"profile,omitempty"`
-	Guardian   unix.Ref  `json:"guardian"`
-	Agent      unix.Ref  `json:"agent"`
-	Cgroup     string    `json:"cgroup,omitempty"`
+	Guardian   procRef   `json:"guardian"`
+	Agent      procRef   `json:"agent"`
+	Cgroup     string    `json:"cgroup,omitempty"` // Linux
+	Job        string    `json:"job,omitempty"`    // Windows: the job object's name
 	PrivateDir string    `json:"private_dir,omitempty"`
 	Since      time.Time `json:"since"`
 }
@@ -53,19 +51,19 @@ type recordFile struct {
 var errRecordBusy = errors.New("another guardian is acquiring this identity")
 
 func openRecord(lockDir, key string) (*recordFile, error) {
-	f, err := unix.OpenLockFile(filepath.Join(lockDir, key+".owner"))
+	f, err := openLockFile(filepath.Join(lockDir, key+".owner"))
 	if err != nil {
 		return nil, err
 	}
 	return &recordFile{f: f}, nil
 }
 
-// lock takes the record's flock, retrying until wait has passed.
+// lock takes the record's lock, retrying until wait has passed.
 func (r *recordFile) lock(wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	for {
-		err := unix.TryLock(r.f)
-		if !errors.Is(err, unix.ErrLocked) {
+		err := lockFile(r.f)
+		if !errors.Is(err, errFileBusy) {
 			return err
 		}
 		if time.Now().After(deadline) {
@@ -75,7 +73,7 @@ func (r *recordFile) lock(wait time.Duration) error {
 	}
 }
 
-func (r *recordFile) unlock() { _ = unix.Unlock(r.f) }
+func (r *recordFile) unlock() { _ = unlockFile(r.f) }
 
 func (r *recordFile) close() { r.f.Close() }
 

@@ -151,3 +151,35 @@ func setPrivateDACL(path string) error {
 	}
 	return nil
 }
+
+// AllowedSIDs returns the SIDs that the DACL of path grants any access
+// to, and whether the DACL is protected from inheritance: what a check of
+// "who may enter" needs.
+func AllowedSIDs(path string) (sids []string, protected bool, err error) {
+	sd, err := windows.GetNamedSecurityInfo(path, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION)
+	if err != nil {
+		return nil, false, &os.PathError{Op: "GetNamedSecurityInfo", Path: path, Err: err}
+	}
+	ctl, _, err := sd.Control()
+	if err != nil {
+		return nil, false, err
+	}
+	dacl, _, err := sd.DACL()
+	if err != nil {
+		return nil, false, err
+	}
+	if dacl == nil {
+		// A null DACL grants everyone everything.
+		return []string{"S-1-1-0"}, false, nil
+	}
+	for i := range uint32(dacl.AceCount) {
+		var ace *windows.ACCESS_ALLOWED_ACE
+		if err := windows.GetAce(dacl, i, &ace); err != nil {
+			return nil, false, err
+		}
+		if ace.Header.AceType == windows.ACCESS_ALLOWED_ACE_TYPE {
+			sids = append(sids, (*windows.SID)(unsafe.Pointer(&ace.SidStart)).String())
+		}
+	}
+	return sids, ctl&windows.SE_DACL_PROTECTED != 0, nil
+}

@@ -5,39 +5,15 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"unsafe"
-
-	"golang.org/x/sys/windows"
 )
 
-// allowedSIDs returns the SIDs the DACL of path grants anything to, and
-// whether the DACL is protected from inheritance.
 func allowedSIDs(t *testing.T, path string) (sids []string, protected bool) {
 	t.Helper()
-	sd, err := windows.GetNamedSecurityInfo(path, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION)
+	sids, protected, err := AllowedSIDs(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctl, _, err := sd.Control()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dacl, _, err := sd.DACL()
-	if err != nil || dacl == nil {
-		t.Fatalf("%s has no DACL (%v): everyone may enter", path, err)
-	}
-	for i := range uint32(dacl.AceCount) {
-		var ace *windows.ACCESS_ALLOWED_ACE
-		if err := windows.GetAce(dacl, i, &ace); err != nil {
-			t.Fatal(err)
-		}
-		if ace.Header.AceType != windows.ACCESS_ALLOWED_ACE_TYPE {
-			continue
-		}
-		sid := (*windows.SID)(unsafe.Pointer(&ace.SidStart))
-		sids = append(sids, sid.String())
-	}
-	return sids, ctl&windows.SE_DACL_PROTECTED != 0
+	return sids, protected
 }
 
 // A private directory admits its user alone. Under Wine, which derives a

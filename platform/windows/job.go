@@ -169,7 +169,7 @@ func (e *JobAliveError) Error() string {
 
 // StopReport says how a job went down.
 type StopReport struct {
-	Requested int   // processes running when the graceful request was sent
+	Requested int   // processes running when the graceful request went out
 	Killed    int   // processes still running at the deadline, terminated
 	Forced    bool  // TerminateJobObject was needed
 	Graceful  error // why the graceful request could not be sent, if it could not
@@ -188,8 +188,8 @@ func (j *Job) Stop(graceful func() error, timeout, grace time.Duration) (StopRep
 		return rep, err
 	}
 	if graceful != nil && timeout > 0 {
-		rep.Requested = n
 		if rep.Graceful = graceful(); rep.Graceful == nil {
+			rep.Requested = n
 			if n, err = j.waitEmpty(time.Now().Add(timeout)); err != nil || n == 0 {
 				return rep, err
 			}

@@ -88,7 +88,7 @@ func TestJobStopGracefulFailed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Graceful != errTest || !rep.Forced || rep.Requested != 1 {
+	if rep.Graceful != errTest || !rep.Forced || rep.Requested != 0 || rep.Killed != 1 {
 		t.Errorf("report %+v", rep)
 	}
 	if d := time.Since(begin); d > 10*time.Second {

@@ -1,0 +1,476 @@
+package guardian
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+const (
+	// recordWait bounds the wait for another guardian's record lock.
+	recordWait = 2 * time.Second
+	// defaultKillGrace is how long the system gets to finish off a tree
+	// after the kill before the tree counts as alive.
+	defaultKillGrace = 2 * time.Second
+	// writeWait bounds one write to the owner, so an owner that stopped
+	// reading cannot stall a teardown.
+	writeWait = 2 * time.Second
+	// retryMax caps the backoff between cleanup retries.
+	retryMax = 30 * time.Second
+)
+
+// guardian is one guardian process's state. What every platform shares is
+// here; osGuardian (guardian_unix.go, guardian_windows.go) holds the
+// lock, containment and agent handles of one platform.
+type guardian struct {
+	conn  *os.File
+	outMu sync.Mutex
+
+	req        request
+	key        string
+	log        *os.File
+	rec        *recordFile
+	locked     bool // the ownership lock is held
+	privateDir string
+	agentPid   int
+	agentExit  <-chan Exit
+	since      time.Time
+	tookOver   *Holder
+
+	osGuardian
+}
+
+// stopReport says how a tree went down.
+type stopReport struct {
+	Terminated int  // processes asked to stop
+	Killed     int  // processes still there at the deadline, killed
+	Forced     bool // the stop timeout ran out (or the request could not be made)
+}
+
+func (r *stopReport) add(more stopReport) {
+	r.Terminated += more.Terminated
+	r.Killed += more.Killed
+	r.Forced = r.Forced || more.Forced
+}
+
+// treeAliveError is a stop that left processes alive.
+type treeAliveError struct {
+	left []int
+	err  error
+}
+
+func (e *treeAliveError) Error() string { return e.err.Error() }
+func (e *treeAliveError) Unwrap() error { return e.err }
+
+// serve reads the start request on the tether, starts the agent (or, for
+// a reclaim, only frees the identity) and watches it until teardown. It
+// returns the process exit code.
+func (g *guardian) serve(term <-chan os.Signal) int {
+	// No deadline: a guardian may be started ahead of need (Pool) and
+	// wait for its request; if its owner dies first, EOF ends the wait.
+	rd := newLineReader(g.conn)
+	m, err := rd.next()
+	if errors.Is(err, io.EOF) {
+		return 0 // released unused
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tether guardian: reading the start request: %v\n", err)
+		return 1
+	}
+	switch {
+	case m.Type != msgStart || m.Start == nil:
+		g.fail(&failure{Code: CodeConfig, Message: fmt.Sprintf("first message is %q, want %q", m.Type, msgStart)})
+		return 1
+	case m.Version != ProtocolVersion:
+		g.fail(&failure{Code: CodeConfig, Message: fmt.Sprintf("protocol version %d; this guardian speaks %d", m.Version, ProtocolVersion)})
+		return 1
+	}
+	g.req = *m.Start
+	if err := g.req.validate(); err != nil {
+		g.fail(&failure{Code: CodeConfig, Message: err.Error()})
+		return 1
+	}
+	g.key = Key(g.req.Identity)
+	if g.req.KillGrace == 0 {
+		g.req.KillGrace = Duration(defaultKillGrace)
+	}
+	if fl := g.openLog(); fl != nil {
+		g.fail(fl)
+		return 1
+	}
+	if fl := g.start(); fl != nil {
+		g.abort()
+		g.logf("not started: %s: %s", fl.Code, fl.Message)
+		g.fail(fl)
+		return 1
+	}
+	if g.req.Reclaim {
+		g.release()
+		g.logf("identity reclaimed")
+		g.send(message{Type: msgStopped, Version: ProtocolVersion, Reason: ReasonReclaimed, Cleanup: &Cleanup{Code: CleanupOK}})
+		return 0
+	}
+	g.logf("started %s as pid %d (%s, private dir %s)", g.req.Argv[0], g.agentPid, g.containment(), g.privateDir)
+	g.send(message{Type: msgReady, Version: ProtocolVersion, Ready: g.ready()})
+	g.settle()
+	return g.watch(rd, term)
+}
+
+// openLog opens the agent's log and makes it the guardian's stdout and
+// stderr too, so nothing the guardian prints from now on goes to the
+// owner's pipe.
+func (g *guardian) openLog() *failure {
+	var err error
+	if g.req.LogPath == "" {
+		g.log, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	} else {
+		if err = os.MkdirAll(filepath.Dir(g.req.LogPath), 0o700); err == nil {
+			g.log, err = openAppendNoFollow(g.req.LogPath)
+		}
+	}
+	if err != nil {
+		return &failure{Code: CodeSpawn, Path: g.req.LogPath, Message: "opening the log: " + err.Error()}
+	}
+	if err := redirectOutput(g.log); err != nil {
+		return &failure{Code: CodeInternal, Message: "redirecting output to the log: " + err.Error()}
+	}
+	return nil
+}
+
+func (g *guardian) logf(format string, args ...any) {
+	if g.log == nil {
+		return
+	}
+	line := fmt.Sprintf("%s tether guardian[%d]: %s\n",
+		time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"), os.Getpid(), fmt.Sprintf(format, args...))
+	_, _ = g.log.WriteString(line)
+}
+
+func (g *guardian) send(m message) {
+	g.outMu.Lock()
+	defer g.outMu.Unlock()
+	_ = g.conn.SetWriteDeadline(time.Now().Add(writeWait))
+	// Cleared after the write: an armed deadline would wake the idle
+	// guardian later for nothing.
+	defer g.conn.SetWriteDeadline(time.Time{})
+	if err := writeMessage(g.conn, m); err != nil {
+		g.logf("telling the owner %q: %v", m.Type, err)
+	}
+}
+
+func (g *guardian) fail(f *failure) {
+	g.send(message{Type: msgFailed, Version: ProtocolVersion, Failure: f})
+}
+
+// removeOldDir removes the private directory an earlier tree of this
+// identity left. It must look like one tether made for this identity.
+func (g *guardian) removeOldDir(prev *record) {
+	d := prev.PrivateDir
+	if d == "" || !filepath.IsAbs(d) || !strings.HasPrefix(filepath.Base(d), g.key+"-") {
+		return
+	}
+	if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
+		if err := removeAll(d); err != nil {
+			g.logf("removing the private directory %s left by an earlier tree: %v", d, err)
+		}
+	}
+}
+
+func randomName(key string) (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return key + "-" + hex.EncodeToString(b[:]), nil
+}
+
+// agentEnv returns env with the keys of set replaced (compared as the
+// platform compares them: exactly on Unix, case-insensitively on
+// Windows). glibc's getenv returns the first match, so old values are
+// dropped, not shadowed.
+func agentEnv(env []string, set map[string]string) []string {
+	replaced := make(map[string]bool, len(set))
+	for k := range set {
+		replaced[envKey(k)] = true
+	}
+	out := make([]string, 0, len(env)+len(set))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !replaced[envKey(k)] {
+			out = append(out, kv)
+		}
+	}
+	for _, k := range []string{"TMPDIR", "TMP", "TEMP", "TETHER_PRIVATE_DIR", "TETHER_IDENTITY"} {
+		if v, ok := set[k]; ok {
+			out = append(out, k+"="+v)
+		}
+	}
+	return out
+}
+
+// lookupEnv returns the value of key in env, compared as the platform
+// compares keys; the last entry wins.
+func lookupEnv(env []string, key string) (string, bool) {
+	var v string
+	var found bool
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && envKey(k) == envKey(key) {
+			v, found = val, true
+		}
+	}
+	return v, found
+}
+
+// resolveCommand finds argv0 the way the platform's own search would
+// (execvp's PATH walk; on Windows also PATHEXT), in the PATH of the
+// agent's environment, and says precisely why it cannot be run.
+func resolveCommand(argv0, dir string, env []string) (string, *failure) {
+	check := func(p string) (string, *failure) {
+		var missing *failure
+		for _, c := range commandCandidates(p, env) {
+			fi, err := os.Stat(c)
+			switch {
+			case err != nil && errors.Is(err, os.ErrNotExist):
+				if missing == nil {
+					missing = &failure{Code: CodeSpawn, Cause: CauseNotFound, Path: p, Message: "command " + quote(p) + " not found"}
+				}
+				continue
+			case err != nil:
+				return "", &failure{Code: CodeSpawn, Cause: CauseNotExecutable, Path: c, Message: err.Error()}
+			case fi.IsDir():
+				return "", &failure{Code: CodeSpawn, Cause: CauseNotExecutable, Path: c, Message: "command " + quote(c) + " is a directory"}
+			}
+			if why := notExecutable(c, fi, env); why != "" {
+				return "", &failure{Code: CodeSpawn, Cause: CauseNotExecutable, Path: c, Message: why}
+			}
+			return c, nil
+		}
+		return "", missing
+	}
+	if commandHasDir(argv0) {
+		p := argv0
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		return check(p)
+	}
+	pathEnv, ok := lookupEnv(env, "PATH")
+	if !ok {
+		pathEnv = defaultPath()
+	}
+	var firstBad *failure
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" {
+			d = "."
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(dir, d)
+		}
+		p, fl := check(filepath.Join(d, argv0))
+		if fl == nil {
+			return p, nil
+		}
+		if fl.Cause == CauseNotExecutable && firstBad == nil {
+			firstBad = fl
+		}
+	}
+	if firstBad != nil {
+		return "", firstBad
+	}
+	return "", &failure{Code: CodeSpawn, Cause: CauseNotFound, Path: argv0, Message: fmt.Sprintf("command %q not found in PATH %q", argv0, pathEnv)}
+}
+
+func quote(s string) string { return fmt.Sprintf("%q", s) }
+
+// agentCommand is what every platform needs to start the agent.
+type agentCommand struct {
+	path, dir string
+	env       []string
+	stdin     *os.File // the null device; closed by the caller once the agent runs
+}
+
+// command resolves the agent's command in its working directory (the
+// requested one, which must be a directory, or the private directory) and
+// builds its environment: the request's, with the private directory as
+// its temporary directory and its identity named.
+func (g *guardian) command() (*agentCommand, *failure) {
+	env := platformEnv(agentEnv(g.req.Env, map[string]string{
+		"TMPDIR": g.privateDir, "TMP": g.privateDir, "TEMP": g.privateDir,
+		"TETHER_PRIVATE_DIR": g.privateDir, "TETHER_IDENTITY": g.req.Identity,
+	}))
+	dir := g.req.Dir
+	if dir == "" {
+		dir = g.privateDir
+	} else if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		msg := "working directory is not a directory"
+		if err != nil {
+			msg = "working directory: " + err.Error()
+		}
+		return nil, &failure{Code: CodeSpawn, Cause: CauseBadDir, Path: dir, Message: msg}
+	}
+	path, fl := resolveCommand(g.req.Argv[0], dir, env)
+	if fl != nil {
+		return nil, fl
+	}
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, &failure{Code: CodeInternal, Message: err.Error()}
+	}
+	return &agentCommand{path: path, dir: dir, env: env, stdin: null}, nil
+}
+
+// abort undoes a failed start: whatever it made, it removes, so a failed
+// start leaves no lock, no directory and no process behind.
+func (g *guardian) abort() {
+	if g.agentPid > 0 {
+		if _, err := g.stopTree(g.req.StopTimeout.d()); err != nil {
+			g.logf("stopping the agent after a failed start: %v", err)
+		}
+	}
+	if g.privateDir != "" {
+		_ = removeAll(g.privateDir)
+	}
+	_ = g.removeContainment()
+	g.release()
+}
+
+// release clears the owner record and releases the lock, in that order,
+// under the record lock, so no contender ever reads a record of a holder
+// that already let go.
+func (g *guardian) release() {
+	if g.rec == nil {
+		return
+	}
+	if g.locked {
+		busy := g.rec.lock(5*time.Second) != nil
+		if err := g.rec.write(nil); err != nil {
+			g.logf("clearing the owner record: %v", err)
+		}
+		if err := g.unlockOwnership(); err != nil {
+			g.logf("releasing the ownership lock: %v", err)
+		}
+		g.locked = false
+		if !busy {
+			g.rec.unlock()
+		}
+	}
+	g.closeOwnership()
+	g.rec.close()
+	g.rec = nil
+}
+
+// watch waits for the one thing that ends the agent's life: a stop
+// request, the owner's death (EOF on the tether, or on Windows the owner's
+// process handle), a terminating signal, or the agent's own exit. It
+// blocks with no timer: an idle guardian does not wake up. A stopped and
+// continued guardian, or an interrupted read, changes nothing here; only
+// EOF or a read error ends the wait.
+func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
+	msgs := make(chan message, 4)
+	readErr := make(chan error, 1)
+	go func() {
+		for {
+			m, err := rd.next()
+			if err != nil {
+				readErr <- err
+				return
+			}
+			msgs <- m
+		}
+	}()
+	timeout := g.req.StopTimeout.d()
+	var reason StopReason
+	var exit *Exit
+	for reason == "" {
+		select {
+		case m := <-msgs:
+			if m.Type == msgStop {
+				reason = ReasonStopRequested
+				if m.Timeout != nil && *m.Timeout > 0 {
+					timeout = m.Timeout.d()
+				}
+			} else {
+				g.logf("ignoring unexpected %q message", m.Type)
+			}
+		case err := <-readErr:
+			reason = ReasonOwnerLost
+			if !errors.Is(err, io.EOF) {
+				g.logf("tether read failed: %v", err)
+			}
+		case <-g.ownerGone():
+			reason = ReasonOwnerLost
+			g.logf("owner process exited")
+		case s := <-term:
+			reason = ReasonSignal
+			g.logf("received %v", s)
+		case e := <-g.agentExit:
+			exit = &e
+			g.agentExit = nil
+			reason = ReasonAgentExited
+			g.logf("agent pid %d exited: %s", g.agentPid, e)
+			g.send(message{Type: msgExited, Exit: exit})
+		}
+	}
+	return g.teardown(reason, timeout, exit)
+}
+
+// teardown stops the tree, removes the private directory and the
+// containment, and only then releases the lock. A tree that cannot be
+// confirmed empty keeps the lock and is retried with backoff, reported
+// each time.
+func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit) int {
+	begin := time.Now()
+	g.logf("stopping (%s), stop timeout %v", reason, timeout)
+	rep, err := g.stopTree(timeout)
+	backoff := time.Second
+	for err != nil {
+		c := &Cleanup{Code: CleanupTreeAlive, Message: err.Error(), Terminated: rep.Terminated, Killed: rep.Killed, Forced: rep.Forced, Elapsed: Duration(time.Since(begin))}
+		var alive *treeAliveError
+		if errors.As(err, &alive) {
+			c.Left = alive.left
+		} else {
+			c.Code = CleanupInternal
+		}
+		retry := Duration(backoff)
+		g.logf("cleanup failed, lock kept, retrying in %v: %v", backoff, err)
+		g.send(message{Type: msgCleanupFailed, Cleanup: c, Retry: &retry, Reason: reason})
+		time.Sleep(backoff)
+		backoff = min(2*backoff, retryMax)
+		var more stopReport
+		more, err = g.stopTree(0)
+		rep.add(more)
+	}
+	g.afterStop()
+	if exit == nil {
+		select {
+		case e := <-g.agentExit:
+			exit = &e
+		default:
+		}
+	}
+	c := &Cleanup{Code: CleanupOK, Terminated: rep.Terminated, Killed: rep.Killed, Forced: rep.Forced}
+	if err := removeAll(g.privateDir); err != nil {
+		c.Code, c.Message = CleanupPrivateDir, err.Error()
+	}
+	if err := g.removeContainment(); err != nil && c.Code == CleanupOK {
+		c.Code, c.Message = containmentCleanupCode, err.Error()
+	}
+	g.release()
+	c.Elapsed = Duration(time.Since(begin))
+	if c.Code == CleanupOK {
+		g.logf("stopped (%s) in %v: %d terminated, %d killed", reason, c.Elapsed.d(), c.Terminated, c.Killed)
+	} else {
+		g.logf("stopped (%s) in %v with a cleanup error: %s: %s", reason, c.Elapsed.d(), c.Code, c.Message)
+	}
+	g.send(message{Type: msgStopped, Cleanup: c, Reason: reason, Exit: exit})
+	return 0
+}
+
+func (d Duration) d() time.Duration { return time.Duration(d) }
