@@ -1,4 +1,4 @@
-//go:build unix
+//go:build unix || windows
 
 package service
 
@@ -10,24 +10,24 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	punix "github.com/tether-dev/tether/platform/unix"
 	"github.com/tether-dev/tether/service/localapi"
 	"github.com/tether-dev/tether/service/state"
 )
 
 // Run runs the service of one profile in the foreground until it is
-// told to quit (SIGTERM, SIGINT, or the API), and returns the exit code.
-// SIGHUP reloads the config.
+// told to quit (a stop signal, see stopSignals, or the API), and returns
+// the exit code. A reload signal (SIGHUP on Unix; Windows has none)
+// reloads the config.
 func Run(p Paths, exe string, stderr io.Writer) int {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(stderr, "%s tether service[%d]: %s\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), fmt.Sprintf(format, args...))
 	}
-	if err := punix.SecureDir(p.StateDir); err != nil {
+	if err := secureStateDir(p.StateDir); err != nil {
 		logf("state directory: %v", err)
 		return 1
 	}
@@ -51,7 +51,7 @@ func Run(p Paths, exe string, stderr io.Writer) int {
 	if err := store.Err(); err != nil {
 		logf("the state file is malformed and left as it is (intent will not be saved until it is fixed): %v", err)
 	}
-	l, err := punix.ListenUnix(p.Socket)
+	l, err := listenAPI(p.Socket)
 	if err != nil {
 		logf("local API: %v", err)
 		return 1
@@ -63,12 +63,12 @@ func Run(p Paths, exe string, stderr io.Writer) int {
 	logf("profile %q serving on %s with %d agent(s) from %s", p.Profile, p.Socket, len(cfg.Agents), cfg.Path)
 
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	signal.Notify(sigs, slices.Concat(stopSignals, reloadSignals)...)
 	defer signal.Stop(sigs)
 	for {
 		select {
 		case s := <-sigs:
-			if s == syscall.SIGHUP {
+			if slices.Contains(reloadSignals, s) {
 				if err := c.Reload(context.Background()); err != nil {
 					logf("reload: %v", err)
 				} else {
@@ -103,18 +103,18 @@ func Run(p Paths, exe string, stderr io.Writer) int {
 // ErrAlreadyRunning: another service runs this profile.
 var ErrAlreadyRunning = errors.New("the service of this profile is already running")
 
-// takeServiceLock makes this the only service of the profile. The lock
-// file holds the pid of its holder, for the message a second one prints.
-func takeServiceLock(p Paths) (*os.File, error) {
-	path := filepath.Join(p.StateDir, "service.lock")
-	f, err := punix.OpenLockFile(path)
+// takeServiceLock makes this the only service of the profile: a lock on
+// service.lock in the state directory (openLockFile, tryLock), which holds
+// the pid of its holder at pidOffset, for the message a second one prints.
+func takeServiceLock(p Paths) (io.Closer, error) {
+	f, err := openLockFile(filepath.Join(p.StateDir, "service.lock"))
 	if err != nil {
 		return nil, err
 	}
-	if err := punix.TryLock(f); err != nil {
-		b, _ := io.ReadAll(io.NewSectionReader(f, 0, 64))
+	if err := tryLock(f); err != nil {
+		b, _ := io.ReadAll(io.NewSectionReader(f, pidOffset, 64))
 		f.Close()
-		if errors.Is(err, punix.ErrLocked) {
+		if errors.Is(err, errLocked) {
 			pid := strings.TrimSpace(string(b))
 			if _, perr := strconv.Atoi(pid); perr != nil {
 				pid = "unknown"
@@ -124,6 +124,6 @@ func takeServiceLock(p Paths) (*os.File, error) {
 		return nil, err
 	}
 	_ = f.Truncate(0)
-	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), pidOffset)
 	return f, nil
 }

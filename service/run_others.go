@@ -1,15 +1,16 @@
-//go:build !unix
+//go:build !unix && !windows
 
 package service
 
 import (
 	"fmt"
 	"io"
+	"runtime"
 )
 
-// Run reports that the service needs the Windows guardian and named-pipe
-// API, which this build does not have yet.
+// Run reports that this system has neither a guardian nor a local API
+// transport.
 func Run(p Paths, exe string, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "tether service run: not available on this platform in this version")
+	fmt.Fprintf(stderr, "tether service run: not available on %s\n", runtime.GOOS)
 	return 1
 }
