@@ -10,6 +10,15 @@
 // whole tree down, removes the private directory and only then releases the
 // lock.
 //
+// On Windows the lock is a named mutex held by a pinned thread, the
+// containment a kill-on-close job object the agent enters before it runs,
+// and the tether one end of a duplex named pipe whose handle value is on
+// the guardian's command line; the owner's process handle is a second
+// sign of its death (guardian_windows.go). What the platforms share, the
+// request handling, the watch, the staged teardown, the owner record and
+// the whole owner side, is written once (guardian.go, record.go, owner.go,
+// pool.go).
+//
 // The owner side is Start, which returns a Session. The two speak the
 // protocol in protocol.go: typed JSON lines, the first each way carrying a
 // version.
