@@ -222,6 +222,9 @@ func TestRaceOneWinner(t *testing.T) {
 			defer mu.Unlock()
 			if rep.Ready != nil {
 				readies = append(readies, rep.Ready)
+				// Its owner's death ends it; should the test fail
+				// first, it is ended here.
+				t.Cleanup(func() { stopOrphan(rep.Ready.GuardianPID) })
 			} else {
 				refusals = append(refusals, rep)
 			}
@@ -274,7 +277,7 @@ func TestRaceOneWinner(t *testing.T) {
 // process shows that the scan sees pipes where there are some.
 func TestAgentInheritsNoTether(t *testing.T) {
 	e := newEnv(t)
-	s := e.start(e.spec("no-tether", "pipes"))
+	e.start(e.spec("no-tether", "pipes"))
 	e.waitAnnounced(map[string]int{"leader": 1})
 	b, err := os.ReadFile(filepath.Join(e.helper, "pipes"))
 	if err != nil {
@@ -286,7 +289,6 @@ func TestAgentInheritsNoTether(t *testing.T) {
 	if len(pipeHandles()) == 0 {
 		t.Error("the scan finds no pipe even here, where the session's tether is one")
 	}
-	_ = s
 }
 
 // The private directory admits the user alone (see the platform test for
