@@ -54,8 +54,8 @@ unit:
 cross:
 	GOOS=windows GOARCH=amd64 $(GO) vet ./...
 	@if [ -x "$(STATICCHECK)" ]; then \
-		echo "GOOS=windows $(STATICCHECK) ./platform/windows/... ./guardian/..."; \
-		GOOS=windows GOARCH=amd64 $(STATICCHECK) ./platform/windows/... ./guardian/...; \
+		echo "GOOS=windows $(STATICCHECK) ./..."; GOOS=windows GOARCH=amd64 $(STATICCHECK) ./...; \
+		echo "GOOS=darwin $(STATICCHECK) ./..."; GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(STATICCHECK) ./...; \
 	fi
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null .

@@ -1,0 +1,406 @@
+//go:build windows
+
+package windows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/guardian"
+	pwin "github.com/tether-dev/tether/platform/windows"
+)
+
+// The test binary doubles as the agent: with roleEnv=agent it starts a
+// child of its own (role child), writes both pids to the file pidsEnv
+// names and sleeps until it is killed.
+const (
+	roleEnv = "TETHER_WIN_E2E_ROLE"
+	pidsEnv = "TETHER_WIN_E2E_PIDS"
+)
+
+// agentLife bounds a helper's life, so nothing a failed run leaves lives on.
+const agentLife = 2 * time.Minute
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(roleEnv) {
+	case "agent":
+		os.Exit(agent())
+	case "child":
+		time.Sleep(agentLife)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func agent() int {
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	child := exec.Command(exe, "-test.run=^$")
+	child.Env = append(os.Environ(), roleEnv+"=child")
+	if err := child.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "starting the child:", err)
+		return 1
+	}
+	pids := fmt.Sprintf("%d %d\n", os.Getpid(), child.Process.Pid)
+	tmp := os.Getenv(pidsEnv) + ".tmp"
+	err = os.WriteFile(tmp, []byte(pids), 0o600)
+	if err == nil {
+		err = os.Rename(tmp, os.Getenv(pidsEnv))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "writing the pids:", err)
+		return 1
+	}
+	time.Sleep(agentLife)
+	return 0
+}
+
+// world is one throwaway tether installation: its own application data
+// directories, a config whose one agent is this test binary, and unique
+// profile names, so runs never meet.
+type world struct {
+	t        *testing.T
+	exe      string
+	base     string
+	config   string
+	pids     string
+	identity string
+	env      []string
+}
+
+func newWorld(t *testing.T) *world {
+	exe := os.Getenv("TETHER_EXE")
+	if exe == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("TETHER_EXE is not set: the Windows end-to-end tests must run in CI")
+		}
+		t.Skip("set TETHER_EXE to a tether.exe built for Windows (.ci/wine-test does)")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := os.MkdirTemp("", "tether-win-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// os.RemoveAll fails under Wine 8; this one does not.
+	t.Cleanup(func() { _ = pwin.RemoveAll(base) })
+	w := &world{
+		t: t, exe: exe, base: base,
+		config:   filepath.Join(base, "agents.yaml"),
+		pids:     filepath.Join(base, "pids"),
+		identity: fmt.Sprintf("probe@e2e-%d", os.Getpid()),
+	}
+	w.env = append(os.Environ(),
+		"LocalAppData="+filepath.Join(base, "local"),
+		"AppData="+filepath.Join(base, "roaming"))
+	cfg := fmt.Sprintf(`agents:
+  - id: probe
+    identity: %s
+    command: ['%s', '-test.run=^$']
+    env: {%s: agent, %s: '%s'}
+    autostart: false
+    restart: never
+    stop_timeout: 1s
+`, w.identity, self, roleEnv, pidsEnv, w.pids)
+	if err := os.WriteFile(w.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// profile returns a profile name unique to this run.
+func (w *world) profile(name string) string { return fmt.Sprintf("e2e%d-%s", os.Getpid(), name) }
+
+// run runs tether with args and returns its exit code and output.
+func (w *world) run(args ...string) (int, string) {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, w.exe, append([]string{"--config", w.config}, args...)...)
+	cmd.Env = w.env
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, string(out)
+	case errors.As(err, &ee):
+		return ee.ExitCode(), string(out)
+	}
+	w.t.Fatalf("tether %v: %v\n%s", args, err, out)
+	return 0, ""
+}
+
+// service is a running "tether service run".
+type service struct {
+	cmd     *exec.Cmd
+	done    chan struct{}
+	client  *api.Client
+	profile string
+}
+
+// startService starts the service of profile and waits until it answers.
+// t.Cleanup kills it if the test has not stopped it.
+func (w *world) startService(profile string) *service {
+	w.t.Helper()
+	cmd := exec.Command(w.exe, "--config", w.config, "--profile", profile, "service", "run")
+	cmd.Env = w.env
+	log, err := os.Create(filepath.Join(w.base, profile+"-service.log"))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer log.Close()
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	s := &service{cmd: cmd, done: make(chan struct{}), profile: profile}
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	w.t.Cleanup(func() { s.kill() })
+	sock, err := api.SocketPath(profile)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	s.client = api.NewClient(sock)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := s.client.Status(ctx)
+		cancel()
+		if err == nil {
+			return s
+		}
+		select {
+		case <-s.done:
+			w.t.Fatalf("the service of %s exited: %v\n%s", profile, cmd.ProcessState, w.serviceLog(profile))
+		default:
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("the service of %s did not answer in 30s: %v\n%s", profile, err, w.serviceLog(profile))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (w *world) serviceLog(profile string) string {
+	b, _ := os.ReadFile(filepath.Join(w.base, profile+"-service.log"))
+	return string(b)
+}
+
+// kill terminates the service (TerminateProcess: nothing of it runs on)
+// and waits for it.
+func (s *service) kill() {
+	_ = s.cmd.Process.Kill()
+	<-s.done
+}
+
+// quit stops the service through its API and waits for it to exit.
+func (s *service) quit(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.client.Quit(ctx); err != nil {
+		t.Fatalf("quit %s: %v", s.profile, err)
+	}
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		t.Fatalf("the service of %s did not exit after quit", s.profile)
+	}
+}
+
+// row returns the probe's row as the service reports it.
+func (s *service) row(t *testing.T) api.Agent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := s.client.Status(ctx)
+	if err != nil {
+		t.Fatalf("status of %s: %v", s.profile, err)
+	}
+	for _, a := range st.Agents {
+		if a.ID == "probe" {
+			return a
+		}
+	}
+	t.Fatalf("status of %s has no probe: %+v", s.profile, st)
+	return api.Agent{}
+}
+
+// tree returns the live processes of the agent's tree from its pids file,
+// written anew by each agent.
+func (w *world) tree() []pwin.Ref {
+	w.t.Helper()
+	b, err := os.ReadFile(w.pids)
+	if err != nil {
+		w.t.Fatalf("the agent's pids: %v", err)
+	}
+	var refs []pwin.Ref
+	for _, f := range strings.Fields(string(b)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			w.t.Fatalf("the agent's pids %q: %v", b, err)
+		}
+		if r, err := pwin.RefOf(pid); err == nil && pwin.Alive(r) {
+			refs = append(refs, r)
+		}
+	}
+	return refs
+}
+
+// waitTree waits until the agent has written its pids and both processes
+// run; it returns the agent's pid.
+func (w *world) waitTree(after time.Time) int {
+	w.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if fi, err := os.Stat(w.pids); err == nil && !fi.ModTime().Before(after) {
+			if refs := w.tree(); len(refs) == 2 {
+				return refs[0].Pid
+			}
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatal("the agent and its child are not both running after 30s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitGone waits until none of refs runs and returns how long that took
+// from begin.
+func waitGone(t *testing.T, refs []pwin.Ref, begin time.Time, limit time.Duration) time.Duration {
+	t.Helper()
+	for {
+		var left []int
+		for _, r := range refs {
+			if pwin.Alive(r) {
+				left = append(left, r.Pid)
+			}
+		}
+		if len(left) == 0 {
+			return time.Since(begin)
+		}
+		if time.Since(begin) > limit {
+			t.Fatalf("processes %v of the tree still run %v after its owner died", left, limit)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// identityFree reports whether the identity's mutex can be taken now.
+func (w *world) identityFree() bool {
+	w.t.Helper()
+	name, err := guardian.MutexName(w.identity)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	m, err := pwin.TryLockMutex(name)
+	if errors.Is(err, pwin.ErrLocked) {
+		return false
+	}
+	if err != nil {
+		w.t.Fatalf("the identity's mutex: %v", err)
+	}
+	if err := m.Unlock(); err != nil {
+		w.t.Fatal(err)
+	}
+	return true
+}
+
+// privateDirs lists what is left in the profile's private directories.
+func (w *world) privateDirs(profile string) []string {
+	entries, _ := os.ReadDir(filepath.Join(w.base, "local", "tether", profile, "private"))
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// TestServiceCrashWindows: the service is killed (TerminateProcess) while
+// its agent runs; the guardian sees its owner die and the agent's whole
+// tree, its private directory and its identity go with it (I2). A
+// relaunched service brings the enabled agent back exactly once, and a
+// second profile meets the typed contention, exit 4 (I1).
+func TestServiceCrashWindows(t *testing.T) {
+	w := newWorld(t)
+	a := w.profile("a")
+	svc := w.startService(a)
+
+	begin := time.Now()
+	if code, out := w.run("--profile", a, "start", "probe"); code != 0 {
+		t.Fatalf("start: exit %d\n%s", code, out)
+	}
+	agentPid := w.waitTree(begin)
+	if row := svc.row(t); row.State != api.StateRunning || row.PID != agentPid {
+		t.Fatalf("row %+v, want running with the agent's pid %d", row, agentPid)
+	}
+	if w.identityFree() {
+		t.Fatal("the identity's mutex is free while its agent runs")
+	}
+	tree := w.tree()
+
+	// The owner dies: nothing tells the guardian but its tether.
+	killed := time.Now()
+	svc.kill()
+	took := waitGone(t, tree, killed, 1*time.Second+5*time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for !w.identityFree() || len(w.privateDirs(a)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the service died: identity free %v, private dirs %v", w.identityFree(), w.privateDirs(a))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("service killed: tree gone after %v, identity free and private dir removed after %v", took.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))
+
+	// The relaunched service brings the enabled agent back, once.
+	relaunched := time.Now()
+	svc = w.startService(a)
+	newPid := w.waitTree(relaunched)
+	if newPid == agentPid {
+		t.Fatalf("the agent's pid %d did not change across the relaunch", newPid)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for svc.row(t).State != api.StateRunning {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the relaunch: %+v", svc.row(t))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// A second profile on the same identity: typed contention, exit 4.
+	b := w.profile("b")
+	other := w.startService(b)
+	code, out := w.run("--profile", b, "start", "probe")
+	if code != 4 || !strings.Contains(out, "contention") {
+		t.Fatalf("start in a second profile: exit %d, want 4 (contention)\n%s", code, out)
+	}
+	if refs := w.tree(); len(refs) != 2 || refs[0].Pid != newPid {
+		t.Fatalf("after the second profile's start the tree is %v, want the one of pid %d", refs, newPid)
+	}
+
+	// Both quit: the agent stops, nothing is left.
+	tree = w.tree()
+	other.quit(t)
+	svc.quit(t)
+	waitGone(t, tree, time.Now(), 10*time.Second)
+	if !w.identityFree() {
+		t.Error("the identity's mutex is held after both services quit")
+	}
+	if dirs := w.privateDirs(a); len(dirs) > 0 {
+		t.Errorf("private dirs after both services quit: %v", dirs)
+	}
+}
