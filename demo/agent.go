@@ -1,5 +1,3 @@
-//go:build unix
-
 package demo
 
 import (
@@ -14,8 +12,9 @@ import (
 // Agent is the demo agent built into the binary ("tether demo-agent"). It
 // behaves like a real agent with helpers: it starts a worker in a process
 // group of its own and a descendant that double-forks into a session of its
-// own (the kind of escapee a process-group kill misses), writes a heartbeat
-// to its log, and exits on SIGTERM.
+// own (on Windows: a detached process, orphaned), the kind of escapee a
+// process-group kill misses; it writes a heartbeat to its log and exits on
+// SIGTERM or an interrupt (CTRL_BREAK on Windows).
 func Agent(args []string) int {
 	role := "agent"
 	if len(args) > 0 {
@@ -33,7 +32,7 @@ func Agent(args []string) int {
 	case "escape":
 		// The middle of the double fork: start the escapee in a new
 		// session and exit at once, orphaning it.
-		return startSelf("escapee", &syscall.SysProcAttr{Setsid: true}, false)
+		return startSelf("escapee", escapeeAttr(), false)
 	default:
 		fmt.Fprintf(os.Stderr, "tether demo-agent: unknown role %q\n", role)
 		return 2
@@ -42,7 +41,7 @@ func Agent(args []string) int {
 
 func runAgent(term <-chan os.Signal) int {
 	fmt.Printf("demo agent pid %d up, private dir %s\n", os.Getpid(), os.Getenv("TETHER_PRIVATE_DIR"))
-	if rc := startSelf("worker", &syscall.SysProcAttr{Setpgid: true}, true); rc != 0 {
+	if rc := startSelf("worker", workerAttr(), true); rc != 0 {
 		return rc
 	}
 	if rc := startSelf("escape", nil, true); rc != 0 {
@@ -53,7 +52,7 @@ func runAgent(term <-chan os.Signal) int {
 	for n := 1; ; n++ {
 		select {
 		case <-term:
-			fmt.Println("demo agent: SIGTERM, exiting")
+			fmt.Println("demo agent: asked to stop, exiting")
 			return 0
 		case <-tick.C:
 			fmt.Printf("demo agent: heartbeat %d\n", n)

@@ -1,5 +1,3 @@
-// Package demo is tether's self-contained crash-survival demonstration and
-// the demo agent built into the binary.
 package demo
 
 import (
@@ -7,12 +5,9 @@ import (
 	"os"
 )
 
-// Run reports that the demo needs the Windows guardian, which this build
-// does not have yet.
+// Run reports that the crash demo, which SIGKILLs processes and reads
+// /proc, runs on Linux and macOS only; the demo agent (Agent) runs here.
 func Run(args []string) int {
-	fmt.Fprintln(os.Stderr, "tether demo: not available on Windows in this version")
+	fmt.Fprintln(os.Stderr, "tether demo: the crash demo is not available on Windows in this version")
 	return 1
 }
-
-// Agent reports the same for the demo agent.
-func Agent(args []string) int { return Run(args) }

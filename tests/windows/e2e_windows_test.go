@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -122,6 +123,15 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
+// args puts the config flag before args, unless the world runs on the
+// embedded default config.
+func (w *world) args(args ...string) []string {
+	if w.config == "" {
+		return args
+	}
+	return append([]string{"--config", w.config}, args...)
+}
+
 // profile returns a profile name unique to this run.
 func (w *world) profile(name string) string { return fmt.Sprintf("e2e%d-%s", os.Getpid(), name) }
 
@@ -130,7 +140,7 @@ func (w *world) run(args ...string) (int, string) {
 	w.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, w.exe, append([]string{"--config", w.config}, args...)...)
+	cmd := exec.CommandContext(ctx, w.exe, w.args(args...)...)
 	cmd.Env = w.env
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
@@ -156,7 +166,7 @@ type service struct {
 // t.Cleanup kills it if the test has not stopped it.
 func (w *world) startService(profile string) *service {
 	w.t.Helper()
-	cmd := exec.Command(w.exe, "--config", w.config, "--profile", profile, "service", "run")
+	cmd := exec.Command(w.exe, w.args("--profile", profile, "service", "run")...)
 	cmd.Env = w.env
 	log, err := os.Create(filepath.Join(w.base, profile+"-service.log"))
 	if err != nil {
@@ -222,8 +232,8 @@ func (s *service) quit(t *testing.T) {
 	}
 }
 
-// row returns the probe's row as the service reports it.
-func (s *service) row(t *testing.T) api.Agent {
+// row returns agent id's row as the service reports it.
+func (s *service) row(t *testing.T, id string) api.Agent {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -232,11 +242,11 @@ func (s *service) row(t *testing.T) api.Agent {
 		t.Fatalf("status of %s: %v", s.profile, err)
 	}
 	for _, a := range st.Agents {
-		if a.ID == "probe" {
+		if a.ID == id {
 			return a
 		}
 	}
-	t.Fatalf("status of %s has no probe: %+v", s.profile, st)
+	t.Fatalf("status of %s has no %s: %+v", s.profile, id, st)
 	return api.Agent{}
 }
 
@@ -345,7 +355,7 @@ func TestServiceCrashWindows(t *testing.T) {
 		t.Fatalf("start: exit %d\n%s", code, out)
 	}
 	agentPid := w.waitTree(begin)
-	if row := svc.row(t); row.State != api.StateRunning || row.PID != agentPid {
+	if row := svc.row(t, "probe"); row.State != api.StateRunning || row.PID != agentPid {
 		t.Fatalf("row %+v, want running with the agent's pid %d", row, agentPid)
 	}
 	if w.identityFree() {
@@ -374,9 +384,9 @@ func TestServiceCrashWindows(t *testing.T) {
 		t.Fatalf("the agent's pid %d did not change across the relaunch", newPid)
 	}
 	deadline = time.Now().Add(30 * time.Second)
-	for svc.row(t).State != api.StateRunning {
+	for svc.row(t, "probe").State != api.StateRunning {
 		if time.Now().After(deadline) {
-			t.Fatalf("after the relaunch: %+v", svc.row(t))
+			t.Fatalf("after the relaunch: %+v", svc.row(t, "probe"))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -403,4 +413,58 @@ func TestServiceCrashWindows(t *testing.T) {
 	if dirs := w.privateDirs(a); len(dirs) > 0 {
 		t.Errorf("private dirs after both services quit: %v", dirs)
 	}
+}
+
+// TestDefaultConfigWindows: with no config file the service runs the
+// embedded default, whose demo agent (tether demo-agent: a worker in its
+// own process group and a detached escapee) starts by itself; killing the
+// service ends all three.
+func TestDefaultConfigWindows(t *testing.T) {
+	w := newWorld(t)
+	w.config = ""
+	p := w.profile("default")
+	svc := w.startService(p)
+	deadline := time.Now().Add(30 * time.Second)
+	var pids map[string]int
+	for {
+		code, out := w.run("--profile", p, "logs", "demo", "-n", "20")
+		if code == 0 {
+			if pids = demoPids(out); len(pids) == 3 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the demo agent's tree did not come up in 30s: exit %d\n%s\nservice log:\n%s", code, out, w.serviceLog(p))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if row := svc.row(t, "demo"); row.State != api.StateRunning || row.PID != pids["agent"] {
+		t.Fatalf("row %+v, want demo running as pid %d", row, pids["agent"])
+	}
+	var tree []pwin.Ref
+	for role, pid := range pids {
+		r, err := pwin.RefOf(pid)
+		if err != nil || !pwin.Alive(r) {
+			t.Fatalf("the demo %s (pid %d) does not run: %v", role, pid, err)
+		}
+		tree = append(tree, r)
+	}
+	killed := time.Now()
+	svc.kill()
+	took := waitGone(t, tree, killed, 5*time.Second+5*time.Second)
+	t.Logf("service killed: the demo agent, its worker and its escapee gone after %v", took.Round(time.Millisecond))
+}
+
+// demoPids reads "demo ROLE pid N up" lines of the demo agent's log.
+func demoPids(log string) map[string]int {
+	pids := map[string]int{}
+	for _, line := range strings.Split(log, "\n") {
+		f := strings.Fields(line)
+		if i := slices.Index(f, "demo"); i >= 0 && len(f) >= i+4 && f[i+2] == "pid" {
+			if pid, err := strconv.Atoi(f[i+3]); err == nil {
+				pids[f[i+1]] = pid
+			}
+		}
+	}
+	return pids
 }
