@@ -293,6 +293,7 @@ func (a *actor) start() {
 		return
 	}
 	spec := a.spec(env)
+	a.c.logStarted()
 	if err := rotateLog(spec.LogPath); err != nil {
 		a.fail(&api.Error{Code: api.CodeInternal, Message: "rotating the log: " + err.Error()})
 		return

@@ -56,6 +56,7 @@ type Controller struct {
 	quit     chan struct{}  // closed when Quit is accepted
 	runs     chan stateWrite
 	runsDone chan struct{}
+	logStart chan struct{} // an agent started; see capLogs
 }
 
 // ErrShutdownRefused: agents could not be confirmed stopped; a second
@@ -93,8 +94,9 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 		pool:     guardian.NewPool(opts.Executable),
 		runs:     make(chan stateWrite, runWriteBuffer),
 		runsDone: make(chan struct{}),
+		logStart: make(chan struct{}, 1),
 	}
-	go c.capLogs(logCheckEvery)
+	go c.capLogs()
 	go c.writeRuns()
 	st := store.State()
 	enabled := map[string]bool{}
@@ -386,29 +388,43 @@ func (c *Controller) Quit(ctx context.Context) error {
 	return nil
 }
 
-// logCheckEvery is how often running agents' logs are held to MaxLogSize.
-const logCheckEvery = 30 * time.Second
-
-// capLogs keeps every agent's log under MaxLogSize until the controller
-// shuts down.
-func (c *Controller) capLogs(every time.Duration) {
-	t := time.NewTicker(every)
+// capLogs keeps every agent's log under MaxLogSize (see logChecker) until
+// the controller shuts down.
+func (c *Controller) capLogs() {
+	lc := newLogChecker(MaxLogSize, time.Now())
+	t := time.NewTimer(logCheckFirst)
 	defer t.Stop()
+	due := time.Now().Add(logCheckFirst)
 	for {
 		select {
 		case <-c.quit:
 			return
+		case <-c.logStart:
+			// An agent started: its log may grow at any pace.
+			if time.Until(due) > logCheckFirst {
+				due = time.Now().Add(logCheckFirst)
+				t.Reset(logCheckFirst)
+			}
+			continue
 		case <-t.C:
 		}
 		c.mu.Lock()
-		ids := make([]string, 0, len(c.actors))
+		paths := make([]string, 0, len(c.actors))
 		for id := range c.actors {
-			ids = append(ids, id)
+			paths = append(paths, c.opts.Paths.LogPath(id))
 		}
 		c.mu.Unlock()
-		for _, id := range ids {
-			_ = capLog(c.opts.Paths.LogPath(id), MaxLogSize)
-		}
+		wait := lc.check(paths, time.Now())
+		due = time.Now().Add(wait)
+		t.Reset(wait)
+	}
+}
+
+// logStarted tells capLogs that an agent started, without waiting.
+func (c *Controller) logStarted() {
+	select {
+	case c.logStart <- struct{}{}:
+	default:
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestTailLines(t *testing.T) {
@@ -89,5 +90,69 @@ func TestFollowerReadsInBatchesAndAcrossTruncation(t *testing.T) {
 	w.WriteString("after\n")
 	if got := f.read(3); strings.Join(got, ",") != "after" {
 		t.Fatalf("after truncation %q", got)
+	}
+}
+
+// The log checks follow the logs: quiet logs back off to logCheckMax, a
+// growing one is checked before it could reach the cap at its rate, and a
+// log at the cap is capped.
+func TestLogCheckerPace(t *testing.T) {
+	dir := t.TempDir()
+	quiet, busy := filepath.Join(dir, "quiet.log"), filepath.Join(dir, "busy.log")
+	if err := os.WriteFile(quiet, []byte("hello\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const max = 10000
+	now := time.Now()
+	lc := newLogChecker(max, now)
+	paths := []string{quiet, busy}
+
+	// Nothing grows: 60 s, 120 s, ... up to the ceiling.
+	want := logCheckFirst
+	for range 8 {
+		want = min(2*want, logCheckMax)
+		now = now.Add(lc.wait)
+		if got := lc.check(paths, now); got != want {
+			t.Fatalf("quiet logs: next check in %v, want %v", got, want)
+		}
+	}
+
+	// busy.log appears and grows 1000 bytes in 10 s: at that rate it
+	// reaches 10000 in 80 s more; the next check comes at half that.
+	w, err := os.OpenFile(busy, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	now = now.Add(10 * time.Second)
+	lc.check(paths, now)
+	if _, err := w.WriteString(strings.Repeat("x", 1000)); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(10 * time.Second)
+	if got, want := lc.check(paths, now), 45*time.Second; got != want {
+		t.Fatalf("a log growing 100 bytes/s, 9000 bytes from the cap: next check in %v, want %v", got, want)
+	}
+
+	// A burst far faster than the checks: at most one a second.
+	if _, err := w.WriteString(strings.Repeat("x", 8000)); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(100 * time.Millisecond)
+	if got := lc.check(paths, now); got != logCheckMin {
+		t.Fatalf("a log growing 80 KB/s: next check in %v, want %v", got, logCheckMin)
+	}
+
+	// Past the cap: capped at this check.
+	if _, err := w.WriteString(strings.Repeat("x", 2000)); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	lc.check(paths, now)
+	if fi, err := os.Stat(busy); err != nil || fi.Size() != 0 {
+		t.Fatalf("the log past the cap: %v %v, want it emptied", fi, err)
+	}
+	if fi, err := os.Stat(busy + ".1"); err != nil || fi.Size() != 11000 {
+		t.Fatalf("the rotated log: %v %v, want 11000 bytes", fi, err)
 	}
 }
