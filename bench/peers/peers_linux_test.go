@@ -559,6 +559,10 @@ func measure(t *testing.T, h *harness, s supervisor, idle time.Duration) *result
 	} else if _, err := waitComplete(time.Now(), memTags...); err != nil {
 		fail("start of the memory agents", err)
 	} else {
+		// Memory and wakeups are those of agents at rest: a second
+		// after their start, when each supervisor is done with it (a
+		// guardian lets go of its start-up memory 100 ms after ready).
+		time.Sleep(time.Second)
 		r.pssFor = pssWhat[s.name()]
 		if r.pss, err = s.pssPerAgent(); err != nil {
 			fail("pss", err)
@@ -567,6 +571,8 @@ func measure(t *testing.T, h *harness, s supervisor, idle time.Duration) *result
 		if err != nil {
 			fail("idle", err)
 		} else {
+			// A second more, so the window does not begin on the
+			// heels of the queries above.
 			time.Sleep(time.Second)
 			before := make([]int64, len(pids))
 			for i, p := range pids {
