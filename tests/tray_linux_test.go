@@ -366,6 +366,23 @@ func quitDetached(t *testing.T, w *world, pid int) {
 // menu again.
 func (d *desktop) openMenuScreenshot() []byte {
 	d.t.Helper()
+	left, top := d.openMenu(func(img image.Image, _, _ int) bool { return true })
+	// Down selects the first enabled item (the first agent), the next
+	// Down the second, the failed one; Right opens its submenu, to the
+	// left of the menu.
+	d.run(10*time.Second, "xdotool", "key", "Down", "Down", "Right")
+	shot := d.waitScreen("the submenu", func(img image.Image) bool {
+		return light(img, left-30, top+100) && light(img, left-30, top+150)
+	})
+	d.closeMenu(top)
+	return shot
+}
+
+// openMenu clicks the tray icon and waits until the menu is open and ok
+// accepts it; it returns the menu's left edge and the y of its top
+// padding.
+func (d *desktop) openMenu(ok func(img image.Image, left, top int) bool) (left, top int) {
+	d.t.Helper()
 	// No notification over the menu.
 	d.run(10*time.Second, "dunstctl", "close-all")
 	// The lone item sits at the right end of the panel.
@@ -382,26 +399,79 @@ func (d *desktop) openMenuScreenshot() []byte {
 	d.run(10*time.Second, "xdotool", "mousemove", fmt.Sprint(x), fmt.Sprint(y), "click", "1")
 	// The menu drops below the panel, at the right edge. Its left edge is
 	// found along its top padding, above the first item's text.
-	top := panelSize + 4
-	var left int
+	top = panelSize + 4
 	d.waitScreen("the menu", func(img image.Image) bool {
 		if !light(img, deskWidth-40, top) {
 			return false
 		}
 		for left = deskWidth - 40; left > 0 && light(img, left-1, top); left-- {
 		}
-		return left < deskWidth-120 // the whole menu, not a sliver of it
+		// The whole menu, not a sliver of it.
+		return left < deskWidth-120 && ok(img, left, top)
 	})
-	// Down selects the first enabled item (the first agent), the next
-	// Down the second, the failed one; Right opens its submenu, to the
-	// left of the menu.
-	d.run(10*time.Second, "xdotool", "key", "Down", "Down", "Right")
-	shot := d.waitScreen("the submenu", func(img image.Image) bool {
-		return light(img, left-30, top+100) && light(img, left-30, top+150)
-	})
+	return left, top
+}
+
+// closeMenu closes an open menu (and submenu) and waits until it is gone.
+func (d *desktop) closeMenu(top int) {
+	d.t.Helper()
 	d.run(10*time.Second, "xdotool", "key", "Escape", "Escape")
 	d.waitScreen("the menu closed", func(img image.Image) bool { return !light(img, deskWidth-40, top) })
-	return shot
+}
+
+// A reload that adds more agents than the menu has room for makes the tray
+// build a new menu; the real host shows all of it, down to the last new
+// agent's submenu (fyne.io/systray cannot add submenus in place, and a
+// host may keep showing a menu it fetched before).
+func TestTrayGrowsOnReload(t *testing.T) {
+	d := newDesktop(t, true)
+	w := newWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	agents := func(n int) string {
+		var b strings.Builder
+		b.WriteString("agents:\n")
+		for i := range n {
+			fmt.Fprintf(&b, "  - id: a%02d\n    command: [/bin/sh, -c, 'sleep 1000 & wait', %s]\n    autostart: true\n    stop_timeout: 300ms\n", i, m)
+		}
+		return b.String()
+	}
+	w.writeConfig(agents(2))
+	w.startService("default")
+	w.waitState("default", "a01", "running")
+	tr := d.startTray(w, "default", false)
+	d.waitItem(tr.pid, 15*time.Second)
+	// The host's first look, at a menu of two agents.
+	_, top := d.openMenu(func(image.Image, int, int) bool { return true })
+	d.closeMenu(top)
+
+	const n = 12
+	w.writeConfig(agents(n))
+	w.mustRun("reload")
+	w.waitState("default", fmt.Sprintf("a%02d", n-1), "running")
+	// One row per agent, 25 pixels each, under the aggregate line: the
+	// menu reaches below the last agent once it holds all twelve.
+	const row = 25
+	lastAgent := top + row*(n+1)
+	left, _ := d.openMenu(func(img image.Image, _, top int) bool {
+		return light(img, deskWidth-40, lastAgent+5*row)
+	})
+	// Down n times selects the last agent; Right opens its submenu, to
+	// the left of the menu, level with it and six rows deep.
+	keys := []string{"xdotool", "key"}
+	for range n {
+		keys = append(keys, "Down")
+	}
+	d.run(10*time.Second, append(keys, "Right")...)
+	shot := d.waitScreen("the last agent's submenu", func(img image.Image) bool {
+		return light(img, left-30, lastAgent) && light(img, left-30, lastAgent+4*row)
+	})
+	d.closeMenu(top)
+	path := filepath.Join(t.TempDir(), "tray-grown.png")
+	if err := os.WriteFile(path, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the grown menu with the last agent's submenu open: %s", path)
 }
 
 // The tray on a session bus with no tray host exits 1 and says so.
