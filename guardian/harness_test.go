@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/testdir"
 )
 
 // The test binary doubles as the guardian ("guardian"), as misbehaving
@@ -112,7 +114,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	dir := testTempDir(t)
+	dir := testdir.Temp(t)
 	e := &env{t: t, dir: dir, locks: filepath.Join(dir, "locks"), priv: filepath.Join(dir, "private"), helper: filepath.Join(dir, "helper")}
 	if err := os.MkdirAll(e.helper, 0o700); err != nil {
 		t.Fatal(err)

@@ -14,8 +14,9 @@ import (
 	"testing"
 	"time"
 
-	punix "github.com/tether-dev/tether/platform/unix"
 	sys "golang.org/x/sys/unix"
+
+	punix "github.com/tether-dev/tether/platform/unix"
 )
 
 // setUpTestProcess adopts the guardians of owners the tests kill here,
@@ -172,5 +173,3 @@ func stopOrphan(pid int) {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 	}
 }
-
-func testTempDir(t *testing.T) string { return t.TempDir() }

@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
-	pwin "github.com/tether-dev/tether/platform/windows"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/windows"
+
+	pwin "github.com/tether-dev/tether/platform/windows"
 )
 
 // setUpTestProcess has nothing to do on Windows: no orphan is adopted.
@@ -142,20 +143,4 @@ func checkNoLeaks(t *testing.T) {
 // package's tests).
 func underWine() bool {
 	return windows.NewLazySystemDLL("ntdll.dll").NewProc("wine_get_version").Find() == nil
-}
-
-// testTempDir is t.TempDir with a removal that works where os.RemoveAll
-// does not (see platform/windows.RemoveAll).
-func testTempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "tether-guardian-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := pwin.RemoveAll(dir); err != nil {
-			t.Errorf("removing %s: %v", dir, err)
-		}
-	})
-	return dir
 }

@@ -8,13 +8,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tether-dev/tether/internal/testdir"
 )
 
 // home makes a temporary home with an executable tether in a directory
 // whose name has a space, and Options that use only it.
 func home(t *testing.T, profile string) (string, Options) {
 	t.Helper()
-	root := t.TempDir()
+	root := testdir.Temp(t)
 	h := filepath.Join(root, "home")
 	bin := filepath.Join(root, "my apps")
 	for _, d := range []string{h, bin} {
@@ -33,7 +35,7 @@ func home(t *testing.T, profile string) (string, Options) {
 // whatever the machine running it is.
 func noSystemd(t *testing.T) {
 	old := systemdBootDir
-	systemdBootDir = filepath.Join(t.TempDir(), "no-such-dir")
+	systemdBootDir = filepath.Join(testdir.Temp(t), "no-such-dir")
 	t.Cleanup(func() { systemdBootDir = old })
 }
 
@@ -201,7 +203,7 @@ type fakeSystemd struct {
 }
 
 func newFakeSystemd(t *testing.T, unitDir string) *fakeSystemd {
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	booted := filepath.Join(dir, "run-systemd-system")
 	bin := filepath.Join(dir, "bin")
 	for _, d := range []string{booted, bin} {

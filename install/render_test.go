@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tether-dev/tether/internal/testdir"
 )
 
 // Paths that need every kind of quoting: spaces, quotes, backslashes,
@@ -54,7 +56,7 @@ func keyValue(t *testing.T, content []byte, key string) string {
 }
 
 func TestSystemdUnit(t *testing.T) {
-	home := t.TempDir()
+	home := testdir.Temp(t)
 	tg := testTarget(home, "")
 	f := systemdUnit(tg)
 	if want := filepath.Join(home, ".config", "systemd", "user", "tether.service"); f.Path != want {
@@ -96,13 +98,13 @@ func TestSystemdUnit(t *testing.T) {
 
 	// A relative XDG_CONFIG_HOME is ignored, as the spec says.
 	tg.getenv = func(string) string { return "relative/dir" }
-	if f := systemdUnit(tg); !strings.HasPrefix(f.Path, filepath.Join(home, ".config")+"/") {
+	if f := systemdUnit(tg); !strings.HasPrefix(f.Path, filepath.Join(home, ".config")+string(filepath.Separator)) {
 		t.Errorf("relative XDG_CONFIG_HOME used: %s", f.Path)
 	}
 }
 
 func TestSystemdQuoting(t *testing.T) {
-	tg := testTarget(t.TempDir(), "p.1")
+	tg := testTarget(testdir.Temp(t), "p.1")
 	tg.exe, tg.config = weirdExe, weirdConfig
 	exec := keyValue(t, systemdUnit(tg).Content, "ExecStart")
 	want := []string{weirdExe, "--profile", "p.1", "--config", weirdConfig, "service", "run"}
@@ -173,7 +175,7 @@ func parseSystemdExec(t *testing.T, line string) []string {
 }
 
 func TestDesktopEntry(t *testing.T) {
-	home := t.TempDir()
+	home := testdir.Temp(t)
 	f := desktopEntry(testTarget(home, ""))
 	if want := filepath.Join(home, ".config", "autostart", "tether.desktop"); f.Path != want {
 		t.Errorf("path %s, want %s", f.Path, want)
@@ -330,7 +332,7 @@ func readPlist(t *testing.T, content []byte) map[string]any {
 }
 
 func TestLaunchdPlists(t *testing.T) {
-	home := t.TempDir()
+	home := testdir.Temp(t)
 	tg := testTarget(home, "")
 	tg.exe, tg.config = weirdExe, weirdConfig
 
@@ -470,7 +472,7 @@ func parseWindowsCommandLine(t *testing.T, s string) []string {
 // and desktop file, the default profile's names are the same whether it
 // is named or not, and service and tray names never meet.
 func TestNamesDoNotCollide(t *testing.T) {
-	home := t.TempDir()
+	home := testdir.Temp(t)
 	seen := map[string]string{}
 	add := func(name, owner string) {
 		if prev, ok := seen[name]; ok && prev != owner {
@@ -497,7 +499,7 @@ func TestNamesDoNotCollide(t *testing.T) {
 }
 
 func TestResolve(t *testing.T) {
-	home := t.TempDir()
+	home := testdir.Temp(t)
 	t.Chdir(home)
 	tg, err := resolve(Options{Executable: "bin/tether", ConfigPath: "cfg/agents.yaml", Profile: "default", Home: home, Env: map[string]string{}})
 	if err != nil {
@@ -540,7 +542,7 @@ func snapshot(t *testing.T, root string) []string {
 }
 
 func TestPlanTouchesNothing(t *testing.T) {
-	home := t.TempDir()
+	home := testdir.Temp(t)
 	before := snapshot(t, home)
 	o := Options{Executable: "/nonexistent/tether", Profile: "work", Home: home, Env: map[string]string{"XDG_CONFIG_HOME": filepath.Join(home, "cfg")}}
 	files, err := Plan(o)

@@ -6,10 +6,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/testdir"
 )
 
 func TestTailLines(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	p := filepath.Join(dir, "a.log")
 	var b strings.Builder
 	for i := range 100000 {
@@ -29,7 +31,7 @@ func TestTailLines(t *testing.T) {
 }
 
 func TestCapLogKeepsAppending(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	p := filepath.Join(dir, "a.log")
 	w, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -59,7 +61,7 @@ func TestCapLogKeepsAppending(t *testing.T) {
 }
 
 func TestFollowerReadsInBatchesAndAcrossTruncation(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "a.log")
+	p := filepath.Join(testdir.Temp(t), "a.log")
 	if err := os.WriteFile(p, []byte("before\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ func TestFollowerReadsInBatchesAndAcrossTruncation(t *testing.T) {
 // growing one is checked before it could reach the cap at its rate, and a
 // log at the cap is capped.
 func TestLogCheckerPace(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	quiet, busy := filepath.Join(dir, "quiet.log"), filepath.Join(dir, "busy.log")
 	if err := os.WriteFile(quiet, []byte("hello\n"), 0o600); err != nil {
 		t.Fatal(err)

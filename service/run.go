@@ -48,6 +48,7 @@ func Run(p Paths, exe string, stderr io.Writer) int {
 		logf("state: %v", err)
 		return 1
 	}
+	defer store.Close()
 	if err := store.Err(); err != nil {
 		logf("the state file is malformed and left as it is (intent will not be saved until it is fixed): %v", err)
 	}

@@ -11,31 +11,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether-dev/tether/api"
-	pwindows "github.com/tether-dev/tether/platform/windows"
-)
+	"github.com/tether-dev/tether/internal/testdir"
 
-// tempDir is t.TempDir removed with pwindows.RemoveAll, which works where
-// os.RemoveAll does not.
-func tempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "tether-service-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := pwindows.RemoveAll(dir); err != nil {
-			t.Errorf("removing %s: %v", dir, err)
-		}
-	})
-	return dir
-}
+	"github.com/tether-dev/tether/api"
+)
 
 // TestResolvePathsWindows: the config is roaming (%AppData%), the state
 // and the locks are local to the machine (%LocalAppData%), and the API is
 // a named pipe of the user and the profile.
 func TestResolvePathsWindows(t *testing.T) {
-	base := tempDir(t)
+	base := testdir.Temp(t)
 	local, roaming := filepath.Join(base, "local"), filepath.Join(base, "roaming")
 	t.Setenv("LocalAppData", local)
 	t.Setenv("AppData", roaming)
@@ -63,7 +48,7 @@ func TestResolvePathsWindows(t *testing.T) {
 // No agent starts here, so no guardian is needed: the executable given
 // does not exist, and the pool's warm guardian quietly fails to start.
 func TestRunWindows(t *testing.T) {
-	base := tempDir(t)
+	base := testdir.Temp(t)
 	t.Setenv("LocalAppData", filepath.Join(base, "local"))
 	t.Setenv("AppData", filepath.Join(base, "roaming"))
 	cfg := filepath.Join(base, "agents.yaml")

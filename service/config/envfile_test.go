@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/tether-dev/tether/internal/testdir"
 )
 
 func TestParseEnv(t *testing.T) {
@@ -77,7 +79,7 @@ func TestParseEnv(t *testing.T) {
 // loadOne loads a config with one agent whose env_file is envText.
 func loadOne(t *testing.T, envText string, envMode os.FileMode, extra string) (*Config, string) {
 	t.Helper()
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	envPath := write(t, dir, "agent.env", envText, envMode)
 	cfgPath := write(t, dir, "agents.yaml", "agents:\n  - id: a\n    command: [x]\n    env_file: agent.env\n"+extra, 0o600)
 	cfg, err := Load(cfgPath)
@@ -170,7 +172,7 @@ func TestEnvFileWorldReadable(t *testing.T) {
 	unixOnly(t)
 	for _, mode := range []os.FileMode{0o604, 0o644, 0o666, 0o755} {
 		t.Run(fmt.Sprintf("%#o", mode), func(t *testing.T) {
-			dir := t.TempDir()
+			dir := testdir.Temp(t)
 			write(t, dir, "agent.env", "TOKEN=hunter2\n", mode)
 			cfgPath := write(t, dir, "agents.yaml", "agents:\n  - id: a\n    command: [x]\n    env_file: agent.env\n", 0o600)
 			_, err := Load(cfgPath)
@@ -185,7 +187,7 @@ func TestEnvFileWorldReadable(t *testing.T) {
 	}
 	// Group-readable is the user's choice, and fine.
 	for _, mode := range []os.FileMode{0o600, 0o640, 0o400} {
-		dir := t.TempDir()
+		dir := testdir.Temp(t)
 		write(t, dir, "agent.env", "TOKEN=hunter2\n", mode)
 		cfgPath := write(t, dir, "agents.yaml", "agents:\n  - id: a\n    command: [x]\n    env_file: agent.env\n", 0o600)
 		if _, err := Load(cfgPath); err != nil {
@@ -199,7 +201,7 @@ func TestEnvFileUnreadable(t *testing.T) {
 	if os.Geteuid() == 0 {
 		t.Skip("root reads any file")
 	}
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	write(t, dir, "agent.env", "A=1\n", 0o000)
 	cfgPath := write(t, dir, "agents.yaml", "agents:\n  - id: a\n    command: [x]\n    env_file: agent.env\n", 0o600)
 	_, err := Load(cfgPath)
@@ -211,7 +213,7 @@ func TestEnvFileUnreadable(t *testing.T) {
 
 func TestEnvFileFIFO(t *testing.T) {
 	unixOnly(t)
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	fifo := filepath.Join(dir, "agent.env")
 	if err := mkfifo(fifo); err != nil {
 		t.Skipf("mkfifo: %v", err)

@@ -10,13 +10,15 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/testdir"
 )
 
 // TestCrashLeavesWholeFile kills a writer at random moments, 50 times, and
 // checks after each kill that the file parses and is one of the states the
 // writer wrote, never a partial one, and never older than before (I4).
 func TestCrashLeavesWholeFile(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	last, midWrite := 0, 0
 	for i := range 50 {
 		kill := startWriter(t, dir)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/testdir"
 )
 
 // TestCrashKeepsAcknowledgedIntent kills a process that appends intent and
@@ -14,7 +16,7 @@ import (
 // kill every change it acknowledged is there, in order, and at most the
 // one change it was making when killed is there besides (I4).
 func TestCrashKeepsAcknowledgedIntent(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	acked := 0
 	for i := range 30 {
 		last := runIntentWriter(t, dir, rand.N(5*time.Millisecond))

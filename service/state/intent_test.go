@@ -6,9 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tether-dev/tether/internal/testdir"
 )
 
 func writeJournal(t *testing.T, dir, content string) {
@@ -36,7 +39,7 @@ func enabled(st State) map[string]bool {
 }
 
 func TestSetEnabledIsDurable(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	s := open(t, dir)
 	if err := s.SetEnabled("a", true); err != nil {
 		t.Fatal(err)
@@ -55,7 +58,7 @@ func TestSetEnabledIsDurable(t *testing.T) {
 	if names := dirNames(t, dir); !reflect.DeepEqual(names, []string{IntentFile}) {
 		t.Errorf("files in the state directory: %v", names)
 	}
-	if fi, err := os.Stat(filepath.Join(dir, IntentFile)); err != nil || fi.Mode().Perm() != 0o600 {
+	if fi, err := os.Stat(filepath.Join(dir, IntentFile)); err != nil || runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600 {
 		t.Errorf("journal: %v %v, want mode 0600", fi, err)
 	}
 	if got := enabled(open(t, dir).State()); !reflect.DeepEqual(got, want) {
@@ -64,7 +67,7 @@ func TestSetEnabledIsDurable(t *testing.T) {
 }
 
 func TestUpdateFoldsTheJournal(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	s := open(t, dir)
 	for _, id := range []string{"a", "b", "c"} {
 		if err := s.SetEnabled(id, id != "b"); err != nil {
@@ -104,7 +107,7 @@ func TestUpdateFoldsTheJournal(t *testing.T) {
 // lines the state already holds: they are not applied again over a
 // later change.
 func TestFoldedLinesAreNotReplayed(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	writeState(t, dir, `{"version": 1, "intent_seq": 5, "agents": {"a": {"enabled": true}}}`)
 	writeJournal(t, dir, `{"seq":4,"id":"a","enabled":false}`+"\n"+`{"seq":6,"id":"b","enabled":true}`+"\n")
 	s := open(t, dir)
@@ -120,7 +123,7 @@ func TestFoldedLinesAreNotReplayed(t *testing.T) {
 // An append cut short by a crash was never acknowledged: it is dropped,
 // and cut from the file before the next append.
 func TestTornLastLineIsDropped(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	const good = `{"seq":1,"id":"a","enabled":true}` + "\n"
 	writeJournal(t, dir, good+`{"seq":2,"id":"b","ena`)
 	s := open(t, dir)
@@ -157,7 +160,7 @@ func TestMalformedJournal(t *testing.T) {
 		{"cut line before a whole one", `{"seq":1,"id":"a"` + "\n" + `{"seq":2,"id":"b","enabled":true}` + "\n", 1, "unexpected EOF"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := testdir.Temp(t)
 			writeJournal(t, dir, tc.content)
 			path := filepath.Join(dir, IntentFile)
 			sum := fileSum(t, path)
@@ -202,7 +205,7 @@ func TestMalformedJournal(t *testing.T) {
 // A malformed state file stops intent from being saved too: the change
 // could not be folded into it.
 func TestSetEnabledRefusedOnCorruptState(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	writeState(t, dir, "{")
 	s := open(t, dir)
 	if err := s.SetEnabled("a", true); !errors.Is(err, ErrCorrupt) {
@@ -214,16 +217,14 @@ func TestSetEnabledRefusedOnCorruptState(t *testing.T) {
 }
 
 func TestSymlinkedJournalIsRefused(t *testing.T) {
-	dir := t.TempDir()
-	target := filepath.Join(t.TempDir(), "elsewhere.log")
+	dir := testdir.Temp(t)
+	target := filepath.Join(testdir.Temp(t), "elsewhere.log")
 	content := []byte(`{"seq":1,"id":"a","enabled":true}` + "\n")
 	if err := os.WriteFile(target, content, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	link := filepath.Join(dir, IntentFile)
-	if err := os.Symlink(target, link); err != nil {
-		t.Skipf("cannot create a symbolic link here: %v", err)
-	}
+	symlink(t, target, link)
 	s := open(t, dir)
 	var ue *UnsafePathError
 	if err := s.Err(); !errors.As(err, &ue) || ue.Path != link {
@@ -240,17 +241,15 @@ func TestSymlinkedJournalIsRefused(t *testing.T) {
 
 // A link that appears after loading is refused by the append itself.
 func TestJournalReplacedByLinkIsRefused(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	s := open(t, dir)
-	target := filepath.Join(t.TempDir(), "elsewhere.log")
+	target := filepath.Join(testdir.Temp(t), "elsewhere.log")
 	content := []byte("not yours\n")
 	if err := os.WriteFile(target, content, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	link := filepath.Join(dir, IntentFile)
-	if err := os.Symlink(target, link); err != nil {
-		t.Skipf("cannot create a symbolic link here: %v", err)
-	}
+	symlink(t, target, link)
 	if err := s.SetEnabled("b", true); !errors.Is(err, ErrUnsafe) {
 		t.Fatalf("SetEnabled = %v, want ErrUnsafe", err)
 	}
@@ -260,7 +259,7 @@ func TestJournalReplacedByLinkIsRefused(t *testing.T) {
 // Appends and folds race: every acknowledged change survives, whichever
 // of the two files holds it.
 func TestSetEnabledRacesUpdate(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	s := open(t, dir)
 	const n = 200
 	var wg sync.WaitGroup
@@ -299,7 +298,7 @@ func TestSetEnabledRacesUpdate(t *testing.T) {
 
 // Read shows what a store holds, journal included, and touches nothing.
 func TestReadSeesTheJournal(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	s := open(t, dir)
 	if err := s.Update(func(st *State) { st.Agents["a"] = Agent{Enabled: true} }); err != nil {
 		t.Fatal(err)

@@ -145,6 +145,16 @@ func Open(dir string) (*Store, error) {
 	return s, nil
 }
 
+// Close lets go of the intent journal's open file (on Windows, an open
+// file cannot be removed or renamed by anyone). A later SetEnabled opens
+// it again.
+func (s *Store) Close() error {
+	s.jmu.Lock()
+	defer s.jmu.Unlock()
+	s.j.close()
+	return nil
+}
+
 // Path is the state file's path.
 func (s *Store) Path() string { return s.path }
 

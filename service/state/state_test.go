@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/testdir"
 )
 
 func open(t *testing.T, dir string) *Store {
@@ -19,7 +21,21 @@ func open(t *testing.T, dir string) *Store {
 	if err != nil {
 		t.Fatalf("Open(%s): %v", dir, err)
 	}
+	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// symlink makes link point at target, or skips the test where links
+// cannot be made or are not seen as links (Wine shows a Unix link to a
+// Windows program as what it points at).
+func symlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Skipf("cannot create a symbolic link here: %v", err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Skipf("a symbolic link made here is not seen as one (%v, %v)", fi, err)
+	}
 }
 
 func writeState(t *testing.T, dir, content string) {
@@ -52,7 +68,7 @@ func dirNames(t *testing.T, dir string) []string {
 }
 
 func TestMissingFileIsEmptyState(t *testing.T) {
-	s := open(t, t.TempDir())
+	s := open(t, testdir.Temp(t))
 	if err := s.Err(); err != nil {
 		t.Fatalf("Err = %v", err)
 	}
@@ -62,7 +78,7 @@ func TestMissingFileIsEmptyState(t *testing.T) {
 }
 
 func TestRoundTrip(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	s := open(t, dir)
 	started := time.Date(2025, 6, 7, 8, 9, 10, 123456789, time.UTC)
 	want := State{Version: Version, Agents: map[string]Agent{
@@ -101,7 +117,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestStateIsACopy(t *testing.T) {
-	s := open(t, t.TempDir())
+	s := open(t, testdir.Temp(t))
 	if err := s.Update(func(st *State) {
 		st.Agents["a"] = Agent{Enabled: true, LastRun: &Run{PID: 1, Error: &RunError{Code: "spawn"}}}
 	}); err != nil {
@@ -118,7 +134,7 @@ func TestStateIsACopy(t *testing.T) {
 }
 
 func TestUpdateNormalizes(t *testing.T) {
-	s := open(t, t.TempDir())
+	s := open(t, testdir.Temp(t))
 	if err := s.Update(func(st *State) { st.Version = 7; st.Agents = nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +144,7 @@ func TestUpdateNormalizes(t *testing.T) {
 }
 
 func TestConcurrentUpdates(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	s := open(t, dir)
 	const workers, each = 8, 20
 	var wg sync.WaitGroup
@@ -184,7 +200,7 @@ func TestMalformedFile(t *testing.T) {
 		{"newer version", "{\n  \"agents\": {},\n  \"version\": 2\n}\n", 3, "version 2 is not supported"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := testdir.Temp(t)
 			writeState(t, dir, tc.content)
 			path := filepath.Join(dir, FileName)
 			sum := fileSum(t, path)
@@ -244,7 +260,7 @@ func TestMalformedFile(t *testing.T) {
 // A file broken while the store is open is not overwritten by the next
 // Update either; the last good state stays in memory.
 func TestCorruptedAfterLoad(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	s := open(t, dir)
 	if err := s.Update(func(st *State) { st.Agents["a"] = Agent{Enabled: true} }); err != nil {
 		t.Fatal(err)
@@ -267,7 +283,7 @@ func TestCorruptedAfterLoad(t *testing.T) {
 
 // A valid change made by hand is the base of the next Update, not lost.
 func TestUpdateKeepsChangeOnDisk(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	s := open(t, dir)
 	if err := s.Update(func(st *State) { st.Agents["a"] = Agent{Enabled: true} }); err != nil {
 		t.Fatal(err)
@@ -283,16 +299,14 @@ func TestUpdateKeepsChangeOnDisk(t *testing.T) {
 }
 
 func TestSymlinkedStateFileIsRefused(t *testing.T) {
-	dir := t.TempDir()
-	target := filepath.Join(t.TempDir(), "elsewhere.json")
+	dir := testdir.Temp(t)
+	target := filepath.Join(testdir.Temp(t), "elsewhere.json")
 	content := []byte(`{"version": 1, "agents": {"a": {"enabled": true}}}`)
 	if err := os.WriteFile(target, content, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	link := filepath.Join(dir, FileName)
-	if err := os.Symlink(target, link); err != nil {
-		t.Skipf("cannot create a symbolic link here: %v", err)
-	}
+	symlink(t, target, link)
 
 	s := open(t, dir)
 	var ue *UnsafePathError
@@ -309,12 +323,12 @@ func TestSymlinkedStateFileIsRefused(t *testing.T) {
 }
 
 func TestStateFileReplacedByLinkAfterLoad(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	s := open(t, dir)
 	if err := s.Update(func(st *State) { st.Agents["a"] = Agent{} }); err != nil {
 		t.Fatal(err)
 	}
-	target := filepath.Join(t.TempDir(), "elsewhere.json")
+	target := filepath.Join(testdir.Temp(t), "elsewhere.json")
 	content := []byte("not yours\n")
 	if err := os.WriteFile(target, content, 0o600); err != nil {
 		t.Fatal(err)
@@ -323,9 +337,7 @@ func TestStateFileReplacedByLinkAfterLoad(t *testing.T) {
 	if err := os.Remove(link); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(target, link); err != nil {
-		t.Skipf("cannot create a symbolic link here: %v", err)
-	}
+	symlink(t, target, link)
 	if err := s.Update(func(st *State) { st.Agents["b"] = Agent{} }); !errors.Is(err, ErrUnsafe) {
 		t.Fatalf("Update = %v, want ErrUnsafe", err)
 	}
@@ -343,7 +355,7 @@ func checkLinkUntouched(t *testing.T, link, target string, content []byte) {
 }
 
 func TestDirectoryIsCreatedUserOnly(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "tether", "default")
+	dir := filepath.Join(testdir.Temp(t), "tether", "default")
 	s := open(t, dir)
 	fi, err := os.Lstat(dir)
 	if err != nil || !fi.IsDir() {
@@ -358,7 +370,7 @@ func TestDirectoryIsCreatedUserOnly(t *testing.T) {
 }
 
 func TestUnsafeDirectoryIsRefused(t *testing.T) {
-	base := t.TempDir()
+	base := testdir.Temp(t)
 	file := filepath.Join(base, "file")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -371,9 +383,7 @@ func TestUnsafeDirectoryIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	link := filepath.Join(base, "link")
-	if err := os.Symlink(real, link); err != nil {
-		t.Skipf("cannot create a symbolic link here: %v", err)
-	}
+	symlink(t, real, link)
 	if _, err := Open(link); !errors.Is(err, ErrUnsafe) {
 		t.Errorf("Open(a link to a directory) = %v, want ErrUnsafe", err)
 	}
@@ -382,7 +392,7 @@ func TestUnsafeDirectoryIsRefused(t *testing.T) {
 // A temporary file left by a crash is never read, and the next successful
 // write removes it.
 func TestStaleTempFileIsIgnored(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	stale := filepath.Join(dir, tempPrefix+"123456"+tempSuffix)
 	if err := os.WriteFile(stale, []byte(`{"version": 1, "agents": {"ghost": {"ena`), 0o600); err != nil {
 		t.Fatal(err)

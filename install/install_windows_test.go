@@ -1,0 +1,93 @@
+package install
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/windows/registry"
+)
+
+// The login service and the tray's autostart are values under HKCU's Run
+// key, written, read back and removed for real (Wine keeps a registry of
+// its own per prefix). The profile is unique to the run, so the values
+// never meet a real installation's.
+func TestRunValuesWindows(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Executable: exe, Profile: fmt.Sprintf("test-%d", os.Getpid())}
+	t.Cleanup(func() {
+		_, _ = Uninstall(o)
+		_, _ = UninstallTrayAutostart(o)
+	})
+	plan, err := Plan(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) != 1 || !plan[0].IsRegistryValue() {
+		t.Fatalf("Plan = %+v, want one registry value", plan)
+	}
+	name := plan[0].Path[strings.LastIndexByte(plan[0].Path, '\\')+1:]
+
+	res, err := Install(o)
+	if err != nil || !res.Changed {
+		t.Fatalf("Install = %+v, %v", res, err)
+	}
+	if got := readRun(t, name); got != string(plan[0].Content) {
+		t.Errorf("the Run value holds %q, want %q", got, plan[0].Content)
+	}
+	if !strings.Contains(string(plan[0].Content), `"`+exe+`"`) || !strings.Contains(string(plan[0].Content), "service run") {
+		t.Errorf("the command line %q does not run %s service run", plan[0].Content, exe)
+	}
+	if res, err := Install(o); err != nil || res.Changed {
+		t.Errorf("a second Install = %+v, %v, want no change", res, err)
+	}
+	st, err := Status(o)
+	if err != nil || !st.Installed || !st.Current {
+		t.Errorf("Status = %+v, %v, want installed and current", st, err)
+	}
+
+	if res, err := InstallTrayAutostart(o); err != nil || !res.Changed {
+		t.Fatalf("InstallTrayAutostart = %+v, %v", res, err)
+	}
+	if ok, err := TrayAutostartInstalled(o); err != nil || !ok {
+		t.Errorf("TrayAutostartInstalled = %v, %v", ok, err)
+	}
+
+	if res, err := Uninstall(o); err != nil || !res.Changed {
+		t.Fatalf("Uninstall = %+v, %v", res, err)
+	}
+	if got := readRun(t, name); got != "" {
+		t.Errorf("the Run value is still there: %q", got)
+	}
+	if res, err := Uninstall(o); err != nil || res.Changed {
+		t.Errorf("a second Uninstall = %+v, %v, want nothing to do", res, err)
+	}
+	if res, err := UninstallTrayAutostart(o); err != nil || !res.Changed {
+		t.Errorf("UninstallTrayAutostart = %+v, %v", res, err)
+	}
+	if ok, err := TrayAutostartInstalled(o); err != nil || ok {
+		t.Errorf("TrayAutostartInstalled after removal = %v, %v", ok, err)
+	}
+}
+
+// readRun reads the Run value name; "" when there is none.
+func readRun(t *testing.T, name string) string {
+	t.Helper()
+	k, err := registry.OpenKey(registry.CURRENT_USER, runKey, registry.QUERY_VALUE)
+	if err != nil {
+		t.Fatalf("opening HKCU\\%s: %v", runKey, err)
+	}
+	defer k.Close()
+	v, _, err := k.GetStringValue(name)
+	if err == registry.ErrNotExist {
+		return ""
+	}
+	if err != nil {
+		t.Fatalf("reading %s: %v", name, err)
+	}
+	return v
+}
