@@ -44,10 +44,11 @@ type actor struct {
 	events     <-chan guardian.Event
 	timer      *time.Timer
 	timerC     <-chan time.Time
-	want       bool // the agent should be running
-	stopAsked  bool // a stop was sent to the guardian
-	restartArm bool // start again once stopped
-	ending     bool // removed or shutting down: end once stopped
+	want       bool      // the agent should be running
+	stopAsked  bool      // a stop was sent to the guardian
+	stopSince  time.Time // when
+	restartArm bool      // start again once stopped
+	ending     bool      // removed or shutting down: end once stopped
 	backoff    time.Duration
 	failures   int
 	startedAt  time.Time
@@ -218,7 +219,7 @@ func (a *actor) handle(cmd command) bool {
 
 func (a *actor) requestStop() {
 	if !a.stopAsked {
-		a.stopAsked = true
+		a.stopAsked, a.stopSince = true, time.Now()
 		a.setState(api.StateStopping, a.row.Error)
 		if err := a.session.RequestStop(a.cfg.StopTimeout); err != nil {
 			// The guardian is gone; its lost event follows.
@@ -273,11 +274,18 @@ func (a *actor) spec(env []string) guardian.Spec {
 
 // reclaim frees the identity after its guardian died: the tree it
 // abandoned still runs and holds the lock. It blocks the actor for at
-// most the tree's stop timeout and the kill grace.
+// most the tree's stop timeout and the kill grace. A guardian that died
+// in the middle of a stop had already asked the tree to end: the tree
+// gets what is left of its stop timeout, not a second one.
 func (a *actor) reclaim() *api.Error {
+	spec := a.spec(nil)
+	if a.stopAsked {
+		// At least a millisecond: zero would mean the default.
+		spec.StopTimeout = max(a.cfg.StopTimeout-time.Since(a.stopSince), time.Millisecond)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.StopTimeout+30*time.Second)
 	defer cancel()
-	if err := guardian.Reclaim(ctx, a.spec(nil)); err != nil {
+	if err := guardian.Reclaim(ctx, spec); err != nil {
 		return &api.Error{Code: api.CodeCleanupFailed, Message: "freeing the identity after its guardian died: " + err.Error()}
 	}
 	return nil

@@ -96,7 +96,8 @@ func TestNewerErrorReplacesOlder(t *testing.T) {
 }
 
 // A guardian SIGKILLed in the middle of a stop leaves its tree (which
-// ignores SIGTERM) holding the identity; the service reclaims it.
+// ignores SIGTERM) holding the identity; the service reclaims it, and the
+// tree gets what was left of its stop timeout, not a second one.
 func TestGuardianKilledDuringStopIsReclaimed(t *testing.T) {
 	w := newWorld(t, "p", nil)
 	w.yaml(`  - id: a
@@ -111,28 +112,32 @@ func TestGuardianKilledDuringStopIsReclaimed(t *testing.T) {
 	}
 	waitIgnoresTERM(t, a.PID)
 	done := make(chan error, 1)
+	stopped := time.Now()
 	go func() {
 		_, err := c.Stop(context.Background(), "a")
 		done <- err
 	}()
 	waitState(t, c, "a", api.StateStopping)
-	time.Sleep(100 * time.Millisecond) // well inside the 2 s stop timeout
+	// The moment of the kill, three quarters into the 2 s stop timeout.
+	time.Sleep(1500*time.Millisecond - time.Since(stopped))
 	if err := syscall.Kill(a.GuardianPID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-done
-	row := waitState(t, c, "a", api.StateStopped)
-	deadline := time.Now().Add(5 * time.Second)
+	// A second full timeout would end it 3.5 s after the stop.
+	limit := stopped.Add(2*time.Second + 700*time.Millisecond)
 	for {
 		p, err := punix.Stat(a.PID)
 		if err != nil || p.Zombie() {
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the abandoned agent %d still runs; row %+v", a.PID, row)
+		if time.Now().After(limit) {
+			t.Fatalf("the abandoned agent %d still runs %v after the stop began", a.PID, time.Since(stopped).Round(time.Millisecond))
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+	t.Logf("the agent ended %v after the stop began", time.Since(stopped).Round(time.Millisecond))
+	<-done
+	waitState(t, c, "a", api.StateStopped)
 	// The identity is free: it starts again at once.
 	if r, err := c.Start(context.Background(), "a"); err != nil || r.State != api.StateRunning {
 		t.Fatalf("restart after reclaim: %+v %v", r, err)
