@@ -3,24 +3,36 @@ package guardian
 import (
 	"context"
 	"sync"
+	"time"
 )
 
-// Pool keeps one guardian process started ahead of need, so a start pays
-// for the handshake but not for exec and the runtime's start-up. The warm
-// guardian waits on its tether with no timer; if the owner dies, it sees
-// EOF and exits like any other. Close releases it.
+// A pool keeps poolSize guardians started ahead of need, so a start pays
+// for the handshake but not for exec and the runtime's start-up. After a
+// start it waits refillDelay before starting the next one: an exec of
+// this binary would otherwise take the CPU the new agent needs to build
+// its tree, and the second warm guardian serves a start that comes
+// meanwhile.
+const (
+	poolSize    = 2
+	refillDelay = 25 * time.Millisecond
+)
+
+// Pool keeps guardian processes started ahead of need. A warm guardian
+// waits on its tether with no timer; if the owner dies, it sees EOF and
+// exits like any other. Close releases them.
 type Pool struct {
 	exe string
 
 	mu      sync.Mutex
-	warm    *spawned
-	filling bool
+	warm    []*spawned
+	filling int         // spawns under way
+	later   *time.Timer // a refill to come
 	closed  bool
 	wg      sync.WaitGroup
 }
 
 // NewPool returns a pool of guardians running exe (empty: os.Executable).
-// The first guardian is started in the background.
+// The first guardians are started in the background.
 func NewPool(exe string) *Pool {
 	p := &Pool{exe: exe}
 	p.refill()
@@ -37,13 +49,13 @@ func (p *Pool) Start(ctx context.Context, spec Spec) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	var g *spawned
 	p.mu.Lock()
-	g := p.warm
-	p.warm = nil
+	if n := len(p.warm); n > 0 {
+		g, p.warm = p.warm[n-1], p.warm[:n-1]
+	}
 	p.mu.Unlock()
-	// The next warm guardian is started after this handshake, not beside
-	// it: its exec and start-up would take the CPU the handshake needs.
-	defer p.refill()
+	defer p.refillLater()
 	if g == nil || g.exe != exe {
 		if g != nil {
 			g.discard()
@@ -55,42 +67,61 @@ func (p *Pool) Start(ctx context.Context, spec Spec) (*Session, error) {
 	return g.handshake(ctx, spec, req)
 }
 
-// refill starts a warm guardian in the background if none is ready.
+// refillLater refills after refillDelay, unless a refill is due already.
+func (p *Pool) refillLater() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.later != nil {
+		return
+	}
+	p.later = time.AfterFunc(refillDelay, func() {
+		p.mu.Lock()
+		p.later = nil
+		p.mu.Unlock()
+		p.refill()
+	})
+}
+
+// refill starts guardians in the background until poolSize are warm or
+// on their way.
 func (p *Pool) refill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || p.warm != nil || p.filling || p.exe == "" {
-		return
+	for !p.closed && p.exe != "" && len(p.warm)+p.filling < poolSize {
+		p.filling++
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			g, err := spawn(p.exe)
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.filling--
+			if err != nil {
+				return // the next Start spawns one itself
+			}
+			if p.closed || len(p.warm) >= poolSize {
+				g.discard()
+				return
+			}
+			p.warm = append(p.warm, g)
+		}()
 	}
-	p.filling = true
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		g, err := spawn(p.exe)
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		p.filling = false
-		if err != nil {
-			return // the next Start spawns one itself
-		}
-		if p.closed || p.warm != nil {
-			g.discard()
-			return
-		}
-		p.warm = g
-	}()
 }
 
-// Close releases the warm guardian. Sessions already started are not
+// Close releases the warm guardians. Sessions already started are not
 // affected.
 func (p *Pool) Close() {
 	p.mu.Lock()
 	p.closed = true
-	g := p.warm
+	if p.later != nil {
+		p.later.Stop()
+		p.later = nil
+	}
+	warm := p.warm
 	p.warm = nil
 	p.mu.Unlock()
 	p.wg.Wait()
-	if g != nil {
+	for _, g := range warm {
 		g.conn.Close()
 		_ = g.proc.Wait()
 	}
