@@ -13,7 +13,9 @@
 // is fixed, never reset.
 //
 // The package owns those two files and the temporary files beside them; it
-// knows nothing of agents, configs or processes.
+// knows agents only by their ids, and nothing of configs or processes. The
+// service imports it; a process that only looks at a profile's state (the
+// end-to-end tests) uses Read, which changes nothing.
 package state
 
 import (
