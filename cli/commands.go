@@ -58,7 +58,7 @@ func (e *env) flagsHint() string {
 }
 
 // codeExit maps an API error code to the exit code of the contract.
-func codeExit(code string) int {
+func codeExit(code api.Code) int {
 	switch code {
 	case api.CodeContention:
 		return ExitContention
@@ -103,7 +103,7 @@ func (e *env) status(args []string) int {
 		}
 		msg := ""
 		if a.Error != nil {
-			msg = a.Error.Code + ": " + oneLine(a.Error.Message, 80)
+			msg = string(a.Error.Code) + ": " + oneLine(a.Error.Message, 80)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", a.ID, a.Identity, a.State, pid, ago(a.Since), a.Restarts, msg)
 	}
@@ -121,7 +121,7 @@ func (e *env) status(args []string) int {
 type statusRow struct {
 	ID          string     `json:"id"`
 	Identity    string     `json:"identity"`
-	State       string     `json:"state"`
+	State       api.State  `json:"state"`
 	PID         int        `json:"pid"`
 	GuardianPID int        `json:"guardian_pid"`
 	Since       time.Time  `json:"since"`
@@ -199,7 +199,7 @@ func (e *env) action(verb string, args []string) int {
 		if r.Error == nil {
 			state := ""
 			if r.Agent != nil {
-				state = r.Agent.State
+				state = string(r.Agent.State)
 				if r.Agent.PID > 0 {
 					state += fmt.Sprintf(" (pid %d)", r.Agent.PID)
 				}

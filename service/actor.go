@@ -250,7 +250,7 @@ func (a *actor) answer(waiters *[]chan error, err error) {
 
 // setState publishes the agent's row. Every outcome replaces the error
 // before it: an older, unrelated message never hides a newer one.
-func (a *actor) setState(s string, err *api.Error) {
+func (a *actor) setState(s api.State, err *api.Error) {
 	a.row.State = s
 	a.row.Since = time.Now().UTC()
 	a.row.Error = err

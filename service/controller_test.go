@@ -83,7 +83,7 @@ func (w *world) controller(opts Options) *Controller {
 }
 
 // waitState polls the controller until agent id is in one of states.
-func waitState(t *testing.T, c *Controller, id string, states ...string) api.Agent {
+func waitState(t *testing.T, c *Controller, id string, states ...api.State) api.Agent {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -138,7 +138,7 @@ func TestStartStopRestartAndIntent(t *testing.T) {
 	}
 }
 
-func isCode(err error, code string) bool {
+func isCode(err error, code api.Code) bool {
 	var ae *api.Error
 	return errors.As(err, &ae) && ae.Code == code
 }

@@ -27,8 +27,8 @@ type apiCall struct {
 	body    string
 	chunked bool // send the body without a length
 	status  int
-	code    string // of the api.Error body, when status is not 200
-	contain string // in the error's message
+	code    api.Code // of the api.Error body, when status is not 200
+	contain string   // in the error's message
 }
 
 func (c apiCall) do(t *testing.T, hc *http.Client) (*http.Response, []byte) {

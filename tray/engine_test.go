@@ -425,7 +425,7 @@ func TestEngineCoalescesBursts(t *testing.T) {
 	// ...while a burst arrives.
 	for i := range 50 {
 		a.Restarts = i
-		a.State = []string{api.StateStarting, api.StateRunning}[i%2]
+		a.State = []api.State{api.StateStarting, api.StateRunning}[i%2]
 		f.send(a)
 	}
 	a.State, a.Restarts = api.StateStopped, 99

@@ -24,6 +24,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tether-dev/tether/api"
 )
 
 // Version is the version of the file format this package reads and writes.
@@ -43,8 +45,8 @@ type Run struct {
 
 // RunError is a typed failure of a run.
 type RunError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code    api.Code `json:"code"`
+	Message string   `json:"message"`
 }
 
 // Agent is the durable intent for one agent.
