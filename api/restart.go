@@ -27,3 +27,10 @@ func RestartPolicies() []RestartPolicy {
 
 // Valid reports whether p is one of the restart policies.
 func (p RestartPolicy) Valid() bool { return slices.Contains(RestartPolicies(), p) }
+
+// Restarts reports whether an agent under p that ended on its own is
+// started again; failed says it ended with a non-zero status, a signal,
+// or its guardian's death.
+func (p RestartPolicy) Restarts(failed bool) bool {
+	return p == RestartAlways || p == RestartOnFailure && failed
+}

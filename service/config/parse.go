@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/guardian"
 	"gopkg.in/yaml.v3"
 )
@@ -311,10 +312,10 @@ func (p *parser) agent(n *yaml.Node, key string) (a parsedAgent, ok bool) {
 	// restart
 	if kv, set := vals[keyRestart]; set && !isNull(deref(kv.val)) {
 		if s, good := p.str(kv, k(keyRestart)); good {
-			if pol := Policy(s); slices.Contains(Policies, pol) {
+			if pol := api.RestartPolicy(s); pol.Valid() {
 				a.Restart = pol
 			} else {
-				p.errorf(kv.val.Line, k(keyRestart), "%s is not one of never, on-failure, always", short(s))
+				p.errorf(kv.val.Line, k(keyRestart), "%s is not one of %s", short(s), policyList())
 			}
 		}
 	}
@@ -587,4 +588,14 @@ func describe(n *yaml.Node) string {
 		return short(n.Value)
 	}
 	return kindName(n)
+}
+
+// policyList names the restart policies for messages: "never,
+// on-failure, always".
+func policyList() string {
+	names := make([]string, 0, len(api.RestartPolicies()))
+	for _, pol := range api.RestartPolicies() {
+		names = append(names, string(pol))
+	}
+	return strings.Join(names, ", ")
 }
