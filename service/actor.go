@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -325,8 +324,8 @@ func (a *actor) start() {
 }
 
 func (a *actor) startFailed(err error) {
-	var se *guardian.StartError
-	if errors.As(err, &se) && se.Code == guardian.CodeContention {
+	code := startCode(err)
+	if code == api.CodeContention {
 		now := time.Now()
 		if a.contention.IsZero() {
 			a.contention, a.contDelay = now, 20*time.Millisecond
@@ -345,15 +344,6 @@ func (a *actor) startFailed(err error) {
 		}
 		a.fail(ae)
 		return
-	}
-	code := api.CodeInternal
-	if se != nil {
-		switch se.Code {
-		case guardian.CodeSpawn:
-			code = api.CodeSpawn
-		case guardian.CodeConfig:
-			code = api.CodeConfig
-		}
 	}
 	a.fail(&api.Error{Code: code, Message: err.Error()})
 }
@@ -408,7 +398,8 @@ func (a *actor) event(ev guardian.Event) bool {
 	switch {
 	case ev.Type == guardian.EventLost:
 		e = &api.Error{Code: api.CodeInternal, Message: ev.Err.Error()}
-		restarting := !a.stopAsked && a.want && a.cfg.Restart != "never"
+		// A guardian's death is a failure of the run.
+		restarting := !a.stopAsked && a.want && a.cfg.Restart.Restarts(true)
 		if !restarting || a.restartArm {
 			// Nobody will start the identity again soon (which would
 			// take the tree over): free it now.
@@ -442,9 +433,9 @@ func (a *actor) event(ev guardian.Event) bool {
 		if ev.Exit != nil {
 			what = "the agent exited: " + ev.Exit.String()
 		}
-		e = &api.Error{Code: "exited", Message: what}
+		e = &api.Error{Code: api.CodeExited, Message: what}
 	}
-	restart := a.want && (a.cfg.Restart == "always" || a.cfg.Restart == "on-failure" && failed)
+	restart := a.want && a.cfg.Restart.Restarts(failed)
 	if !restart {
 		if failed {
 			a.setState(api.StateFailed, e)
@@ -458,7 +449,7 @@ func (a *actor) event(ev guardian.Event) bool {
 	}
 	a.failures++
 	if a.failures > a.c.opts.CrashLoopLimit {
-		a.setState(api.StateFailed, &api.Error{Code: "crash_loop",
+		a.setState(api.StateFailed, &api.Error{Code: api.CodeCrashLoop,
 			Message: fmt.Sprintf("ended %d times in a row, each within %v of starting; last: %s", a.failures, a.c.opts.HealthyAfter, e.Message)})
 		return false
 	}
