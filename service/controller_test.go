@@ -190,13 +190,13 @@ func TestRestartPolicyBackoffAndCrashLoop(t *testing.T) {
 		}
 	}
 	a := waitState(t, c, "crash", api.StateFailed)
-	if a.Error == nil || a.Error.Code != "crash_loop" || a.Restarts != 3 {
+	if a.Error == nil || a.Error.Code != api.CodeCrashLoop || a.Restarts != 3 {
 		t.Errorf("crash: %+v %+v", a, a.Error)
 	}
 	if a := waitState(t, c, "clean", api.StateStopped); a.Restarts != 0 {
 		t.Errorf("clean exit restarted: %+v", a)
 	}
-	if a := waitState(t, c, "never", api.StateFailed); a.Error == nil || a.Error.Code != "exited" || !strings.Contains(a.Error.Message, "exit status 3") {
+	if a := waitState(t, c, "never", api.StateFailed); a.Error == nil || a.Error.Code != api.CodeExited || !strings.Contains(a.Error.Message, "exit status 3") {
 		t.Errorf("never: %+v %+v", a, a.Error)
 	}
 }

@@ -74,7 +74,7 @@ func TestLocalAPIRefusals(t *testing.T) {
 	cleanupTrees(t, m)
 	w.writeConfig("agents:\n" + agentYAML("x", "x@relay", m, true))
 	w.startService("default")
-	w.waitState("default", "x", "running")
+	w.waitState("default", "x", api.StateRunning)
 	hc := unixHTTPClient(w.socket("default"))
 
 	// I5: the socket is 0600 in a 0700 directory.
@@ -130,7 +130,7 @@ func TestLocalAPIRefusals(t *testing.T) {
 	}
 	waitSessions(t, m, 0)
 	// Nothing the refused requests asked for happened.
-	if st := w.status("default"); len(st) != 1 || st["x"].State != "stopped" {
+	if st := w.status("default"); len(st) != 1 || st["x"].State != api.StateStopped {
 		t.Errorf("status after the refusals: %+v", st)
 	}
 }

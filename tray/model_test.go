@@ -126,7 +126,7 @@ func TestBuildRunningToFailed(t *testing.T) {
 	in := connected(agent("alice", api.StateRunning, time.Minute, nil))
 	before := Build(in)
 
-	e := &api.Error{Code: "crash_loop", Message: "ended 6 times in a row, each within 1m0s of starting; last: exit status 3"}
+	e := &api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row, each within 1m0s of starting; last: exit status 3"}
 	failed := agent("alice", api.StateFailed, 0, e)
 	in.Status.Agents = []api.Agent{failed}
 	in.LastErrors["alice"] = Recorded{Err: *e, At: failed.Since}
@@ -164,10 +164,10 @@ func TestBuildRunningToFailed(t *testing.T) {
 	if want := "last error at " + clock(failed.Since) + ": crash_loop:"; !strings.HasPrefix(line.Title, want) {
 		t.Errorf("after recovery the error line is %q, want it to start %q", line.Title, want)
 	}
-	newer := &api.Error{Code: "exited", Message: "the agent exited: exit status 1"}
+	newer := &api.Error{Code: api.CodeExited, Message: "the agent exited: exit status 1"}
 	in.Status.Agents = []api.Agent{agent("alice", api.StateBackoff, 0, newer)}
 	in.LastErrors["alice"] = Recorded{Err: *newer, At: t0}
-	if line = lastLine(t, Build(in), "alice"); !strings.Contains(line.Title, "exited: the agent exited") || strings.Contains(line.Title, "crash_loop") {
+	if line = lastLine(t, Build(in), "alice"); !strings.Contains(line.Title, "exited: the agent exited") || strings.Contains(line.Title, string(api.CodeCrashLoop)) {
 		t.Errorf("a newer error did not replace the old one: %q", line.Title)
 	}
 }
@@ -191,7 +191,7 @@ func TestBuildCleanupFailed(t *testing.T) {
 }
 
 func TestBuildBackoff(t *testing.T) {
-	e := &api.Error{Code: "exited", Message: "the agent exited: exit status 3"}
+	e := &api.Error{Code: api.CodeExited, Message: "the agent exited: exit status 3"}
 	m := Build(connected(agent("bob", api.StateBackoff, 0, e)))
 	if m.Icon != assets.Failed || m.Items[0].Title != "1 in backoff" {
 		t.Errorf("icon %v, first line %q", m.Icon, m.Items[0].Title)
@@ -273,7 +273,7 @@ func TestShapeStable(t *testing.T) {
 		for _, st := range []api.State{api.StateRunning, api.StateFailed, api.StateCleanupFailed, api.StateStopped} {
 			var agents []api.Agent
 			for i := range n {
-				agents = append(agents, agent(string(rune('a'+i)), st, 0, &api.Error{Code: "spawn", Message: "x"}))
+				agents = append(agents, agent(string(rune('a'+i)), st, 0, &api.Error{Code: api.CodeSpawn, Message: "x"}))
 			}
 			in := connected(agents...)
 			if n%2 == 0 {
@@ -378,7 +378,7 @@ func TestBuildAllActions(t *testing.T) {
 	m := Build(connected(
 		agent("a", api.StateStopped, 0, nil),
 		agent("b", api.StateRunning, 0, nil),
-		agent("c", api.StateFailed, 0, &api.Error{Code: "spawn", Message: "no such file"}),
+		agent("c", api.StateFailed, 0, &api.Error{Code: api.CodeSpawn, Message: "no such file"}),
 	))
 	if got := find(t, m.Items, TitleStartAll).Action; got.Kind != ActStart || strings.Join(got.IDs, ",") != "a,c" {
 		t.Errorf("Start all %+v, want start a,c", got)
@@ -414,7 +414,7 @@ func TestBuildProfileTooltip(t *testing.T) {
 
 func TestErrorLineTruncated(t *testing.T) {
 	long := strings.Repeat("x", 500) + "\nsecond line"
-	m := Build(connected(agent("a", api.StateFailed, 0, &api.Error{Code: "spawn", Message: long})))
+	m := Build(connected(agent("a", api.StateFailed, 0, &api.Error{Code: api.CodeSpawn, Message: long})))
 	line := lastLine(t, m, "a")
 	if n := len([]rune(line.Title)); n > len("error: ")+maxErrorTitle || strings.Contains(line.Title, "\n") {
 		t.Errorf("error line of %d runes: %q", n, line.Title)
