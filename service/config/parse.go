@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
-	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/identity"
 	"gopkg.in/yaml.v3"
 )
 
@@ -259,7 +259,7 @@ func (p *parser) agent(n *yaml.Node, key string) (a parsedAgent, ok bool) {
 	// identity
 	if kv, set := vals[keyIdentity]; set && !isNull(deref(kv.val)) {
 		if s, good := p.str(kv, k(keyIdentity)); good {
-			if err := guardian.ValidateIdentity(s); err != nil {
+			if err := identity.Validate(s); err != nil {
 				p.add(&Error{File: p.file, Line: kv.val.Line, Key: k(keyIdentity), Msg: err.Error(), Err: err})
 			} else {
 				a.Identity = s
