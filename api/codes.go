@@ -51,3 +51,15 @@ const (
 	// someone starts it again. The message quotes the last ending.
 	CodeCrashLoop Code = "crash_loop"
 )
+
+// Codes returns every error code.
+func Codes() []Code {
+	return []Code{CodeNotFound, CodeBadRequest, CodeContention, CodeCleanupFailed, CodeSpawn, CodeConfig,
+		CodeState, CodeForbidden, CodeInternal, CodeExited, CodeCrashLoop}
+}
+
+// AgentCodes returns the codes an Agent row's Error can carry: why its
+// last start failed, how it last ended, or what its cleanup left.
+func AgentCodes() []Code {
+	return []Code{CodeContention, CodeCleanupFailed, CodeSpawn, CodeConfig, CodeInternal, CodeExited, CodeCrashLoop}
+}

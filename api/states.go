@@ -34,3 +34,8 @@ const (
 	// cleanup_failed and names what is left.
 	StateCleanupFailed State = "cleanup_failed"
 )
+
+// States returns every state, in the order of an agent's life.
+func States() []State {
+	return []State{StateStopped, StateStarting, StateRunning, StateStopping, StateBackoff, StateFailed, StateCleanupFailed}
+}
