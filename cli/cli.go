@@ -32,7 +32,7 @@ commands:
   demo                       self-contained crash-survival demo in a temp dir
   service run                run the service in the foreground
   service install|uninstall|start|stop|status [--print]
-  status [--json]            one row per agent
+  status [--json]            one row per agent (status --help: its states and codes)
   start|stop|restart ID...
   logs ID [-f] [-n N]
   check                      validate the config

@@ -2,14 +2,11 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/tether-dev/tether/api"
@@ -73,100 +70,6 @@ func newFlags(name string, e *env) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	return fs
-}
-
-func (e *env) status(args []string) int {
-	fs := newFlags("status", e)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return e.usage(fmt.Errorf("usage: tether status [--json]"))
-	}
-	c, p, err := e.client()
-	if err != nil {
-		return e.fail("%v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	st, err := c.Status(ctx)
-	if err != nil {
-		return e.apiFailure(p, err)
-	}
-	if *asJSON {
-		return e.statusJSON(st)
-	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tIDENTITY\tSTATE\tPID\tSINCE\tRESTARTS\tERROR")
-	for _, a := range st.Agents {
-		pid := "-"
-		if a.PID > 0 {
-			pid = strconv.Itoa(a.PID)
-		}
-		msg := ""
-		if a.Error != nil {
-			msg = string(a.Error.Code) + ": " + oneLine(a.Error.Message, 80)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", a.ID, a.Identity, a.State, pid, ago(a.Since), a.Restarts, msg)
-	}
-	tw.Flush()
-	if st.StateError != nil {
-		fmt.Fprintf(e.stderr, "tether: state file problem: %s\n", st.StateError.Message)
-	}
-	if st.ConfigError != nil {
-		fmt.Fprintf(e.stderr, "tether: the last reload was rejected: %s\n", st.ConfigError.Message)
-	}
-	return ExitOK
-}
-
-// statusRow is one agent in "status --json", as the contract names it.
-type statusRow struct {
-	ID          string     `json:"id"`
-	Identity    string     `json:"identity"`
-	State       api.State  `json:"state"`
-	PID         int        `json:"pid"`
-	GuardianPID int        `json:"guardian_pid"`
-	Since       time.Time  `json:"since"`
-	Restarts    int        `json:"restarts"`
-	Error       *api.Error `json:"error"`
-}
-
-func (e *env) statusJSON(st api.Status) int {
-	out := struct {
-		Agents     []statusRow `json:"agents"`
-		StateError *api.Error  `json:"state_error,omitempty"`
-	}{Agents: []statusRow{}, StateError: st.StateError}
-	for _, a := range st.Agents {
-		out.Agents = append(out.Agents, statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error})
-	}
-	enc := json.NewEncoder(e.stdout)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(out); err != nil {
-		return e.fail("%v", err)
-	}
-	return ExitOK
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		s = s[:n-1] + "…"
-	}
-	return s
-}
-
-func ago(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := time.Since(t).Round(time.Second)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
 // action runs start, stop or restart on several ids. The exit code is
