@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/logline"
 	punix "github.com/tether-dev/tether/platform/unix"
 )
 
@@ -369,8 +370,8 @@ func lastLogLine(path, substr string) string {
 	var found string
 	for line := range strings.SplitSeq(string(b), "\n") {
 		if strings.Contains(line, substr) {
-			if _, after, ok := strings.Cut(line, "]: "); ok {
-				found = after
+			if msg, ok := logline.Message(line); ok {
+				found = msg
 			}
 		}
 	}
