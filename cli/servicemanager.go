@@ -14,17 +14,17 @@ import (
 )
 
 // serviceManager handles "service install|uninstall|start|stop|status".
-func (e *env) serviceManager(p service.Paths, args []string) int {
+func (inv *invocation) serviceManager(p service.Paths, args []string) int {
 	verb := args[0]
 	fs := flag.NewFlagSet("service "+verb, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs.SetOutput(inv.stderr)
 	printOnly := fs.Bool("print", false, "show exactly what would be written, and write nothing")
 	if err := fs.Parse(args[1:]); err != nil || fs.NArg() > 0 {
-		return e.usage(fmt.Errorf("usage: tether service %s [--print]", verb))
+		return inv.usage(fmt.Errorf("usage: tether service %s [--print]", verb))
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return e.fail("%v", err)
+		return inv.fail("%v", err)
 	}
 	o := install.Options{Executable: exe, Profile: p.Profile}
 	if p.ConfigSet {
@@ -32,14 +32,14 @@ func (e *env) serviceManager(p service.Paths, args []string) int {
 	}
 	if *printOnly {
 		if verb != "install" {
-			return e.usage(fmt.Errorf("--print goes with install"))
+			return inv.usage(fmt.Errorf("--print goes with install"))
 		}
 		files, err := install.Plan(o)
 		if err != nil {
-			return e.fail("%v", err)
+			return inv.fail("%v", err)
 		}
 		for _, f := range files {
-			fmt.Fprintf(e.stdout, "# %s (mode %v)\n%s\n", f.Path, f.Mode, f.Content)
+			fmt.Fprintf(inv.stdout, "# %s (mode %v)\n%s\n", f.Path, f.Mode, f.Content)
 		}
 		return ExitOK
 	}
@@ -47,20 +47,20 @@ func (e *env) serviceManager(p service.Paths, args []string) int {
 	case "install":
 		r, err := install.Install(o)
 		if err != nil {
-			return e.installFailure(err)
+			return inv.installFailure(err)
 		}
-		fmt.Fprintln(e.stdout, r.Message)
+		fmt.Fprintln(inv.stdout, r.Message)
 	case "uninstall":
 		r, err := install.Uninstall(o)
 		if err != nil {
-			return e.installFailure(err)
+			return inv.installFailure(err)
 		}
-		fmt.Fprintln(e.stdout, r.Message)
+		fmt.Fprintln(inv.stdout, r.Message)
 	case "start":
 		if err := install.Start(o); err != nil {
-			return e.installFailure(err)
+			return inv.installFailure(err)
 		}
-		fmt.Fprintln(e.stdout, "started")
+		fmt.Fprintln(inv.stdout, "started")
 	case "stop":
 		err := install.Stop(o)
 		if errors.Is(err, install.ErrNoServiceManager) {
@@ -69,18 +69,18 @@ func (e *env) serviceManager(p service.Paths, args []string) int {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			if qerr := api.NewClient(p.Socket).Quit(ctx); qerr != nil {
-				return e.apiFailure(p, qerr)
+				return inv.apiFailure(p, qerr)
 			}
 			err = nil
 		}
 		if err != nil {
-			return e.installFailure(err)
+			return inv.installFailure(err)
 		}
-		fmt.Fprintln(e.stdout, "stopped")
+		fmt.Fprintln(inv.stdout, "stopped")
 	case "status":
 		st, err := install.Status(o)
 		if err != nil {
-			return e.installFailure(err)
+			return inv.installFailure(err)
 		}
 		installed := "not installed"
 		if st.Installed {
@@ -89,21 +89,21 @@ func (e *env) serviceManager(p service.Paths, args []string) int {
 				installed += " (out of date: run tether service install again)"
 			}
 		}
-		fmt.Fprintf(e.stdout, "%s %s (%s): %s, %s", st.Manager, st.Name, st.Path, installed, st.State)
+		fmt.Fprintf(inv.stdout, "%s %s (%s): %s, %s", st.Manager, st.Name, st.Path, installed, st.State)
 		if st.Detail != "" {
-			fmt.Fprintf(e.stdout, " (%s)", st.Detail)
+			fmt.Fprintf(inv.stdout, " (%s)", st.Detail)
 		}
-		fmt.Fprintln(e.stdout)
+		fmt.Fprintln(inv.stdout)
 	default:
-		return e.usage(fmt.Errorf("unknown service command %q", verb))
+		return inv.usage(fmt.Errorf("unknown service command %q", verb))
 	}
 	return ExitOK
 }
 
-func (e *env) installFailure(err error) int {
-	fmt.Fprintln(e.stderr, "tether service:", err)
+func (inv *invocation) installFailure(err error) int {
+	fmt.Fprintln(inv.stderr, "tether service:", err)
 	if errors.Is(err, install.ErrNoServiceManager) {
-		fmt.Fprintln(e.stderr, "Run the service in the foreground instead: tether service run")
+		fmt.Fprintln(inv.stderr, "Run the service in the foreground instead: tether service run")
 	}
 	return ExitFailure
 }
@@ -112,21 +112,21 @@ func (e *env) installFailure(err error) int {
 // as the service streams it, until interrupted. A stream the service ends
 // (it quit, or this reader fell too far behind) is an error: the output
 // would otherwise stop without a word.
-func (e *env) followLogs(c *api.Client, p service.Paths, id string, n int) int {
+func (inv *invocation) followLogs(c *api.Client, p service.Paths, id string, n int) int {
 	events, err := c.FollowLog(context.Background(), id, n)
 	if err != nil {
-		return e.apiFailure(p, err)
+		return inv.apiFailure(p, err)
 	}
 	for ev, err := range events {
 		if err != nil {
 			if errors.Is(err, api.ErrStreamClosed) {
-				fmt.Fprintf(e.stderr, "tether logs: the service ended the stream (%v)\n", err)
+				fmt.Fprintf(inv.stderr, "tether logs: the service ended the stream (%v)\n", err)
 				return ExitFailure
 			}
-			return e.apiFailure(p, err)
+			return inv.apiFailure(p, err)
 		}
 		if ev.Type == api.EventLog && ev.ID == id {
-			fmt.Fprintln(e.stdout, ev.Line)
+			fmt.Fprintln(inv.stdout, ev.Line)
 		}
 	}
 	return ExitOK

@@ -16,32 +16,32 @@ import (
 
 // status prints one row per agent, as a table or, with --json, as JSON;
 // --help prints statusHelp.
-func (e *env) status(args []string) int {
-	fs := newFlags("status", e)
+func (inv *invocation) status(args []string) int {
+	fs := newFlags("status", inv)
 	asJSON := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() {} // --help prints statusHelp instead
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(e.stdout, statusHelp())
+		fmt.Fprint(inv.stdout, statusHelp())
 		return ExitOK
 	}
 	if err != nil || fs.NArg() > 0 {
-		return e.usage(fmt.Errorf("usage: tether status [--json]"))
+		return inv.usage(fmt.Errorf("usage: tether status [--json]"))
 	}
-	c, p, err := e.client()
+	c, p, err := inv.client()
 	if err != nil {
-		return e.fail("%v", err)
+		return inv.fail("%v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	st, err := c.Status(ctx)
 	if err != nil {
-		return e.apiFailure(p, err)
+		return inv.apiFailure(p, err)
 	}
 	if *asJSON {
-		return e.statusJSON(st)
+		return inv.statusJSON(st)
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(inv.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tIDENTITY\tSTATE\tPID\tSINCE\tRESTARTS\tERROR")
 	for _, a := range st.Agents {
 		pid := "-"
@@ -56,10 +56,10 @@ func (e *env) status(args []string) int {
 	}
 	tw.Flush()
 	if st.StateError != nil {
-		fmt.Fprintf(e.stderr, "tether: state file problem: %s\n", st.StateError.Message)
+		fmt.Fprintf(inv.stderr, "tether: state file problem: %s\n", st.StateError.Message)
 	}
 	if st.ConfigError != nil {
-		fmt.Fprintf(e.stderr, "tether: the last reload was rejected: %s\n", st.ConfigError.Message)
+		fmt.Fprintf(inv.stderr, "tether: the last reload was rejected: %s\n", st.ConfigError.Message)
 	}
 	return ExitOK
 }
@@ -79,7 +79,7 @@ type statusRow struct {
 
 // statusJSON prints the status as statusHelp describes it: the rows, and
 // the state file's problem (code state) when there is one.
-func (e *env) statusJSON(st api.Status) int {
+func (inv *invocation) statusJSON(st api.Status) int {
 	out := struct {
 		Agents     []statusRow `json:"agents"`
 		StateError *api.Error  `json:"state_error,omitempty"`
@@ -87,10 +87,10 @@ func (e *env) statusJSON(st api.Status) int {
 	for _, a := range st.Agents {
 		out.Agents = append(out.Agents, statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error})
 	}
-	enc := json.NewEncoder(e.stdout)
+	enc := json.NewEncoder(inv.stdout)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(out); err != nil {
-		return e.fail("%v", err)
+		return inv.fail("%v", err)
 	}
 	return ExitOK
 }
