@@ -13,7 +13,8 @@ import (
 	"github.com/tether-dev/tether/service"
 )
 
-// serviceManager handles "service install|uninstall|start|stop|status".
+// serviceManager handles "service install|uninstall|start|stop|status",
+// the registration of the profile's service with the OS.
 func (inv *invocation) serviceManager(p service.Paths, args []string) int {
 	verb := args[0]
 	fs := flag.NewFlagSet("service "+verb, flag.ContinueOnError)
@@ -34,69 +35,86 @@ func (inv *invocation) serviceManager(p service.Paths, args []string) int {
 		if verb != "install" {
 			return inv.usage(fmt.Errorf("--print goes with install"))
 		}
-		files, err := install.Plan(o)
-		if err != nil {
-			return inv.fail("%v", err)
-		}
-		for _, f := range files {
-			fmt.Fprintf(inv.stdout, "# %s (mode %v)\n%s\n", f.Path, f.Mode, f.Content)
-		}
-		return ExitOK
+		return inv.printPlan(o)
 	}
 	switch verb {
 	case "install":
-		r, err := install.Install(o)
-		if err != nil {
-			return inv.installFailure(err)
-		}
-		fmt.Fprintln(inv.stdout, r.Message)
+		return inv.installed(install.Install(o))
 	case "uninstall":
-		r, err := install.Uninstall(o)
-		if err != nil {
-			return inv.installFailure(err)
-		}
-		fmt.Fprintln(inv.stdout, r.Message)
+		return inv.installed(install.Uninstall(o))
 	case "start":
 		if err := install.Start(o); err != nil {
 			return inv.installFailure(err)
 		}
 		fmt.Fprintln(inv.stdout, "started")
+		return ExitOK
 	case "stop":
-		err := install.Stop(o)
-		if errors.Is(err, install.ErrNoServiceManager) {
-			// No manager to ask (Windows Run key): ask the service
-			// itself to quit through the local API.
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			if qerr := api.NewClient(p.Socket).Quit(ctx); qerr != nil {
-				return inv.apiFailure(p, qerr)
-			}
-			err = nil
-		}
-		if err != nil {
-			return inv.installFailure(err)
-		}
-		fmt.Fprintln(inv.stdout, "stopped")
+		return inv.stopService(p, o)
 	case "status":
-		st, err := install.Status(o)
-		if err != nil {
-			return inv.installFailure(err)
-		}
-		installed := "not installed"
-		if st.Installed {
-			installed = "installed"
-			if !st.Current {
-				installed += " (out of date: run tether service install again)"
-			}
-		}
-		fmt.Fprintf(inv.stdout, "%s %s (%s): %s, %s", st.Manager, st.Name, st.Path, installed, st.State)
-		if st.Detail != "" {
-			fmt.Fprintf(inv.stdout, " (%s)", st.Detail)
-		}
-		fmt.Fprintln(inv.stdout)
-	default:
-		return inv.usage(fmt.Errorf("unknown service command %q", verb))
+		return inv.serviceStatus(o)
 	}
+	return inv.usage(fmt.Errorf("unknown service command %q", verb))
+}
+
+// printPlan shows the files "service install" would write.
+func (inv *invocation) printPlan(o install.Options) int {
+	files, err := install.Plan(o)
+	if err != nil {
+		return inv.fail("%v", err)
+	}
+	for _, f := range files {
+		fmt.Fprintf(inv.stdout, "# %s (mode %v)\n%s\n", f.Path, f.Mode, f.Content)
+	}
+	return ExitOK
+}
+
+// installed reports the outcome of an install or an uninstall.
+func (inv *invocation) installed(r install.Result, err error) int {
+	if err != nil {
+		return inv.installFailure(err)
+	}
+	fmt.Fprintln(inv.stdout, r.Message)
+	return ExitOK
+}
+
+// stopService stops the registered service through its manager or, where
+// there is none to ask (Windows Run key), through the local API.
+func (inv *invocation) stopService(p service.Paths, o install.Options) int {
+	err := install.Stop(o)
+	if errors.Is(err, install.ErrNoServiceManager) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if qerr := api.NewClient(p.Socket).Quit(ctx); qerr != nil {
+			return inv.apiFailure(p, qerr)
+		}
+		err = nil
+	}
+	if err != nil {
+		return inv.installFailure(err)
+	}
+	fmt.Fprintln(inv.stdout, "stopped")
+	return ExitOK
+}
+
+// serviceStatus prints one line: the manager, the unit and its file,
+// whether it is installed and current, and whether it runs.
+func (inv *invocation) serviceStatus(o install.Options) int {
+	st, err := install.Status(o)
+	if err != nil {
+		return inv.installFailure(err)
+	}
+	installed := "not installed"
+	if st.Installed {
+		installed = "installed"
+		if !st.Current {
+			installed += " (out of date: run tether service install again)"
+		}
+	}
+	fmt.Fprintf(inv.stdout, "%s %s (%s): %s, %s", st.Manager, st.Name, st.Path, installed, st.State)
+	if st.Detail != "" {
+		fmt.Fprintf(inv.stdout, " (%s)", st.Detail)
+	}
+	fmt.Fprintln(inv.stdout)
 	return ExitOK
 }
 
