@@ -13,7 +13,8 @@
 // is fixed, never reset.
 //
 // The package owns those two files and the temporary files beside them; it
-// knows nothing of agents, configs or processes.
+// knows nothing of configs or processes. Of tether's packages it imports
+// only api, for the error codes a run's record carries.
 package state
 
 import (
