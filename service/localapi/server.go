@@ -459,7 +459,7 @@ func writeBackendError(w http.ResponseWriter, err error) {
 }
 
 // httpStatus is the HTTP status of an error code.
-func httpStatus(code string) int {
+func httpStatus(code api.Code) int {
 	switch code {
 	case api.CodeBadRequest:
 		return http.StatusBadRequest
