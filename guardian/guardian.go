@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tether-dev/tether/platform"
 )
 
 const (
@@ -49,6 +51,55 @@ type guardian struct {
 
 	osGuardian
 }
+
+// osSteps are the steps of a guardian's life that differ by OS, and all
+// that does. guardian_unix.go (flock, session, cgroup, reaper) and
+// guardian_windows.go (named mutex, job object, owner handle) implement
+// them on *guardian; start, watch, teardown and release call them and are
+// written once.
+type osSteps interface {
+	// acquire takes the identity's ownership lock, with the owner record
+	// locked and prev the record read under it (nil when there is
+	// none). A lock held by a live guardian is contention; on Unix, one
+	// held only by the tree of a dead guardian is taken over.
+	acquire(prev *record) *failure
+	// clearEarlier runs once the lock is held: it stops and removes
+	// what an earlier holder that died left behind (its tree, private
+	// directory, containment) and sets tookOver when there was one.
+	clearEarlier(prev *record) *failure
+	// contain creates the agent's containment, if any, named after the
+	// private directory's name, and notes it in self, the record about
+	// to be written.
+	contain(name string, self *record) *failure
+	// spawn starts the agent in its containment and returns its
+	// reference and a channel that yields its exit.
+	spawn(c *agentCommand) (procRef, <-chan Exit, *failure)
+
+	// stopTree stops the whole tree within timeout and the kill grace;
+	// an error means it could not be confirmed empty (*treeAliveError
+	// when members are left).
+	stopTree(timeout time.Duration) (stopReport, error)
+	// afterStop runs once the tree is confirmed empty.
+	afterStop()
+	// removeContainment removes what contain created.
+	removeContainment() error
+	// unlockOwnership releases what acquire took; closeOwnership closes
+	// its handles, held or not.
+	unlockOwnership() error
+	closeOwnership()
+
+	// containment names the containment in use ("cgroup+session",
+	// "session", "job"); describe adds the OS's details to a ready.
+	containment() string
+	describe(r *Ready)
+	// ownerGone is closed when the owner is seen dead by other means
+	// than the tether's EOF (nil when there are none).
+	ownerGone() <-chan struct{}
+	// settle runs a moment after ready, when the start is over.
+	settle()
+}
+
+var _ osSteps = (*guardian)(nil)
 
 // stopReport says how a tree went down.
 type stopReport struct {
@@ -129,6 +180,21 @@ func (g *guardian) serve(term <-chan os.Signal) int {
 	return g.watch(rd, term)
 }
 
+// ready is the answer to a start that succeeded.
+func (g *guardian) ready() *Ready {
+	r := &Ready{
+		GuardianPID: os.Getpid(),
+		AgentPID:    g.agentPid,
+		SessionID:   g.agentPid, // the agent leads its own session or process group
+		Containment: g.containment(),
+		PrivateDir:  g.privateDir,
+		Since:       g.since,
+		TookOver:    g.tookOver,
+	}
+	g.describe(r)
+	return r
+}
+
 // openLog opens the agent's log and makes it the guardian's stdout and
 // stderr too, so nothing the guardian prints from now on goes to the
 // owner's pipe.
@@ -138,7 +204,7 @@ func (g *guardian) openLog() *failure {
 		g.log, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	} else {
 		if err = os.MkdirAll(filepath.Dir(g.req.LogPath), 0o700); err == nil {
-			g.log, err = openAppendNoFollow(g.req.LogPath)
+			g.log, err = platform.OpenAppendNoFollow(g.req.LogPath)
 		}
 	}
 	if err != nil {
@@ -183,7 +249,7 @@ func (g *guardian) removeOldDir(prev *record) {
 		return
 	}
 	if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
-		if err := removeAll(d); err != nil {
+		if err := platform.RemoveAll(d); err != nil {
 			g.logf("removing the private directory %s left by an earlier tree: %v", d, err)
 		}
 	}
@@ -269,7 +335,7 @@ func (g *guardian) abort() {
 		}
 	}
 	if g.privateDir != "" {
-		_ = removeAll(g.privateDir)
+		_ = platform.RemoveAll(g.privateDir)
 	}
 	_ = g.removeContainment()
 	g.release()
@@ -390,7 +456,7 @@ func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit
 		}
 	}
 	c := &Cleanup{Code: CleanupOK, Terminated: rep.Terminated, Killed: rep.Killed, Forced: rep.Forced}
-	if err := removeAll(g.privateDir); err != nil {
+	if err := platform.RemoveAll(g.privateDir); err != nil {
 		c.Code, c.Message = CleanupPrivateDir, err.Error()
 	}
 	if err := g.removeContainment(); err != nil && c.Code == CleanupOK {
