@@ -6,6 +6,10 @@
 // the duplex pipe that ties a guardian to its owner, and process
 // references that survive PID reuse.
 //
-// It knows nothing of identities, owners or protocols: callers in
-// guardian/ and service/ give it names, paths, handles and deadlines.
+// Package platform is its portable face: what both systems do (lock files,
+// private directories and files, the local pipe and its peer, process
+// references) is called through it; the rest is Windows mechanism, called
+// by the guardian's Windows files and by tests. It knows nothing of
+// identities, owners or protocols, and imports nothing of tether's: its
+// callers give it names, paths, handles and deadlines.
 package windows
