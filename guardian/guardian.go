@@ -52,11 +52,14 @@ type guardian struct {
 	osGuardian
 }
 
-// osSteps are the steps of a guardian's life that differ by OS, and all
-// that does. guardian_unix.go (flock, session, cgroup, reaper) and
+// osSteps are the steps of a guardian's life that differ by OS.
+// guardian_unix.go (flock, session, cgroup, reaper) and
 // guardian_windows.go (named mutex, job object, owner handle) implement
 // them on *guardian; start, watch, teardown and release call them and are
-// written once.
+// written once. Beside them each OS has its Main and run (how the tether
+// arrives, which signals end the agent's life), redirectOutput,
+// platformEnv, containmentCleanupCode, and the command lookup's pieces
+// (lookpath.go).
 type osSteps interface {
 	// acquire takes the identity's ownership lock, with the owner record
 	// locked and prev the record read under it (nil when there is
