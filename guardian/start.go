@@ -13,8 +13,9 @@ import (
 //
 // The owner record is locked throughout, so a contender never sees a
 // holder without its record. It is written before the private directory
-// is made, so a guardian that dies at any step leaves a record of what it
-// made, for the next holder of the identity to remove (clearEarlier).
+// is made and again once the agent runs, so that the next holder of the
+// identity finds what a guardian that died part way left behind
+// (clearEarlier).
 func (g *guardian) start() *failure {
 	if err := platform.SecureDir(g.req.LockDir); err != nil {
 		return &failure{Code: CodeLock, Path: g.req.LockDir, Message: "lock directory: " + err.Error()}
