@@ -5,11 +5,12 @@
 // platform/unix or platform/windows, which implement it; on any other
 // system it fails with errors.ErrUnsupported.
 //
-// Callers (guardian, service, api, demo, tests) name these operations
-// through this package only. What has no portable meaning (sessions,
-// cgroups and the reaper on Unix; named mutexes, job objects and
-// inherited handles on Windows) stays in the halves, which only the
-// guardian's per-OS files and tests import, as punix and pwin.
+// Callers (guardian, service, api, demo, internal/testdir) name these
+// operations through this package only. What has no portable meaning
+// (sessions, cgroups, process scans and the reaper on Unix; named
+// mutexes, job objects and inherited handles on Windows) stays in the
+// halves, which only the guardian's per-OS files, the Unix-only demo and
+// tests import, always as punix and pwin.
 //
 // It knows nothing of identities, owners or protocols, and imports
 // nothing of tether's but the halves.
