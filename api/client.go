@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/tether-dev/tether/platform"
 )
 
 // ErrNotRunning reports that no service listens on the socket: there is no
@@ -57,6 +59,17 @@ func NewClient(socketPath string) *Client {
 	// No Timeout on the http.Client: the event stream lasts as long as
 	// its context; every call is bounded by the caller's context.
 	return &Client{path: socketPath, hc: &http.Client{Transport: tr}}
+}
+
+// dialSocket connects to the service's socket or pipe (platform.Dial: on
+// Windows the client lets the service identify it, and refuses a pipe
+// another user created). Nothing listening there is ErrNotRunning.
+func dialSocket(ctx context.Context, path string) (net.Conn, error) {
+	c, err := platform.Dial(ctx, path)
+	if errors.Is(err, platform.ErrNoListener) {
+		return nil, fmt.Errorf("%w: %w", ErrNotRunning, err)
+	}
+	return c, err
 }
 
 // SocketPath returns the socket of this client.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/internal/logline"
+	"github.com/tether-dev/tether/platform"
 	punix "github.com/tether-dev/tether/platform/unix"
 )
 
@@ -39,29 +40,69 @@ func Run(args []string) int {
 	return 0
 }
 
-// sandbox is the demo's world: a temporary directory holding the XDG
-// config, state and runtime directories, the environment that points
-// there, and the services started in it.
 type sandbox struct {
 	dir      string
 	exe      string
 	environ  []string
 	services map[string]*exec.Cmd
+	say      func(format string, args ...any)
 }
 
 func run(out io.Writer) (err error) {
 	// Adopt orphaned guardians so they are reaped here, not left as
 	// zombies under an init that does not reap.
 	_, _ = punix.BecomeSubreaper()
+	e, err := newEnv(out)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := e.cleanup(); err == nil {
+			err = cerr
+		}
+	}()
+	e.say("tether demo: crash survival, in %s", e.dir)
+	e.say("")
+	a, members, err := e.startFirst()
+	if err != nil {
+		return err
+	}
+	if err := e.killService(a, members); err != nil {
+		return err
+	}
+	a2, err := e.relaunch()
+	if err != nil {
+		return err
+	}
+	if err := e.secondProfile(a2); err != nil {
+		return err
+	}
+	if err := e.stopBoth(a2); err != nil {
+		return err
+	}
+	e.say("")
+	e.say("ok: one identity ran exactly once at a time, and nothing was left behind.")
+	return nil
+}
+
+// newEnv makes the demo's world in a temp dir: its own XDG config, state
+// and runtime directories, in an environment without the user's XDG_*.
+func newEnv(out io.Writer) (_ *sandbox, err error) {
 	dir, err := os.MkdirTemp("", "tether-demo-")
 	if err != nil {
-		return err
+		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			_ = os.RemoveAll(dir)
+		}
+	}()
 	exe, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	e := &sandbox{dir: dir, exe: exe, services: map[string]*exec.Cmd{}}
+	e := &sandbox{dir: dir, exe: exe, services: map[string]*exec.Cmd{},
+		say: func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "XDG_") {
 			e.environ = append(e.environ, kv)
@@ -69,71 +110,80 @@ func run(out io.Writer) (err error) {
 	}
 	for _, d := range []string{"config", "state", "run"} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	e.environ = append(e.environ,
 		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
 		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
 		"XDG_RUNTIME_DIR="+filepath.Join(dir, "run"))
-	defer func() {
-		if cerr := e.cleanup(); err == nil {
-			err = cerr
-		}
-	}()
-	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+	return e, nil
+}
 
-	say("tether demo: crash survival, in %s", dir)
-	say("")
-	say("1. Start the service (profile \"demo\") with the built-in demo agent: it starts a worker in")
-	say("   its own process group and a double-forked escapee in its own session.")
+// startFirst is step 1: the service with the demo agent, whose tree it
+// shows.
+func (e *sandbox) startFirst() (api.Agent, []punix.Proc, error) {
+	e.say("1. Start the service (profile \"demo\") with the built-in demo agent: it starts a worker in")
+	e.say("   its own process group and a double-forked escapee in its own session.")
 	svc, err := e.startService("demo")
 	if err != nil {
-		return err
+		return api.Agent{}, nil, err
 	}
 	a, err := e.waitRunning("demo")
 	if err != nil {
-		return err
+		return api.Agent{}, nil, err
 	}
-	say("   service pid %d -> guardian pid %d -> agent pid %d (identity %q)", svc.Process.Pid, a.GuardianPID, a.PID, a.Identity)
+	e.say("   service pid %d -> guardian pid %d -> agent pid %d (identity %q)", svc.Process.Pid, a.GuardianPID, a.PID, a.Identity)
 	tree := &punix.Tree{Leader: punix.Ref{Pid: a.PID}, Root: a.GuardianPID}
 	members, err := waitTree(tree, a.PID, 10*time.Second)
 	if err != nil {
-		return err
+		return api.Agent{}, nil, err
 	}
 	for _, p := range members {
-		say("   %s", describe(p, a.PID))
+		e.say("   %s", describe(p, a.PID))
 	}
-	say("")
+	e.say("")
+	return a, members, nil
+}
 
-	say("2. SIGKILL the service (pid %d). Nothing tells the guardian but EOF on its tether.", svc.Process.Pid)
+// killService is step 2: SIGKILL the service and time the teardown.
+func (e *sandbox) killService(a api.Agent, members []punix.Proc) error {
+	e.say("2. SIGKILL the service (pid %d). Nothing tells the guardian but EOF on its tether.", e.services["demo"].Process.Pid)
 	took, err := e.killAndMeasure("demo", a, members)
 	if err != nil {
 		return err
 	}
-	say("   tree gone, private dir removed and lock free after %.1f ms", float64(took.Microseconds())/1000)
-	if line := lastLogLine(filepath.Join(dir, "state", "tether", "demo", "logs", agentID+".log"), "stopped (owner_lost)"); line != "" {
-		say("   the guardian's log: %s", line)
+	e.say("   tree gone, private dir removed and lock free after %.1f ms", float64(took.Microseconds())/1000)
+	if line := lastLogLine(filepath.Join(e.dir, "state", "tether", "demo", "logs", agentID+".log"), "stopped (owner_lost)"); line != "" {
+		e.say("   the guardian's log: %s", line)
 	}
-	say("")
+	e.say("")
+	return nil
+}
 
-	say("3. Relaunch the service: the agent was enabled, so it comes back, exactly once.")
-	svc, err = e.startService("demo")
+// relaunch is step 3: the agent comes back, exactly once.
+func (e *sandbox) relaunch() (api.Agent, error) {
+	e.say("3. Relaunch the service: the agent was enabled, so it comes back, exactly once.")
+	svc, err := e.startService("demo")
 	if err != nil {
-		return err
+		return api.Agent{}, err
 	}
-	a2, err := e.waitRunning("demo")
+	a, err := e.waitRunning("demo")
 	if err != nil {
-		return err
+		return api.Agent{}, err
 	}
-	n, err := treesOf(a2.PID)
+	n, err := treesOf(a.PID)
 	if err != nil {
-		return err
+		return api.Agent{}, err
 	}
-	say("   service pid %d, agent pid %d; live trees of %q: %d", svc.Process.Pid, a2.PID, identity, n)
-	say("")
+	e.say("   service pid %d, agent pid %d; live trees of %q: %d", svc.Process.Pid, a.PID, identity, n)
+	e.say("")
+	return a, nil
+}
 
-	say("4. A second profile (\"other\") on the same identity: tether --profile other start %s", agentID)
+// secondProfile is step 4: another profile is refused the same identity.
+func (e *sandbox) secondProfile(a api.Agent) error {
+	e.say("4. A second profile (\"other\") on the same identity: tether --profile other start %s", agentID)
 	if _, err := e.startService("other"); err != nil {
 		return err
 	}
@@ -144,24 +194,24 @@ func run(out io.Writer) (err error) {
 	if code != 4 {
 		return fmt.Errorf("the second profile's start exited %d, want 4 (contention): %s", code, msg)
 	}
-	say("   exit %d: %s", code, strings.TrimSpace(msg))
-	if n, err := treesOf(a2.PID); err != nil || n != 1 {
+	e.say("   exit %d: %s", code, strings.TrimSpace(msg))
+	if n, err := treesOf(a.PID); err != nil || n != 1 {
 		return fmt.Errorf("%d trees of %q after the second profile tried (%v)", n, identity, err)
 	}
-	say("")
+	e.say("")
+	return nil
+}
 
-	say("5. Stop both services: every agent stops, nothing is left behind.")
+// stopBoth is step 5: both services quit, and the tree goes with them.
+func (e *sandbox) stopBoth(a api.Agent) error {
+	e.say("5. Stop both services: every agent stops, nothing is left behind.")
 	for _, p := range []string{"other", "demo"} {
 		if err := e.quit(p); err != nil {
 			return err
 		}
 	}
-	if _, err := waitGone(&punix.Tree{Leader: punix.Ref{Pid: a2.PID}, Root: a2.GuardianPID}, 10*time.Second); err != nil {
-		return err
-	}
-	say("")
-	say("ok: one identity ran exactly once at a time, and nothing was left behind.")
-	return nil
+	_, err := waitGone(&punix.Tree{Leader: punix.Ref{Pid: a.PID}, Root: a.GuardianPID}, 10*time.Second)
+	return err
 }
 
 func (e *sandbox) client(profile string) *api.Client {
@@ -382,15 +432,15 @@ func lastLogLine(path, substr string) string {
 }
 
 func lockFree(path string) bool {
-	f, err := punix.OpenLockFile(path)
+	f, err := platform.OpenLockFile(path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	if punix.TryLock(f) != nil {
+	if platform.TryLock(f) != nil {
 		return false
 	}
-	_ = punix.Unlock(f)
+	_ = platform.Unlock(f)
 	return true
 }
 

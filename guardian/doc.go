@@ -14,9 +14,15 @@
 // containment a kill-on-close job object the agent enters before it runs,
 // and the tether one end of a duplex named pipe whose handle value is on
 // the guardian's command line; the owner's process handle is a second
-// sign of its death. What the platforms share is written once: the
-// request handling, the watch, the staged teardown, the owner record
-// (<key>.owner beside the lock) and the whole owner side.
+// sign of its death. What the platforms share is written once: the start
+// sequence (start.go), the request handling, the watch and the staged
+// teardown (guardian.go), the owner record (record.go), the command
+// lookup (lookpath.go) and the owner side (owner.go, pool.go). What
+// differs is the osSteps interface (guardian.go), implemented in
+// guardian_unix.go and guardian_windows.go, and the guardian's command
+// and tether (owner_unix.go, owner_windows.go). Portable operations (lock
+// files, private directories, process references) come from package
+// platform; the per-OS files alone reach into its halves.
 //
 // The owner side is Start, which returns a Session; Pool keeps guardians
 // started ahead of need, and Reclaim frees an identity whose guardian died.

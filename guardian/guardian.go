@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/internal/logline"
+	"github.com/tether-dev/tether/platform"
 )
 
 const (
@@ -51,6 +52,58 @@ type guardian struct {
 
 	osGuardian
 }
+
+// osSteps are the steps of a guardian's life that differ by OS.
+// guardian_unix.go (flock, session, cgroup, reaper) and
+// guardian_windows.go (named mutex, job object, owner handle) implement
+// them on *guardian; start, watch, teardown and release call them and are
+// written once. Beside them each OS has its Main and run (how the tether
+// arrives, which signals end the agent's life), redirectOutput,
+// platformEnv, containmentCleanupCode, and the command lookup's pieces
+// (lookpath.go).
+type osSteps interface {
+	// acquire takes the identity's ownership lock, with the owner record
+	// locked and prev the record read under it (nil when there is
+	// none). A lock held by a live guardian is contention; on Unix, one
+	// held only by the tree of a dead guardian is taken over.
+	acquire(prev *record) *failure
+	// clearEarlier runs once the lock is held: it stops and removes
+	// what an earlier holder that died left behind (its tree, private
+	// directory, containment) and sets tookOver when there was one.
+	clearEarlier(prev *record) *failure
+	// contain creates the agent's containment, if any, named after the
+	// private directory's name, and notes it in self, the record about
+	// to be written.
+	contain(name string, self *record) *failure
+	// spawn starts the agent in its containment and returns its
+	// reference and a channel that yields its exit.
+	spawn(c *agentCommand) (procRef, <-chan Exit, *failure)
+
+	// stopTree stops the whole tree within timeout and the kill grace;
+	// an error means it could not be confirmed empty (*treeAliveError
+	// when members are left).
+	stopTree(timeout time.Duration) (stopReport, error)
+	// afterStop runs once the tree is confirmed empty.
+	afterStop()
+	// removeContainment removes what contain created.
+	removeContainment() error
+	// unlockOwnership releases what acquire took; closeOwnership closes
+	// its handles, held or not.
+	unlockOwnership() error
+	closeOwnership()
+
+	// containment names the containment in use ("cgroup+session",
+	// "session", "job"); describe adds the OS's details to a ready.
+	containment() string
+	describe(r *Ready)
+	// ownerGone is closed when the owner is seen dead by other means
+	// than the tether's EOF (nil when there are none).
+	ownerGone() <-chan struct{}
+	// settle runs a moment after ready, when the start is over.
+	settle()
+}
+
+var _ osSteps = (*guardian)(nil)
 
 // stopReport says how a tree went down.
 type stopReport struct {
@@ -131,6 +184,21 @@ func (g *guardian) serve(term <-chan os.Signal) int {
 	return g.watch(rd, term)
 }
 
+// ready is the answer to a start that succeeded.
+func (g *guardian) ready() *Ready {
+	r := &Ready{
+		GuardianPID: os.Getpid(),
+		AgentPID:    g.agentPid,
+		SessionID:   g.agentPid, // the agent leads its own session or process group
+		Containment: g.containment(),
+		PrivateDir:  g.privateDir,
+		Since:       g.since,
+		TookOver:    g.tookOver,
+	}
+	g.describe(r)
+	return r
+}
+
 // openLog opens the agent's log and makes it the guardian's stdout and
 // stderr too, so nothing the guardian prints from now on goes to the
 // owner's pipe.
@@ -140,7 +208,7 @@ func (g *guardian) openLog() *failure {
 		g.log, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	} else {
 		if err = os.MkdirAll(filepath.Dir(g.req.LogPath), 0o700); err == nil {
-			g.log, err = openAppendNoFollow(g.req.LogPath)
+			g.log, err = platform.OpenAppendNoFollow(g.req.LogPath)
 		}
 	}
 	if err != nil {
@@ -183,7 +251,7 @@ func (g *guardian) removeOldDir(prev *record) {
 		return
 	}
 	if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
-		if err := removeAll(d); err != nil {
+		if err := platform.RemoveAll(d); err != nil {
 			g.logf("removing the private directory %s left by an earlier tree: %v", d, err)
 		}
 	}
@@ -219,78 +287,6 @@ func agentEnv(env []string, set map[string]string) []string {
 		}
 	}
 	return out
-}
-
-// lookupEnv returns the value of key in env, compared as the platform
-// compares keys; the last entry wins.
-func lookupEnv(env []string, key string) (string, bool) {
-	var v string
-	var found bool
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && envKey(k) == envKey(key) {
-			v, found = val, true
-		}
-	}
-	return v, found
-}
-
-// resolveCommand finds argv0 the way the platform's own search would
-// (execvp's PATH walk; on Windows also PATHEXT), in the PATH of the
-// agent's environment, and says precisely why it cannot be run.
-func resolveCommand(argv0, dir string, env []string) (string, *failure) {
-	check := func(p string) (string, *failure) {
-		var missing *failure
-		for _, c := range commandCandidates(p, env) {
-			fi, err := os.Stat(c)
-			switch {
-			case err != nil && errors.Is(err, os.ErrNotExist):
-				if missing == nil {
-					missing = &failure{Code: CodeSpawn, Cause: CauseNotFound, Path: p, Message: "command " + quote(p) + " not found"}
-				}
-				continue
-			case err != nil:
-				return "", &failure{Code: CodeSpawn, Cause: CauseNotExecutable, Path: c, Message: err.Error()}
-			case fi.IsDir():
-				return "", &failure{Code: CodeSpawn, Cause: CauseNotExecutable, Path: c, Message: "command " + quote(c) + " is a directory"}
-			}
-			if why := notExecutable(c, fi, env); why != "" {
-				return "", &failure{Code: CodeSpawn, Cause: CauseNotExecutable, Path: c, Message: why}
-			}
-			return c, nil
-		}
-		return "", missing
-	}
-	if commandHasDir(argv0) {
-		p := argv0
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		return check(p)
-	}
-	pathEnv, ok := lookupEnv(env, "PATH")
-	if !ok {
-		pathEnv = defaultPath()
-	}
-	var firstBad *failure
-	for _, d := range filepath.SplitList(pathEnv) {
-		if d == "" {
-			d = "."
-		}
-		if !filepath.IsAbs(d) {
-			d = filepath.Join(dir, d)
-		}
-		p, fl := check(filepath.Join(d, argv0))
-		if fl == nil {
-			return p, nil
-		}
-		if fl.Cause == CauseNotExecutable && firstBad == nil {
-			firstBad = fl
-		}
-	}
-	if firstBad != nil {
-		return "", firstBad
-	}
-	return "", &failure{Code: CodeSpawn, Cause: CauseNotFound, Path: argv0, Message: fmt.Sprintf("command %q not found in PATH %q", argv0, pathEnv)}
 }
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }
@@ -341,7 +337,7 @@ func (g *guardian) abort() {
 		}
 	}
 	if g.privateDir != "" {
-		_ = removeAll(g.privateDir)
+		_ = platform.RemoveAll(g.privateDir)
 	}
 	_ = g.removeContainment()
 	g.release()
@@ -462,7 +458,7 @@ func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit
 		}
 	}
 	c := &Cleanup{Code: CleanupOK, Terminated: rep.Terminated, Killed: rep.Killed, Forced: rep.Forced}
-	if err := removeAll(g.privateDir); err != nil {
+	if err := platform.RemoveAll(g.privateDir); err != nil {
 		c.Code, c.Message = CleanupPrivateDir, err.Error()
 	}
 	if err := g.removeContainment(); err != nil && c.Code == CleanupOK {

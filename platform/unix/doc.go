@@ -8,7 +8,10 @@
 // unix socket and the peer credentials of its callers, and the release of
 // an idle process's start-up pages.
 //
-// It knows nothing of identities, owners or protocols: its callers (the
-// guardian, the service and its local API, the demo, and the tests and
-// benchmarks) give it paths, pids and deadlines. It imports nothing of ours.
+// Package platform is its portable face: what both systems do (lock files,
+// private directories and files, the local socket and its peer, process
+// references) is called through it; the rest is Unix mechanism, called by
+// the guardian's Unix files, the demo and tests. It knows nothing of
+// identities, owners or protocols, and imports nothing of tether's: its
+// callers give it paths, pids and deadlines.
 package unix

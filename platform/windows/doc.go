@@ -8,8 +8,10 @@
 // listener, its dial and the identity of its clients), and process
 // references that survive PID reuse.
 //
-// It knows nothing of identities, owners or protocols: its callers (the
-// guardian, the service and its local API, package api's dial, and the
-// tests) give it names, paths, handles and deadlines. It imports nothing of
-// ours.
+// Package platform is its portable face: what both systems do (lock files,
+// private directories and files, the local pipe and its peer, process
+// references) is called through it; the rest is Windows mechanism, called
+// by the guardian's Windows files and by tests. It knows nothing of
+// identities, owners or protocols, and imports nothing of tether's: its
+// callers give it names, paths, handles and deadlines.
 package windows

@@ -1,9 +1,9 @@
 // Package localapi serves the local API (package api's paths and types) as
-// HTTP+JSON over the user-only unix socket or named pipe that the service
-// opens with the platform packages. It decides who may call (the service's
-// own user, never a browser) and what a well-formed request is; everything
-// an agent is or does belongs to the Backend, the service's controller. It
-// owns no agent and starts no process. Only the service imports it.
+// HTTP+JSON over the user-only socket or named pipe that platform.Listen
+// opens. It decides who may call (the service's own user, never a browser)
+// and what a well-formed request is; everything an agent is or does
+// belongs to the Backend, the service's controller. It owns no agent and
+// starts no process. Only the service imports it.
 //
 // Answers: 200 with the JSON value on success; otherwise an api.Error
 // body, with 400 (bad_request: bad JSON, unknown fields, bad parameters),
@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/platform"
 )
 
 // Backend is what the API serves: the service's controller. Its methods
@@ -99,11 +100,11 @@ type route struct {
 	h      func(http.ResponseWriter, *http.Request)
 }
 
-// New returns a server of b on l, a listener of platform/unix.ListenUnix
-// or platform/windows.ListenPipe. It serves nothing until Serve.
+// New returns a server of b on l, a listener of platform.Listen. It
+// serves nothing until Serve.
 func New(b Backend, l net.Listener) *Server {
 	s := &Server{b: b, l: l, peerOf: peerOf, closing: make(chan struct{})}
-	s.self, s.selfErr = selfUser()
+	s.self, s.selfErr = platform.CurrentUser()
 	s.routes = map[string]route{
 		api.PathStatus:  {http.MethodGet, s.status},
 		api.PathEvents:  {http.MethodGet, s.events},
@@ -169,6 +170,15 @@ type peer struct {
 	err  error
 }
 
+// peerOf returns who opened c (platform.PeerOf). The pipe's security
+// descriptor on Windows already keeps other users from opening it; this
+// check holds even where the descriptor is not enforced (Wine stores it
+// but does not check it).
+func peerOf(c net.Conn) peer {
+	p, err := platform.PeerOf(c)
+	return peer{user: p.User, pid: p.PID, err: err}
+}
+
 type peerKey struct{}
 
 // ServeHTTP checks who is calling before anything else, then routes.
@@ -203,7 +213,7 @@ func (s *Server) refusal(r *http.Request) string {
 	case s.selfErr != nil:
 		return fmt.Sprintf("cannot tell which user the service runs as: %v", s.selfErr)
 	case p.user != s.self:
-		return fmt.Sprintf("%s %s (pid %d) may not use the service of %s %s", userKind, p.user, p.pid, userKind, s.self)
+		return fmt.Sprintf("%s %s (pid %d) may not use the service of %s %s", platform.UserKind, p.user, p.pid, platform.UserKind, s.self)
 	}
 	// A browser page can be made to send requests to local servers (and
 	// something on this machine could relay them to the socket); every

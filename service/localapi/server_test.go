@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/platform"
 )
 
 // waitLimit bounds every wait of these tests.
@@ -666,13 +667,13 @@ func TestPeerIsCaller(t *testing.T) {
 	if _, err := api.NewClient(ts.path).Status(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	self, err := selfUser()
+	self, err := platform.CurrentUser()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := <-seen
 	if p.err != nil || p.user != self || p.pid != os.Getpid() {
-		t.Errorf("peer of our own connection = %+v, want %s %s and pid %d", p, userKind, self, os.Getpid())
+		t.Errorf("peer of our own connection = %+v, want %s %s and pid %d", p, platform.UserKind, self, os.Getpid())
 	}
 }
 
@@ -694,7 +695,7 @@ func TestPeerRefused(t *testing.T) {
 	ctx := testCtx(t)
 	_, err := c.Status(ctx)
 	wantAPIError(t, "Status of another user", err, api.CodeForbidden)
-	if e, ok := errors.AsType[*api.Error](err); ok && (!strings.Contains(e.Message, userKind+" intruder") || !strings.Contains(e.Message, "pid 4242")) {
+	if e, ok := errors.AsType[*api.Error](err); ok && (!strings.Contains(e.Message, platform.UserKind+" intruder") || !strings.Contains(e.Message, "pid 4242")) {
 		t.Errorf("the refusal does not name the caller: %q", e.Message)
 	}
 	_, err = c.Start(ctx, "a")
