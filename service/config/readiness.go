@@ -1,7 +1,7 @@
 package config
 
 import (
-		"runtime"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -281,8 +281,8 @@ func examples(ks []probe.Kind) string {
 // edge is one entry of after: or requires:, kept for the graph check.
 type edge struct {
 	from, to string
-	key  string
-	line int
+	key      string
+	line     int
 }
 
 // graph checks after: and requires: across the config: every id named
