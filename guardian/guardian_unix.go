@@ -134,6 +134,7 @@ func (g *guardian) ready() *Ready {
 		LockPath:    g.lock.Name(),
 		Since:       g.since,
 		TookOver:    g.tookOver,
+		Pending:     g.req.Readiness != nil && g.req.Readiness.Ready != nil,
 	}
 }
 
@@ -329,9 +330,9 @@ func (g *guardian) spawn() *failure {
 	defer c.stdin.Close()
 	path := c.path
 	spec := punix.SpawnSpec{
-		Path: path, Argv: g.req.Argv, Dir: c.dir, Env: c.env,
+		Path: path, Argv: c.argv, Dir: c.dir, Env: c.env,
 		Stdin: c.stdin, Stdout: g.log, Stderr: g.log,
-		Extra:  []*os.File{g.lock},
+		Extra:  g.inherited(),
 		Cgroup: g.cgroup,
 	}
 	pid, exit, err := g.reaper.Start(func() (int, error) { return punix.StartSession(spec) })
@@ -360,7 +361,33 @@ func (g *guardian) spawn() *failure {
 	}()
 	g.agentExit = exits
 	g.tree = &punix.Tree{Leader: g.agent, Root: os.Getpid(), RootSubreaper: g.subreaper, Cgroup: g.cgroup}
+	if g.readiness != nil {
+		if err := g.readiness.begin(g.member, g.req.LogPath, c.dir, c.env); err != nil {
+			return &failure{Code: CodeConfig, Message: "readiness: " + err.Error()}
+		}
+	}
 	return nil
+}
+
+// inherited lists the descriptors the agent gets from 3 on: the lock
+// (which keeps the identity held while any process of the tree lives)
+// and, for ready: {fd: N}, the notification pipe at N. A gap between
+// them is a closed descriptor.
+func (g *guardian) inherited() []*os.File {
+	r := g.readiness
+	if r == nil || r.fdWrite == nil {
+		return []*os.File{g.lock}
+	}
+	n := r.spec.Ready.FD - punix.FirstExtraFD
+	files := make([]*os.File, max(n+1, 2))
+	files[n] = r.fdWrite
+	for i := range files {
+		if files[i] == nil {
+			files[i] = g.lock
+			break
+		}
+	}
+	return files
 }
 
 func toExit(st punix.ExitStatus) Exit {
@@ -417,6 +444,15 @@ func (g *guardian) closeOwnership() {
 	if g.lock != nil {
 		g.lock.Close()
 	}
+}
+
+// withWatchdogPID starts the agent through sh, which sets WATCHDOG_PID
+// to its own pid and then becomes the agent with exec: the pid is the
+// agent's, and sd_watchdog_enabled(3) in the agent finds it its own.
+// Only agents with a watchdog pay for the extra exec.
+func (c *agentCommand) withWatchdogPID() {
+	argv := append([]string{"sh", "-c", `WATCHDOG_PID=$$; export WATCHDOG_PID; exec "$@"`, c.argv[0], c.path}, c.argv[1:]...)
+	c.path, c.argv = "/bin/sh", argv
 }
 
 // commandHasDir says argv0 names a file rather than a command to look up

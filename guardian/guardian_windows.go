@@ -201,6 +201,7 @@ func (g *guardian) ready() *Ready {
 		LockPath:    g.mutexName,
 		Since:       g.since,
 		TookOver:    g.tookOver,
+		Pending:     g.req.Readiness != nil && g.req.Readiness.Ready != nil,
 	}
 }
 
@@ -354,7 +355,7 @@ func (g *guardian) spawn() *failure {
 	defer c.stdin.Close()
 	path := c.path
 	p, err := pwin.StartInJob(pwin.SpawnSpec{
-		Path: path, Argv: g.req.Argv, Dir: c.dir, Env: c.env,
+		Path: path, Argv: c.argv, Dir: c.dir, Env: c.env,
 		Stdin: c.stdin, Stdout: g.log, Stderr: g.log,
 	}, g.job)
 	if err != nil {
@@ -376,6 +377,11 @@ func (g *guardian) spawn() *failure {
 		exits <- Exit{Code: int(code)}
 	}()
 	g.agentExit = exits
+	if g.readiness != nil {
+		if err := g.readiness.begin(g.member, g.req.LogPath, c.dir, c.env); err != nil {
+			return &failure{Code: CodeConfig, Message: "readiness: " + err.Error()}
+		}
+	}
 	return nil
 }
 

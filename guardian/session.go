@@ -28,6 +28,12 @@ const (
 	// killed). Its tree may live on with the lock; the next guardian for
 	// the identity takes it over.
 	EventLost EventType = "lost"
+	// EventAgentReady: an agent whose Ready said Pending passed its
+	// readiness check. Status is its STATUS= text, if any.
+	EventAgentReady EventType = "agent_ready"
+	// EventStatus: the agent's status text (Status) or main process
+	// (MainPID) changed.
+	EventStatus EventType = "status"
 )
 
 // Event is one report from a running session.
@@ -40,6 +46,15 @@ type Event struct {
 	// Err is the typed error of the event: a *CleanupError, or
 	// ErrGuardianLost wrapped with the guardian's exit status.
 	Err error
+	// Detail says more of Reason (EventStopped): what a readiness,
+	// watchdog or health check last saw.
+	Detail string
+	// Status is the agent's own status text (EventAgentReady,
+	// EventStatus).
+	Status string
+	// MainPID is the process the agent named as its main one
+	// (EventStatus), zero when it named none.
+	MainPID int
 }
 
 // Session is the owner's handle on one running guardian.
@@ -172,6 +187,15 @@ func (s *Session) run(rd *lineReader) {
 		case msgStopped:
 			ev.Type = EventStopped
 			ev.Err = m.Cleanup.Err()
+			ev.Detail = m.Detail
+		case msgAgentReady, msgStatus:
+			ev.Type = EventAgentReady
+			if m.Type == msgStatus {
+				ev.Type = EventStatus
+			}
+			ev.Status, ev.MainPID = m.Detail, m.MainPID
+			s.events <- ev
+			continue
 		default:
 			continue
 		}

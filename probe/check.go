@@ -84,14 +84,33 @@ func (t TCP) Probe(ctx context.Context) error {
 	return c.Close()
 }
 
-// Exec passes when Argv exits 0. It runs with Env (nil: the caller's
-// environment) in Dir, and is killed when the context ends. Its output is
-// kept for the failure message, at most a few hundred bytes of it.
+// Exec passes when its command exits 0. The command runs with Env in Dir
+// and is killed when the context ends. Its output is kept for the failure
+// message, at most a few hundred bytes of it.
 type Exec struct {
+	// Path is the program, resolved; empty: Argv[0] looked up in the
+	// caller's PATH.
+	Path string
+	Argv []string
+	Dir  string
+	Env  []string
+	// Run runs the command; nil runs it with os/exec. A caller that
+	// reaps its own children (a child subreaper) passes one that goes
+	// through its reaper.
+	Run Runner
+}
+
+// Cmd is a check's process.
+type Cmd struct {
+	Path string
 	Argv []string
 	Dir  string
 	Env  []string
 }
+
+// Runner runs c to its end, its output (stdout and stderr) into out, and
+// kills it when ctx ends. It returns nil for an exit status of 0.
+type Runner func(ctx context.Context, c Cmd, out io.Writer) error
 
 func (e Exec) String() string { return "exec " + strings.Join(e.Argv, " ") }
 
@@ -100,20 +119,34 @@ func (e Exec) Probe(ctx context.Context) error {
 	if len(e.Argv) == 0 {
 		return failed(e, errors.New("no command"))
 	}
-	cmd := exec.CommandContext(ctx, e.Argv[0], e.Argv[1:]...)
-	cmd.Dir, cmd.Env = e.Dir, e.Env
+	run := e.Run
+	if run == nil {
+		run = runExec
+	}
 	var out tail
-	cmd.Stdout, cmd.Stderr = &out, &out
-	// A check that leaves a child holding its output must not hang the
-	// probe past its context.
-	cmd.WaitDelay = 100 * time.Millisecond
-	if err := cmd.Run(); err != nil {
+	c := Cmd{Path: e.Path, Argv: e.Argv, Dir: e.Dir, Env: e.Env}
+	if err := run(ctx, c, &out); err != nil {
 		if s := strings.TrimSpace(out.String()); s != "" {
 			err = fmt.Errorf("%w: %s", err, s)
 		}
 		return failed(e, err)
 	}
 	return nil
+}
+
+func runExec(ctx context.Context, c Cmd, out io.Writer) error {
+	path := c.Path
+	if path == "" {
+		path = c.Argv[0]
+	}
+	cmd := exec.CommandContext(ctx, path, c.Argv[1:]...)
+	cmd.Args[0] = c.Argv[0]
+	cmd.Dir, cmd.Env = c.Dir, c.Env
+	cmd.Stdout, cmd.Stderr = out, out
+	// A check that leaves a child holding its output must not hang the
+	// probe past its context.
+	cmd.WaitDelay = 100 * time.Millisecond
+	return cmd.Run()
 }
 
 // tail keeps the last bytes written to it.
@@ -138,6 +171,9 @@ func (t *tail) String() string { return string(t.b) }
 type Log struct {
 	Path    string
 	Pattern *regexp.Regexp
+	// Ignore, when set, passes over the lines it reports true for: lines
+	// that others write into the same file.
+	Ignore func(line []byte) bool
 
 	offset  int64
 	partial []byte
@@ -202,7 +238,7 @@ func (l *Log) scan(b []byte) bool {
 		}
 		line := append(l.partial, b[:min(i, logLineMax-len(l.partial))]...)
 		l.partial = l.partial[:0]
-		if l.Pattern.Match(line) {
+		if (l.Ignore == nil || !l.Ignore(line)) && l.Pattern.Match(line) {
 			return true
 		}
 		b = b[i+1:]

@@ -189,3 +189,18 @@ func TestMonitorCountsFailuresInARow(t *testing.T) {
 	}
 	<-done
 }
+
+func TestLogIgnore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agent.log")
+	l, err := NewLog(path, regexp.MustCompile(`ready`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Ignore = func(line []byte) bool { return regexp.MustCompile(`^other:`).Match(line) }
+	if err := os.WriteFile(path, []byte("other: ready\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Probe(context.Background()); err == nil {
+		t.Fatal("an ignored line matched")
+	}
+}

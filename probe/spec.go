@@ -127,10 +127,22 @@ func (k Kind) Outside() bool {
 	return k == KindHTTP || k == KindTCP || k == KindExec || k == KindLog
 }
 
-// Check builds the outside check the spec describes. logPath is the
-// agent's output, for KindLog; dir and env are the agent's, for KindExec.
-// It returns an error for notify and fd, which are not checks.
-func (s Spec) Check(logPath, dir string, env []string) (Check, error) {
+// Context is what an outside check needs of the agent it checks.
+type Context struct {
+	// LogPath is the agent's output, for KindLog.
+	LogPath string
+	// Dir and Env are the agent's, for KindExec, whose command is
+	// looked up with Lookup (nil: in the caller's PATH) and run by Run.
+	Dir    string
+	Env    []string
+	Lookup func(argv0 string) (string, error)
+	Run    Runner
+}
+
+// Check builds the outside check the spec describes. It returns an error
+// for notify and fd, which are not checks, and for an exec command that
+// cannot be found.
+func (s Spec) Check(cx Context) (Check, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -140,9 +152,17 @@ func (s Spec) Check(logPath, dir string, env []string) (Check, error) {
 	case KindTCP:
 		return TCP{Addr: s.Addr}, nil
 	case KindExec:
-		return Exec{Argv: s.Argv, Dir: dir, Env: env}, nil
+		e := Exec{Argv: s.Argv, Dir: cx.Dir, Env: cx.Env, Run: cx.Run}
+		if cx.Lookup != nil {
+			p, err := cx.Lookup(s.Argv[0])
+			if err != nil {
+				return nil, err
+			}
+			e.Path = p
+		}
+		return e, nil
 	case KindLog:
-		return NewLog(logPath, regexp.MustCompile(s.Pattern))
+		return NewLog(cx.LogPath, regexp.MustCompile(s.Pattern))
 	}
 	return nil, fmt.Errorf("%w: %s is told by the agent, not checked", ErrInvalid, s.Kind)
 }

@@ -39,11 +39,11 @@ func TestSpecValidate(t *testing.T) {
 
 func TestSpecCheck(t *testing.T) {
 	for _, k := range []Kind{KindNotify, KindFD} {
-		if _, err := (Spec{Kind: k, FD: 3}).Check("", "", nil); err == nil {
+		if _, err := (Spec{Kind: k, FD: 3}).Check(Context{}); err == nil {
 			t.Errorf("%s built a check", k)
 		}
 	}
-	c, err := (Spec{Kind: KindTCP, Addr: "127.0.0.1:1"}).Check("", "", nil)
+	c, err := (Spec{Kind: KindTCP, Addr: "127.0.0.1:1"}).Check(Context{})
 	if err != nil || c.String() != "tcp 127.0.0.1:1" {
 		t.Fatalf("Check = %v, %v", c, err)
 	}
