@@ -92,6 +92,12 @@ func TestReadyNotifyWithSystemdNotify(t *testing.T) {
 	if !s.Ready().Pending {
 		t.Fatal("ready.pending is false for an agent with a readiness check")
 	}
+	// Read while the shell runs its first command: an exec in progress
+	// shows an empty environment.
+	notify := agentEnviron(t, s.Ready().AgentPID)["NOTIFY_SOCKET"]
+	if filepath.Dir(notify) != spec.Readiness.NotifyDir {
+		t.Fatalf("NOTIFY_SOCKET=%q, want a socket in %s", notify, spec.Readiness.NotifyDir)
+	}
 	ev := nextEvent(t, e, s, 10*time.Second)
 	if ev.Type != EventStatus || ev.Status != "serving 3 sessions" {
 		t.Fatalf("first event %+v, want the status", ev)
@@ -102,10 +108,6 @@ func TestReadyNotifyWithSystemdNotify(t *testing.T) {
 	}
 	if d := time.Since(begin); d < 200*time.Millisecond {
 		t.Fatalf("ready after %v, before the agent said so", d)
-	}
-	notify := agentEnviron(t, s.Ready().AgentPID)["NOTIFY_SOCKET"]
-	if filepath.Dir(notify) != spec.Readiness.NotifyDir {
-		t.Fatalf("NOTIFY_SOCKET=%q, want a socket in %s", notify, spec.Readiness.NotifyDir)
 	}
 	if fi, err := os.Stat(notify); err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("notify socket %s: %v, %v", notify, fi, err)
@@ -147,15 +149,18 @@ func TestReadyNotifyIgnoresOutsiders(t *testing.T) {
 func TestReadyNotifyTimesOut(t *testing.T) {
 	e := readyEnv(t, "systemd-notify")
 	spec := e.script("notify@late", `systemd-notify --status="loading the model"; exec sleep 1000`,
-		&Readiness{Ready: &probe.Spec{Kind: probe.KindNotify}, StartTimeout: Duration(300 * time.Millisecond)})
+		&Readiness{Ready: &probe.Spec{Kind: probe.KindNotify}, StartTimeout: Duration(1500 * time.Millisecond)})
+	begin := time.Now()
 	s := e.start(spec)
 	agent, _ := refOf(s.Ready().AgentPID)
-	begin := time.Now()
+	if ev := nextEvent(t, e, s, 10*time.Second); ev.Type != EventStatus {
+		t.Fatalf("event %+v, want the status", ev)
+	}
 	ev := expectStopped(t, e, s, ReasonNotReady, 10*time.Second)
-	if d := time.Since(begin); d < 250*time.Millisecond {
+	if d := time.Since(begin); d < 1500*time.Millisecond {
 		t.Errorf("not_ready after %v, before the start timeout", d)
 	}
-	if !strings.Contains(ev.Detail, "300ms") || !strings.Contains(ev.Detail, "loading the model") {
+	if !strings.Contains(ev.Detail, "1.5s") || !strings.Contains(ev.Detail, "loading the model") {
 		t.Errorf("detail %q does not say the timeout and the last status", ev.Detail)
 	}
 	waitGone(t, []procRef{agent}, 100*time.Millisecond)
@@ -164,8 +169,8 @@ func TestReadyNotifyTimesOut(t *testing.T) {
 func TestReadyNotifyExtendTimeout(t *testing.T) {
 	e := readyEnv(t, "systemd-notify")
 	spec := e.script("notify@extend",
-		`systemd-notify EXTEND_TIMEOUT_USEC=2000000; sleep 0.5; systemd-notify --ready; exec sleep 1000`,
-		&Readiness{Ready: &probe.Spec{Kind: probe.KindNotify}, StartTimeout: Duration(200 * time.Millisecond)})
+		`systemd-notify EXTEND_TIMEOUT_USEC=5000000; sleep 1.5; systemd-notify --ready; exec sleep 1000`,
+		&Readiness{Ready: &probe.Spec{Kind: probe.KindNotify}, StartTimeout: Duration(time.Second)})
 	s := e.start(spec)
 	for {
 		ev := nextEvent(t, e, s, 10*time.Second)
@@ -315,14 +320,17 @@ func ptr[T any](v T) *T { return &v }
 func TestHealthCheckStopsAnUnhealthyAgent(t *testing.T) {
 	e := readyEnv(t)
 	up := filepath.Join(e.helper, "healthy")
-	spec := e.script("health@exec", `touch `+up+`; sleep 0.3; rm `+up+`; exec sleep 1000`,
+	if err := os.WriteFile(up, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec := e.script("health@exec", `sleep 0.3; rm `+up+`; exec sleep 1000`,
 		&Readiness{Health: &HealthCheck{Check: probe.Spec{Kind: probe.KindExec, Argv: []string{"test", "-e", up}},
 			Every: Duration(50 * time.Millisecond), Timeout: Duration(time.Second), Failures: 3}})
+	begin := time.Now()
 	s := e.start(spec)
 	if s.Ready().Pending {
 		t.Fatal("an agent with only a health check is ready at spawn")
 	}
-	begin := time.Now()
 	ev := expectStopped(t, e, s, ReasonUnhealthy, 10*time.Second)
 	if d := time.Since(begin); d < 300*time.Millisecond {
 		t.Errorf("unhealthy after %v, while the check still passed", d)
