@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/logline"
 	punix "github.com/tether-dev/tether/platform/unix"
 )
 
@@ -38,7 +39,10 @@ func Run(args []string) int {
 	return 0
 }
 
-type env struct {
+// sandbox is the demo's world: a temporary directory holding the XDG
+// config, state and runtime directories, the environment that points
+// there, and the services started in it.
+type sandbox struct {
 	dir      string
 	exe      string
 	environ  []string
@@ -57,7 +61,7 @@ func run(out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	e := &env{dir: dir, exe: exe, services: map[string]*exec.Cmd{}}
+	e := &sandbox{dir: dir, exe: exe, services: map[string]*exec.Cmd{}}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "XDG_") {
 			e.environ = append(e.environ, kv)
@@ -160,12 +164,12 @@ func run(out io.Writer) (err error) {
 	return nil
 }
 
-func (e *env) client(profile string) *api.Client {
+func (e *sandbox) client(profile string) *api.Client {
 	return api.NewClient(filepath.Join(e.dir, "run", "tether", profile+".sock"))
 }
 
 // startService runs "tether --profile P service run" in the demo's world.
-func (e *env) startService(profile string) (*exec.Cmd, error) {
+func (e *sandbox) startService(profile string) (*exec.Cmd, error) {
 	cmd := exec.Command(e.exe, "--profile", profile, "service", "run")
 	cmd.Env = e.environ
 	logf, err := os.OpenFile(filepath.Join(e.dir, "service-"+profile+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -191,7 +195,7 @@ func (e *env) startService(profile string) (*exec.Cmd, error) {
 	}
 }
 
-func (e *env) waitRunning(profile string) (api.Agent, error) {
+func (e *sandbox) waitRunning(profile string) (api.Agent, error) {
 	deadline := time.Now().Add(15 * time.Second)
 	var last api.Status
 	for {
@@ -212,7 +216,7 @@ func (e *env) waitRunning(profile string) (api.Agent, error) {
 }
 
 // cli runs the tether command line in the demo's world.
-func (e *env) cli(args ...string) (int, string) {
+func (e *sandbox) cli(args ...string) (int, string) {
 	cmd := exec.Command(e.exe, args...)
 	cmd.Env = e.environ
 	var out bytes.Buffer
@@ -227,7 +231,7 @@ func (e *env) cli(args ...string) (int, string) {
 
 // killAndMeasure SIGKILLs a service and measures until its agent's tree
 // is gone, its private directory removed and its lock free.
-func (e *env) killAndMeasure(profile string, a api.Agent, members []punix.Proc) (time.Duration, error) {
+func (e *sandbox) killAndMeasure(profile string, a api.Agent, members []punix.Proc) (time.Duration, error) {
 	cmd := e.services[profile]
 	privRoot := filepath.Join(e.dir, "state", "tether", profile, "private")
 	tree := &punix.Tree{Leader: punix.Ref{Pid: a.PID}, Root: a.GuardianPID}
@@ -255,7 +259,7 @@ func (e *env) killAndMeasure(profile string, a api.Agent, members []punix.Proc) 
 	}
 }
 
-func (e *env) lockFree() bool {
+func (e *sandbox) lockFree() bool {
 	locks, _ := filepath.Glob(filepath.Join(e.dir, "state", "tether", "locks", "*.lock"))
 	for _, l := range locks {
 		if !lockFree(l) {
@@ -266,7 +270,7 @@ func (e *env) lockFree() bool {
 }
 
 // quit asks a service to stop every agent and exit, and waits for it.
-func (e *env) quit(profile string) error {
+func (e *sandbox) quit(profile string) error {
 	cmd := e.services[profile]
 	if err := e.client(profile).Quit(context.Background()); err != nil {
 		return fmt.Errorf("quitting profile %q: %w", profile, err)
@@ -325,7 +329,7 @@ func waitGone(t *punix.Tree, within time.Duration) (time.Duration, error) {
 	}
 }
 
-func (e *env) cleanup() error {
+func (e *sandbox) cleanup() error {
 	for _, cmd := range e.services {
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		_ = cmd.Wait()
@@ -369,8 +373,8 @@ func lastLogLine(path, substr string) string {
 	var found string
 	for line := range strings.SplitSeq(string(b), "\n") {
 		if strings.Contains(line, substr) {
-			if _, after, ok := strings.Cut(line, "]: "); ok {
-				found = after
+			if msg, ok := logline.Message(line); ok {
+				found = msg
 			}
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tether-dev/tether/internal/logline"
 )
 
 const (
@@ -157,9 +159,7 @@ func (g *guardian) logf(format string, args ...any) {
 	if g.log == nil {
 		return
 	}
-	line := fmt.Sprintf("%s tether guardian[%d]: %s\n",
-		time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"), os.Getpid(), fmt.Sprintf(format, args...))
-	_, _ = g.log.WriteString(line)
+	logline.Printf(g.log, "guardian", format, args...)
 }
 
 func (g *guardian) send(m message) {

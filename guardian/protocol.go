@@ -31,6 +31,33 @@ const (
 	msgStatus        msgType = "status"         // the agent's own status text changed (STATUS=)
 )
 
+// EventType names what a Session reports after ready. Each but EventLost
+// is the message of the same name.
+type EventType string
+
+// The session events.
+const (
+	// EventExited: the agent exited on its own; the guardian is tearing
+	// down the rest of the tree and an EventStopped follows.
+	EventExited = EventType(msgExited)
+	// EventCleanupFailed: the tree could not be confirmed dead. The
+	// guardian keeps the lock and retries; Err says what is left.
+	EventCleanupFailed = EventType(msgCleanupFailed)
+	// EventStopped: teardown finished and the lock is free. Err is nil
+	// or a *CleanupError for a warning such as an unremovable directory.
+	EventStopped = EventType(msgStopped)
+	// EventLost: the guardian exited without a stopped report (it was
+	// killed). Its tree may live on with the lock; the next guardian for
+	// the identity takes it over.
+	EventLost EventType = "lost"
+	// EventAgentReady: an agent whose Ready said Pending passed its
+	// readiness check. Status is its STATUS= text, if any.
+	EventAgentReady = EventType(msgAgentReady)
+	// EventStatus: the agent's status text (Status) or main process
+	// (MainPID) changed.
+	EventStatus = EventType(msgStatus)
+)
+
 // Code is the closed set of reasons a guardian gives for not starting.
 type Code string
 

@@ -18,7 +18,7 @@ import (
 
 // readyEnv is a test world whose agents are real programs: sh scripts,
 // systemd-notify and python3's http.server.
-func readyEnv(t *testing.T, need ...string) *env {
+func readyEnv(t *testing.T, need ...string) *world {
 	t.Helper()
 	for _, cmd := range need {
 		if _, err := exec.LookPath(cmd); err != nil {
@@ -28,11 +28,11 @@ func readyEnv(t *testing.T, need ...string) *env {
 			t.Skipf("SKIP: %s is not installed", cmd)
 		}
 	}
-	return newEnv(t)
+	return newWorld(t)
 }
 
 // script is a spec whose agent is sh -c script, with readiness r.
-func (e *env) script(identity, script string, r *Readiness) Spec {
+func (e *world) script(identity, script string, r *Readiness) Spec {
 	spec := e.spec(identity)
 	spec.Argv = []string{"sh", "-c", script}
 	if r != nil && r.Ready != nil && r.Ready.Kind == probe.KindNotify && r.NotifyDir == "" {
@@ -49,7 +49,7 @@ func (e *env) script(identity, script string, r *Readiness) Spec {
 }
 
 // nextEvent returns the session's next event, failing after within.
-func nextEvent(t *testing.T, e *env, s *Session, within time.Duration) Event {
+func nextEvent(t *testing.T, e *world, s *Session, within time.Duration) Event {
 	t.Helper()
 	select {
 	case ev, ok := <-s.Events():
@@ -64,7 +64,7 @@ func nextEvent(t *testing.T, e *env, s *Session, within time.Duration) Event {
 }
 
 // expectStopped reads events until the stopped one and checks its reason.
-func expectStopped(t *testing.T, e *env, s *Session, reason StopReason, within time.Duration) Event {
+func expectStopped(t *testing.T, e *world, s *Session, reason StopReason, within time.Duration) Event {
 	t.Helper()
 	for {
 		ev := nextEvent(t, e, s, within)

@@ -10,32 +10,6 @@ import (
 	"time"
 )
 
-// EventType names what a Session reports after ready.
-type EventType string
-
-// The session events.
-const (
-	// EventExited: the agent exited on its own; the guardian is tearing
-	// down the rest of the tree and an EventStopped follows.
-	EventExited EventType = "exited"
-	// EventCleanupFailed: the tree could not be confirmed dead. The
-	// guardian keeps the lock and retries; Err says what is left.
-	EventCleanupFailed EventType = "cleanup_failed"
-	// EventStopped: teardown finished and the lock is free. Err is nil
-	// or a *CleanupError for a warning such as an unremovable directory.
-	EventStopped EventType = "stopped"
-	// EventLost: the guardian exited without a stopped report (it was
-	// killed). Its tree may live on with the lock; the next guardian for
-	// the identity takes it over.
-	EventLost EventType = "lost"
-	// EventAgentReady: an agent whose Ready said Pending passed its
-	// readiness check. Status is its STATUS= text, if any.
-	EventAgentReady EventType = "agent_ready"
-	// EventStatus: the agent's status text (Status) or main process
-	// (MainPID) changed.
-	EventStatus EventType = "status"
-)
-
 // Event is one report from a running session.
 type Event struct {
 	Type    EventType

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -250,7 +249,7 @@ func (a *actor) answer(waiters *[]chan error, err error) {
 
 // setState publishes the agent's row. Every outcome replaces the error
 // before it: an older, unrelated message never hides a newer one.
-func (a *actor) setState(s string, err *api.Error) {
+func (a *actor) setState(s api.State, err *api.Error) {
 	a.row.State = s
 	a.row.Since = time.Now().UTC()
 	a.row.Error = err
@@ -325,8 +324,8 @@ func (a *actor) start() {
 }
 
 func (a *actor) startFailed(err error) {
-	var se *guardian.StartError
-	if errors.As(err, &se) && se.Code == guardian.CodeContention {
+	code := startCode(err)
+	if code == api.CodeContention {
 		now := time.Now()
 		if a.contention.IsZero() {
 			a.contention, a.contDelay = now, 20*time.Millisecond
@@ -345,15 +344,6 @@ func (a *actor) startFailed(err error) {
 		}
 		a.fail(ae)
 		return
-	}
-	code := api.CodeInternal
-	if se != nil {
-		switch se.Code {
-		case guardian.CodeSpawn:
-			code = api.CodeSpawn
-		case guardian.CodeConfig:
-			code = api.CodeConfig
-		}
 	}
 	a.fail(&api.Error{Code: code, Message: err.Error()})
 }
@@ -392,9 +382,23 @@ func (a *actor) event(ev guardian.Event) bool {
 		return false
 	}
 	// stopped or lost: the session is over.
+	now := time.Now()
+	e := a.sessionOver(ev, now)
+	if a.stopAsked {
+		return a.settleStop(e)
+	}
+	a.ended(ev, e, now)
+	return false
+}
+
+// sessionOver forgets the session that ended (stopped or lost) at now,
+// records how its run ended, and returns the error the row is to carry:
+// a cleanup that did not finish, or the guardian's death. A dead
+// guardian's tree is stopped here unless a start follows soon (which
+// takes the tree over).
+func (a *actor) sessionOver(ev guardian.Event, now time.Time) *api.Error {
 	a.session, a.events = nil, nil
 	a.row.PID, a.row.GuardianPID = 0, 0
-	now := time.Now()
 	a.recordRun(func(run *state.Run) {
 		run.Stopped = now.UTC()
 		if ev.Exit != nil {
@@ -404,11 +408,11 @@ func (a *actor) event(ev guardian.Event) bool {
 			run.Error = &state.RunError{Code: api.CodeCleanupFailed, Message: ev.Err.Error()}
 		}
 	})
-	var e *api.Error
 	switch {
 	case ev.Type == guardian.EventLost:
-		e = &api.Error{Code: api.CodeInternal, Message: ev.Err.Error()}
-		restarting := !a.stopAsked && a.want && a.cfg.Restart != "never"
+		e := &api.Error{Code: api.CodeInternal, Message: ev.Err.Error()}
+		// A guardian's death is a failure of the run.
+		restarting := !a.stopAsked && a.want && a.cfg.Restart.Restarts(true)
 		if !restarting || a.restartArm {
 			// Nobody will start the identity again soon (which would
 			// take the tree over): free it now.
@@ -416,51 +420,61 @@ func (a *actor) event(ev guardian.Event) bool {
 				e = rerr
 			}
 		}
+		return e
 	case ev.Err != nil:
-		e = &api.Error{Code: api.CodeCleanupFailed, Message: ev.Err.Error()}
+		return &api.Error{Code: api.CodeCleanupFailed, Message: ev.Err.Error()}
 	}
-	if a.stopAsked {
-		a.stopAsked = false
-		a.setState(api.StateStopped, e)
-		a.answer(&a.stopWait, errOrNil(e))
-		if a.ending {
-			return true
-		}
-		if a.restartArm && a.want {
-			a.restartArm = false
-			a.row.Restarts++
-			a.start()
-		} else {
-			a.answer(&a.startWait, nil)
-		}
-		return false
+	return nil
+}
+
+// settleStop settles a stop that was asked for: it answers the stop, then
+// ends the actor, starts the agent again (a restart) or answers the
+// starts that waited. It reports whether the actor has ended.
+func (a *actor) settleStop(e *api.Error) bool {
+	a.stopAsked = false
+	a.setState(api.StateStopped, e)
+	a.answer(&a.stopWait, errOrNil(e))
+	if a.ending {
+		return true
 	}
-	// The agent ended on its own (or its guardian died).
+	if a.restartArm && a.want {
+		a.restartArm = false
+		a.row.Restarts++
+		a.start()
+	} else {
+		a.answer(&a.startWait, nil)
+	}
+	return false
+}
+
+// ended handles an agent that ended, or whose guardian died,
+// without a stop: by its restart policy it stays stopped or failed, is
+// parked as a crash loop, or is started again after a backoff.
+func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 	failed := ev.Type == guardian.EventLost || ev.Exit == nil || ev.Exit.Code != 0
 	if e == nil && failed {
 		what := "the agent ended"
 		if ev.Exit != nil {
 			what = "the agent exited: " + ev.Exit.String()
 		}
-		e = &api.Error{Code: "exited", Message: what}
+		e = &api.Error{Code: api.CodeExited, Message: what}
 	}
-	restart := a.want && (a.cfg.Restart == "always" || a.cfg.Restart == "on-failure" && failed)
-	if !restart {
+	if !a.want || !a.cfg.Restart.Restarts(failed) {
 		if failed {
 			a.setState(api.StateFailed, e)
 		} else {
 			a.setState(api.StateStopped, e)
 		}
-		return false
+		return
 	}
 	if now.Sub(a.startedAt) >= a.c.opts.HealthyAfter {
 		a.failures, a.backoff = 0, 0
 	}
 	a.failures++
 	if a.failures > a.c.opts.CrashLoopLimit {
-		a.setState(api.StateFailed, &api.Error{Code: "crash_loop",
+		a.setState(api.StateFailed, &api.Error{Code: api.CodeCrashLoop,
 			Message: fmt.Sprintf("ended %d times in a row, each within %v of starting; last: %s", a.failures, a.c.opts.HealthyAfter, e.Message)})
-		return false
+		return
 	}
 	if a.backoff == 0 {
 		a.backoff = a.c.opts.BackoffMin
@@ -470,7 +484,6 @@ func (a *actor) event(ev guardian.Event) bool {
 	a.row.Restarts++
 	a.setState(api.StateBackoff, e)
 	a.schedule(a.backoff)
-	return false
 }
 
 func errOrNil(e *api.Error) error {

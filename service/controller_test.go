@@ -83,7 +83,7 @@ func (w *world) controller(opts Options) *Controller {
 }
 
 // waitState polls the controller until agent id is in one of states.
-func waitState(t *testing.T, c *Controller, id string, states ...string) api.Agent {
+func waitState(t *testing.T, c *Controller, id string, states ...api.State) api.Agent {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -138,7 +138,7 @@ func TestStartStopRestartAndIntent(t *testing.T) {
 	}
 }
 
-func isCode(err error, code string) bool {
+func isCode(err error, code api.Code) bool {
 	var ae *api.Error
 	return errors.As(err, &ae) && ae.Code == code
 }
@@ -190,13 +190,13 @@ func TestRestartPolicyBackoffAndCrashLoop(t *testing.T) {
 		}
 	}
 	a := waitState(t, c, "crash", api.StateFailed)
-	if a.Error == nil || a.Error.Code != "crash_loop" || a.Restarts != 3 {
+	if a.Error == nil || a.Error.Code != api.CodeCrashLoop || a.Restarts != 3 {
 		t.Errorf("crash: %+v %+v", a, a.Error)
 	}
 	if a := waitState(t, c, "clean", api.StateStopped); a.Restarts != 0 {
 		t.Errorf("clean exit restarted: %+v", a)
 	}
-	if a := waitState(t, c, "never", api.StateFailed); a.Error == nil || a.Error.Code != "exited" || !strings.Contains(a.Error.Message, "exit status 3") {
+	if a := waitState(t, c, "never", api.StateFailed); a.Error == nil || a.Error.Code != api.CodeExited || !strings.Contains(a.Error.Message, "exit status 3") {
 		t.Errorf("never: %+v %+v", a, a.Error)
 	}
 }

@@ -90,7 +90,7 @@ func TestNewerErrorReplacesOlder(t *testing.T) {
 		t.Fatal(err)
 	}
 	row := waitState(t, cb, "x", api.StateFailed)
-	if row.Error == nil || row.Error.Code != "exited" {
+	if row.Error == nil || row.Error.Code != api.CodeExited {
 		t.Fatalf("error %+v, want the exit to replace the contention", row.Error)
 	}
 }

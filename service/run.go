@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tether-dev/tether/internal/logline"
 	"github.com/tether-dev/tether/service/localapi"
 	"github.com/tether-dev/tether/service/state"
 )
@@ -24,9 +25,7 @@ import (
 // the exit code. A reload signal (SIGHUP on Unix; Windows has none)
 // reloads the config.
 func Run(p Paths, exe string, stderr io.Writer) int {
-	logf := func(format string, args ...any) {
-		fmt.Fprintf(stderr, "%s tether service[%d]: %s\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), fmt.Sprintf(format, args...))
-	}
+	logf := func(format string, args ...any) { logline.Printf(stderr, "service", format, args...) }
 	if err := secureStateDir(p.StateDir); err != nil {
 		logf("state directory: %v", err)
 		return 1

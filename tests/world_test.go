@@ -168,7 +168,7 @@ func (w *world) status(profile string) map[string]statusRow {
 type statusRow struct {
 	ID          string     `json:"id"`
 	Identity    string     `json:"identity"`
-	State       string     `json:"state"`
+	State       api.State  `json:"state"`
 	PID         int        `json:"pid"`
 	GuardianPID int        `json:"guardian_pid"`
 	Since       time.Time  `json:"since"`
@@ -176,7 +176,7 @@ type statusRow struct {
 	Error       *api.Error `json:"error"`
 }
 
-func (w *world) waitState(profile, id, state string) statusRow {
+func (w *world) waitState(profile, id string, state api.State) statusRow {
 	w.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {

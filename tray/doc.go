@@ -22,7 +22,9 @@
 //     file that imports it; host_linux.go checks for a session bus and a
 //     tray host first, because the library panics without a bus.
 //
-// It talks to the service only through package api and to the OS's login
-// registration through package install (which imports nothing of ours); it
-// never imports the service or the guardian.
+// It talks to the service only through package api, starts one when none
+// runs (the login service, or a detached "tether service run"), and reaches
+// the OS's login registration through package install (which imports
+// nothing of ours); it never imports the service or the guardian. Only the
+// command line imports it.
 package tray

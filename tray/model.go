@@ -286,7 +286,7 @@ func Shape(items []Item) string {
 
 // errorLine is a disabled line showing an error; the tooltip holds it whole.
 func errorLine(label string, e api.Error, help string) Item {
-	text := e.Code + ": " + e.Message
+	text := string(e.Code) + ": " + e.Message
 	tip := text
 	if help != "" {
 		tip += "\n" + help
@@ -322,7 +322,7 @@ func canRestart(a api.Agent) bool {
 }
 
 // stateOrder is the order of the aggregate line.
-var stateOrder = []string{api.StateRunning, api.StateStarting, api.StateStopping, api.StateBackoff,
+var stateOrder = []api.State{api.StateRunning, api.StateStarting, api.StateStopping, api.StateBackoff,
 	api.StateStopped, api.StateFailed, api.StateCleanupFailed}
 
 // Aggregate is the first line of the menu: "3 running, 1 failed".
@@ -330,7 +330,7 @@ func Aggregate(agents []api.Agent) string {
 	if len(agents) == 0 {
 		return "no agents"
 	}
-	n := map[string]int{}
+	n := map[api.State]int{}
 	for _, a := range agents {
 		n[a.State]++
 	}
@@ -369,14 +369,14 @@ func IconFor(st api.Status) assets.State {
 	return assets.Stopped
 }
 
-func stateWord(s string) string {
+func stateWord(s api.State) string {
 	switch s {
 	case api.StateBackoff:
 		return "in backoff"
 	case api.StateCleanupFailed:
 		return "cleanup failed"
 	}
-	return s
+	return string(s)
 }
 
 func stateHelp(a api.Agent) string {

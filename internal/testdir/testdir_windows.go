@@ -1,6 +1,6 @@
 // Package testdir is test support: a temporary directory for a test that
 // is removed when the test ends, also where Go's own removal fails (Wine
-// 8, which runs the Windows tests in CI).
+// 8, which runs the Windows tests in CI). Only tests import it.
 package testdir
 
 import (

@@ -1,9 +1,14 @@
 // Package unix holds the Unix halves of tether's lifetime guarantees: the
-// ownership lock (flock on a file opened without following links), starting a
-// process in its own session, enumerating and signalling a process tree
-// without ever signalling a reused PID, the child-subreaper reaper, cgroup v2
-// containment on Linux, and peer credentials of local sockets.
+// ownership lock (flock on a file opened without following links), user-only
+// directories and append-only files that are never opened through a link,
+// starting a process in its own session (optionally straight into a cgroup
+// v2 on Linux), process references and handles that never signal a reused
+// PID (pidfds on Linux), enumerating and tearing down a process tree, the
+// child subreaper and its reaper, the tether's socket pair, the local API's
+// unix socket and the peer credentials of its callers, and the release of
+// an idle process's start-up pages.
 //
-// It knows nothing of identities, owners or protocols: callers in guardian/
-// and service/ give it paths, pids and deadlines.
+// It knows nothing of identities, owners or protocols: its callers (the
+// guardian, the service and its local API, the demo, and the tests and
+// benchmarks) give it paths, pids and deadlines. It imports nothing of ours.
 package unix

@@ -9,24 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/tether-dev/tether/api"
 )
-
-// Policy says what the service does when an agent exits on its own.
-type Policy string
-
-// The restart policies.
-const (
-	Never     Policy = "never"
-	OnFailure Policy = "on-failure"
-	Always    Policy = "always"
-)
-
-// Policies lists the valid policies, in the order messages name them.
-var Policies = []Policy{Never, OnFailure, Always}
 
 // Defaults and limits.
 const (
-	DefaultRestart     = OnFailure
+	DefaultRestart     = api.RestartOnFailure
 	DefaultStopTimeout = 5 * time.Second
 	MaxStopTimeout     = time.Hour
 	// MaxIDLen bounds an id, in bytes.
@@ -55,8 +44,8 @@ type Agent struct {
 	EnvFile string
 	// Autostart starts the agent when the service starts.
 	Autostart bool
-	// Restart is the restart policy; OnFailure when unset.
-	Restart Policy
+	// Restart is the restart policy; DefaultRestart when unset.
+	Restart api.RestartPolicy
 	// StopTimeout is the time between the polite stop and the kill;
 	// DefaultStopTimeout when unset.
 	StopTimeout time.Duration

@@ -1,10 +1,9 @@
 // Package localapi serves the local API (package api's paths and types) as
-// HTTP+JSON over the user-only socket that platform/unix.ListenUnix opens,
-// or the user-only named pipe of platform/windows.ListenPipe. It decides
-// who may call (the service's own user, never a browser) and
-// what a well-formed request is; everything an agent is or does belongs to
-// the Backend, the service's controller. It owns no agent and starts no
-// process.
+// HTTP+JSON over the user-only unix socket or named pipe that the service
+// opens with the platform packages. It decides who may call (the service's
+// own user, never a browser) and what a well-formed request is; everything
+// an agent is or does belongs to the Backend, the service's controller. It
+// owns no agent and starts no process. Only the service imports it.
 //
 // Answers: 200 with the JSON value on success; otherwise an api.Error
 // body, with 400 (bad_request: bad JSON, unknown fields, bad parameters),
@@ -460,7 +459,7 @@ func writeBackendError(w http.ResponseWriter, err error) {
 }
 
 // httpStatus is the HTTP status of an error code.
-func httpStatus(code string) int {
+func httpStatus(code api.Code) int {
 	switch code {
 	case api.CodeBadRequest:
 		return http.StatusBadRequest

@@ -60,7 +60,7 @@ func (f *fakeBackend) Status() api.Status {
 	return api.Status{Profile: "test", ServicePID: os.Getpid(), Agents: append([]api.Agent(nil), f.agents...)}
 }
 
-func (f *fakeBackend) set(id, state string) (api.Agent, error) {
+func (f *fakeBackend) set(id string, state api.State) (api.Agent, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i := range f.agents {
@@ -259,7 +259,7 @@ func newRequest(t *testing.T, method, path string, body io.Reader) *http.Request
 	return req
 }
 
-func wantAPIError(t *testing.T, what string, err error, code string) {
+func wantAPIError(t *testing.T, what string, err error, code api.Code) {
 	t.Helper()
 	e, ok := errors.AsType[*api.Error](err)
 	if !ok || e.Code != code {
@@ -402,7 +402,7 @@ func TestRequestChecks(t *testing.T) {
 		name   string
 		req    *http.Request
 		status int
-		code   string // "" when the answer is no api.Error
+		code   api.Code // "" when the answer is no api.Error
 	}{
 		{"plain status", status(), 200, ""},
 		{"Origin", with(status(), "Origin", "https://evil.example"), 403, api.CodeForbidden},
@@ -427,7 +427,7 @@ func TestRequestChecks(t *testing.T) {
 		{"unversioned path", newRequest(t, "GET", "/status", nil), 404, api.CodeNotFound},
 	} {
 		code, e := raw(t, ts.path, tc.req)
-		gotCode := ""
+		var gotCode api.Code
 		if e != nil {
 			gotCode = e.Code
 		}
