@@ -48,9 +48,47 @@ type Health struct {
 	Failures int
 }
 
-// notifySupported says whether this system can take sd_notify datagrams:
-// not Windows, which has no unix datagram sockets.
-var notifySupported = runtime.GOOS != "windows"
+// agentReadiness reads ready, start_timeout, watchdog, health, after and
+// requires.
+func (p *parser) agentReadiness(a *parsedAgent, e entry) {
+	if kv, set := e.value(keyReady); set {
+		a.Ready = p.ready(kv, e.k(keyReady))
+	}
+	if kv, set := e.value(keyStartTimeout); set {
+		p.duration(kv, e.k(keyStartTimeout), time.Millisecond, MaxStartTimeout, &a.StartTimeout)
+	}
+	if kv, set := e.value(keyWatchdog); set {
+		_, readySet := e.value(keyReady)
+		switch {
+		case !p.duration(kv, e.k(keyWatchdog), MinWatchdog, MaxWatchdog, &a.Watchdog):
+		case !readySet:
+			p.errorf(kv.val.Line, e.k(keyWatchdog), "needs ready: notify (the agent pings with WATCHDOG=1)")
+		case a.Ready != nil && a.Ready.Kind != probe.KindNotify:
+			p.errorf(kv.val.Line, e.k(keyWatchdog), "needs ready: notify (the agent pings with WATCHDOG=1), not ready: %s", a.Ready.Kind)
+		}
+	}
+	if kv, set := e.value(keyHealth); set {
+		a.Health = p.health(kv, e.k(keyHealth))
+	}
+	for _, rel := range []struct {
+		key string
+		dst *[]string
+	}{{keyAfter, &a.After}, {keyRequires, &a.Requires}} {
+		kv, set := e.value(rel.key)
+		if !set {
+			continue
+		}
+		ids, lines := p.ids(kv, e.k(rel.key))
+		*rel.dst = ids
+		for i, id := range ids {
+			a.edges = append(a.edges, edge{from: a.ID, to: id, key: e.k(rel.key) + "[" + strconv.Itoa(i) + "]", line: lines[i]})
+		}
+	}
+}
+
+// unixReadiness says whether this system has what notify and fd need:
+// unix datagram sockets and numbered descriptors; Windows has neither.
+var unixReadiness = runtime.GOOS != "windows"
 
 // ready reads "ready:": the scalar notify, or a one-key mapping naming the
 // kind and its argument ({fd: 3}, {http: URL}, {tcp: ADDR}, {exec: [argv]},
@@ -95,8 +133,8 @@ func (p *parser) check(kv pair, key string, allowed []probe.Kind) *probe.Spec {
 		p.errorf(line, key, "must be a check such as %s, not %s", examples(allowed), kindName(v))
 		return nil
 	}
-	if s.Kind == probe.KindNotify && !notifySupported {
-		p.errorf(line, key, "notify needs unix datagram sockets, which Windows does not have; use fd, http, tcp, exec or log")
+	if (s.Kind == probe.KindNotify || s.Kind == probe.KindFD) && !unixReadiness {
+		p.errorf(line, key, "%s is not available on Windows, which has no unix datagram sockets (notify) or numbered descriptors to inherit (fd); use http, tcp, exec or log", s.Kind)
 		return nil
 	}
 	if err := s.Validate(); err != nil {
@@ -165,7 +203,10 @@ func (p *parser) health(kv pair, key string) *Health {
 		}
 	}
 	if len(checks) != 1 {
-		p.errorf(kv.val.Line, key, "must name exactly one check (%s), not %d", kindNames(probe.HealthKinds), len(checks))
+		// An unknown key already said what is wrong.
+		if ok || len(checks) > 1 {
+			p.errorf(kv.val.Line, key, "must name exactly one check (%s), not %d", kindNames(probe.HealthKinds), len(checks))
+		}
 		return nil
 	}
 	h.Check.Kind = probe.Kind(checks[0].name)
