@@ -57,18 +57,18 @@ type actor struct {
 	depWait    bool          // the start waits for dependencies
 	depErr     *api.Error    // stopped with a dependency: why
 	pending    bool          // spawned, its readiness check not passed yet
-	want       bool      // the agent should be running
-	stopAsked  bool      // a stop was sent to the guardian
-	stopSince  time.Time // when
-	restartArm bool      // start again once stopped
-	ending     bool      // removed or shutting down: end once stopped
+	want       bool          // the agent should be running
+	stopAsked  bool          // a stop was sent to the guardian
+	stopSince  time.Time     // when
+	restartArm bool          // start again once stopped
+	ending     bool          // removed or shutting down: end once stopped
 	backoff    time.Duration
 	failures   int
 	startedAt  time.Time
 	contention time.Time // when contention began
 	contDelay  time.Duration
 	startWait  []startWaiter // answered when a start settles
-	stopWait   []chan error // answered when a stop settles
+	stopWait   []chan error  // answered when a stop settles
 }
 
 func newActor(c *Controller, a config.Agent) *actor {
@@ -196,7 +196,7 @@ func (a *actor) handle(cmd command) bool {
 			a.depErr = cmd.cause
 		}
 		a.restartArm = false
-		a.ending = cmd.kind != cmdStop
+		a.ending = cmd.kind == cmdRemove || cmd.kind == cmdShutdown
 		a.stopTimer()
 		a.answerStarts(&api.Error{Code: api.CodeInternal, Message: "stopped before it started"})
 		if cmd.reply != nil {
@@ -515,11 +515,14 @@ func (a *actor) sessionOver(ev guardian.Event, now time.Time) *api.Error {
 // starts that waited. It reports whether the actor has ended.
 func (a *actor) settleStop(e *api.Error) bool {
 	a.stopAsked = false
-	if e == nil {
-		e = a.depErr
+	// The stop's answer is its cleanup's outcome; the row also says why
+	// it stopped, when a required agent took it down.
+	rowErr := e
+	if rowErr == nil {
+		rowErr = a.depErr
 	}
 	a.depErr = nil
-	a.setState(api.StateStopped, e)
+	a.setState(api.StateStopped, rowErr)
 	a.answer(&a.stopWait, errOrNil(e))
 	if a.ending {
 		return true
@@ -556,6 +559,8 @@ func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 		}
 		e = &api.Error{Code: api.CodeExited, Message: what}
 	}
+	// A start still waiting for readiness hears how it ended.
+	a.answerStarts(errOrNil(e))
 	if !a.want || !a.cfg.Restart.Restarts(failed) {
 		if failed {
 			a.setState(api.StateFailed, e)

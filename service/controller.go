@@ -344,7 +344,7 @@ func (c *Controller) Shutdown(ctx context.Context, force bool) error {
 	c.mu.Unlock()
 	var failed []string
 	var mu sync.Mutex
-	c.shutdownOrder(acts, func(a *actor) {
+	c.stopInOrder(acts, func(a *actor) {
 		if err := a.do(ctx, cmdShutdown); err != nil {
 			mu.Lock()
 			failed = append(failed, fmt.Sprintf("%s: %v", a.id, err))

@@ -219,18 +219,22 @@ func (c *Controller) stopDependents(ctx context.Context, id string) error {
 	}
 	c.mu.Unlock()
 	cause := &api.Error{Code: api.CodeDependency, Message: fmt.Sprintf("stopped because required agent %q was stopped", id)}
-	var wg sync.WaitGroup
-	errs := make([]error, len(acts))
-	for i, act := range acts {
-		wg.Go(func() { errs[i] = act.begin(ctx, command{kind: cmdDepStop, cause: cause})() })
-	}
-	wg.Wait()
+	var mu sync.Mutex
+	var errs []error
+	c.stopInOrder(acts, func(act *actor) {
+		if err := act.begin(ctx, command{kind: cmdDepStop, cause: cause})(); err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+	})
 	return errors.Join(errs...)
 }
 
-// shutdownOrder runs stop for every actor so that an agent stops only
-// once every agent that comes after it or requires it has stopped.
-func (c *Controller) shutdownOrder(acts []*actor, stop func(*actor)) {
+// stopInOrder runs stop for every actor of acts, concurrently, except
+// that an agent stops only once every agent of acts that comes after it
+// or requires it has stopped.
+func (c *Controller) stopInOrder(acts []*actor, stop func(*actor)) {
 	done := make(map[string]chan struct{}, len(acts))
 	for _, a := range acts {
 		done[a.id] = make(chan struct{})
