@@ -203,4 +203,3 @@ func stopAgent(w *svcWorld, id string) error {
 	}
 	return err
 }
-
