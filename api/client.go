@@ -100,8 +100,14 @@ func (c *Client) Restart(ctx context.Context, ids ...string) (Results, error) {
 }
 
 func (c *Client) action(ctx context.Context, path string, ids []string) (Results, error) {
+	return c.Action(ctx, path, IDsRequest{IDs: ids})
+}
+
+// Action posts req to path (PathStart, PathStop or PathRestart): Start,
+// Stop and Restart with the request's options, such as NoWait.
+func (c *Client) Action(ctx context.Context, path string, req IDsRequest) (Results, error) {
 	var res Results
-	body, err := json.Marshal(IDsRequest{IDs: ids})
+	body, err := json.Marshal(req)
 	if err != nil {
 		return res, err
 	}

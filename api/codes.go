@@ -50,16 +50,33 @@ const (
 	// after it started; its row is failed and it is not restarted until
 	// someone starts it again. The message quotes the last ending.
 	CodeCrashLoop Code = "crash_loop"
+	// CodeNotReady: the agent's readiness check did not pass within its
+	// start_timeout (or an fd agent closed its descriptor without the
+	// newline); its tree was stopped and the row is failed. The message
+	// says what the check last saw.
+	CodeNotReady Code = "not_ready"
+	// CodeWatchdog: a notify agent missed its watchdog ping, or sent
+	// WATCHDOG=trigger; it was stopped and is restarted by its policy.
+	CodeWatchdog Code = "watchdog"
+	// CodeUnhealthy: the agent's health check failed its failures times
+	// in a row; it was stopped and is restarted by its policy.
+	CodeUnhealthy Code = "unhealthy"
+	// CodeDependency: an agent this one requires could not run, or
+	// stopped; the message names which. The row is failed (the start was
+	// refused) or stopped (it was stopped with its dependency).
+	CodeDependency Code = "dependency"
 )
 
 // Codes returns every error code.
 func Codes() []Code {
 	return []Code{CodeNotFound, CodeBadRequest, CodeContention, CodeCleanupFailed, CodeSpawn, CodeConfig,
-		CodeState, CodeForbidden, CodeInternal, CodeExited, CodeCrashLoop}
+		CodeState, CodeForbidden, CodeInternal, CodeExited, CodeCrashLoop, CodeNotReady, CodeWatchdog,
+		CodeUnhealthy, CodeDependency}
 }
 
 // AgentCodes returns the codes an Agent row's Error can carry: why its
 // last start failed, how it last ended, or what its cleanup left.
 func AgentCodes() []Code {
-	return []Code{CodeContention, CodeCleanupFailed, CodeSpawn, CodeConfig, CodeInternal, CodeExited, CodeCrashLoop}
+	return []Code{CodeContention, CodeCleanupFailed, CodeSpawn, CodeConfig, CodeInternal, CodeExited, CodeCrashLoop,
+		CodeNotReady, CodeWatchdog, CodeUnhealthy, CodeDependency}
 }

@@ -12,10 +12,13 @@ const (
 	// row is what went wrong on the way: cleanup_failed for a cleanup
 	// warning, internal for a guardian that died.
 	StateStopped State = "stopped"
-	// StateStarting: a guardian has been asked to start the agent and has
-	// not answered yet.
+	// StateStarting: the agent is on its way but not ready: it waits for
+	// the agents it comes after, its guardian has not answered yet, or it
+	// runs and its readiness check has not passed (I8). The row's status
+	// says which, when it is known.
 	StateStarting State = "starting"
-	// StateRunning: the guardian holds the identity and the agent runs.
+	// StateRunning: the guardian holds the identity, the agent runs and
+	// it is ready: its readiness check passed, or it has none.
 	StateRunning State = "running"
 	// StateStopping: the guardian has been asked to stop the tree and has
 	// not reported the teardown yet.

@@ -33,6 +33,9 @@ type Agent struct {
 	Since       time.Time `json:"since"`
 	Restarts    int       `json:"restarts"`
 	Error       *Error    `json:"error"`
+	// Status is the agent's own word on how it is doing: its last
+	// STATUS= text (ready: notify), or what a starting agent waits for.
+	Status string `json:"status,omitempty"`
 }
 
 // Status is the answer of GET /localapi/v0/status.
@@ -88,6 +91,9 @@ const (
 // IDsRequest is the body of start, stop and restart.
 type IDsRequest struct {
 	IDs []string `json:"ids"`
+	// NoWait answers a start or restart once the agent is spawned,
+	// without waiting for it to be ready.
+	NoWait bool `json:"no_wait,omitempty"`
 }
 
 // Results is the answer of start, stop and restart: one Result per id,

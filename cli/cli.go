@@ -44,7 +44,7 @@ commands:
   service run                run the service in the foreground
   service install|uninstall|start|stop|status [--print]
   status [--json]            one row per agent (status --help: its states and codes)
-  start|stop|restart ID...
+  start|stop|restart ID...   start and restart answer once ready (--no-wait: once spawned)
   logs ID [-f] [-n N]
   check                      validate the config
   reload                     apply config changes (also SIGHUP to the service)

@@ -76,24 +76,29 @@ func newFlags(name string, inv *invocation) *flag.FlagSet {
 // that of the worst outcome: cleanup (5) over contention (4) over any
 // other failure (1).
 func (inv *invocation) action(verb string, args []string) int {
-	if len(args) == 0 {
-		return inv.usage(fmt.Errorf("usage: tether %s ID [ID]", verb))
+	fs := newFlags(verb, inv)
+	var noWait *bool
+	if verb != "stop" {
+		noWait = fs.Bool("no-wait", false, "answer once the agent is spawned, not once it is ready")
+	}
+	usage := fmt.Errorf("usage: tether %s [--no-wait] ID...", verb)
+	if verb == "stop" {
+		usage = fmt.Errorf("usage: tether %s ID...", verb)
+	}
+	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
+		return inv.usage(usage)
 	}
 	c, p, err := inv.client()
 	if err != nil {
 		return inv.fail("%v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// A start waits for readiness, which start_timeout bounds (at most a
+	// day); the service answers when it passes or fails.
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Hour)
 	defer cancel()
-	var res api.Results
-	switch verb {
-	case "start":
-		res, err = c.Start(ctx, args...)
-	case "stop":
-		res, err = c.Stop(ctx, args...)
-	default:
-		res, err = c.Restart(ctx, args...)
-	}
+	req := api.IDsRequest{IDs: fs.Args(), NoWait: noWait != nil && *noWait}
+	path := map[string]string{"start": api.PathStart, "stop": api.PathStop, "restart": api.PathRestart}[verb]
+	res, err := c.Action(ctx, path, req)
 	if err != nil {
 		return inv.apiFailure(p, err)
 	}

@@ -49,8 +49,12 @@ func (inv *invocation) status(args []string) int {
 			pid = strconv.Itoa(a.PID)
 		}
 		msg := ""
-		if a.Error != nil {
+		switch {
+		case a.Error != nil:
 			msg = string(a.Error.Code) + ": " + oneLine(a.Error.Message, 80)
+		case a.Status != "":
+			// The agent's own word (STATUS=), or what it waits for.
+			msg = oneLine(a.Status, 80)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", a.ID, a.Identity, a.State, pid, ago(a.Since), a.Restarts, msg)
 	}
@@ -75,6 +79,7 @@ type statusRow struct {
 	Since       time.Time  `json:"since"`
 	Restarts    int        `json:"restarts"`
 	Error       *api.Error `json:"error"`
+	Status      string     `json:"status,omitempty"`
 }
 
 // statusJSON prints the status as statusHelp describes it: the rows, and
@@ -85,7 +90,7 @@ func (inv *invocation) statusJSON(st api.Status) int {
 		StateError *api.Error  `json:"state_error,omitempty"`
 	}{Agents: []statusRow{}, StateError: st.StateError}
 	for _, a := range st.Agents {
-		out.Agents = append(out.Agents, statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error})
+		out.Agents = append(out.Agents, statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error, a.Status})
 	}
 	enc := json.NewEncoder(inv.stdout)
 	enc.SetIndent("", "  ")
@@ -126,8 +131,8 @@ var stateHelp = []struct {
 	help  string
 }{
 	{api.StateStopped, "not running: stopped, or it ended cleanly and its policy keeps it so"},
-	{api.StateStarting, "its guardian is starting it"},
-	{api.StateRunning, "it runs, and its guardian holds its identity"},
+	{api.StateStarting, "on its way: waiting for the agents it comes after, or not ready yet"},
+	{api.StateRunning, "it runs and is ready, and its guardian holds its identity"},
 	{api.StateStopping, "its guardian is stopping its processes"},
 	{api.StateBackoff, "it ended, or its identity is held elsewhere: started again after a pause"},
 	{api.StateFailed, "not started again until you start it; error says why"},
@@ -147,6 +152,10 @@ var codeHelp = []struct {
 	{api.CodeInternal, "its guardian died, or something else went wrong; the message says what"},
 	{api.CodeExited, "it ended on its own with a non-zero status or a signal"},
 	{api.CodeCrashLoop, "it ended too often in a row, each soon after starting: not restarted"},
+	{api.CodeNotReady, "its readiness check did not pass within start_timeout: stopped, not restarted"},
+	{api.CodeWatchdog, "it missed its watchdog ping (or sent WATCHDOG=trigger): restarted by its policy"},
+	{api.CodeUnhealthy, "its health check failed too often in a row: restarted by its policy"},
+	{api.CodeDependency, "an agent it requires could not run, or stopped; the message names which"},
 }
 
 // statusHelp is the help of "tether status": the columns, the JSON, and
@@ -156,12 +165,15 @@ func statusHelp() string {
 	b.WriteString(`usage: tether status [--json]
 
 One row per agent: its id, identity, state, pid, how long it has been in
-that state, how often it was restarted, and its last error as CODE: message.
+that state, how often it was restarted, and its last error as CODE: message
+(or, without one, its status: the agent's own STATUS= text, or what a
+starting agent waits for).
 
 --json prints the rows as JSON:
 
   {"agents": [{"id", "identity", "state", "pid", "guardian_pid", "since",
-               "restarts", "error": null or {"code", "message"}}],
+               "restarts", "error": null or {"code", "message"},
+               "status": the status text, when there is one}],
    "state_error": {"code", "message"}}
 
 "since" is an RFC 3339 time; "state_error" is there only when the state

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -49,6 +51,7 @@ type guardian struct {
 	agentExit  <-chan Exit
 	since      time.Time
 	tookOver   *Holder
+	readiness  *readiness // nil without a readiness or health check
 
 	osGuardian
 }
@@ -194,6 +197,7 @@ func (g *guardian) ready() *Ready {
 		PrivateDir:  g.privateDir,
 		Since:       g.since,
 		TookOver:    g.tookOver,
+		Pending:     g.req.Readiness != nil && g.req.Readiness.Ready != nil,
 	}
 	g.describe(r)
 	return r
@@ -281,10 +285,9 @@ func agentEnv(env []string, set map[string]string) []string {
 			out = append(out, kv)
 		}
 	}
-	for _, k := range []string{"TMPDIR", "TMP", "TEMP", "TETHER_PRIVATE_DIR", "TETHER_IDENTITY"} {
-		if v, ok := set[k]; ok {
-			out = append(out, k+"="+v)
-		}
+	keys := slices.Sorted(maps.Keys(set))
+	for _, k := range keys {
+		out = append(out, k+"="+set[k])
 	}
 	return out
 }
@@ -294,6 +297,7 @@ func quote(s string) string { return fmt.Sprintf("%q", s) }
 // agentCommand is what every platform needs to start the agent.
 type agentCommand struct {
 	path, dir string
+	argv      []string
 	env       []string
 	stdin     *os.File // the null device; closed by the caller once the agent runs
 }
@@ -303,10 +307,14 @@ type agentCommand struct {
 // builds its environment: the request's, with the private directory as
 // its temporary directory and its identity named.
 func (g *guardian) command() (*agentCommand, *failure) {
-	env := platformEnv(agentEnv(g.req.Env, map[string]string{
+	set := map[string]string{
 		"TMPDIR": g.privateDir, "TMP": g.privateDir, "TEMP": g.privateDir,
 		"TETHER_PRIVATE_DIR": g.privateDir, "TETHER_IDENTITY": g.req.Identity,
-	}))
+	}
+	if fl := g.prepareReadiness(set); fl != nil {
+		return nil, fl
+	}
+	env := platformEnv(agentEnv(g.req.Env, set))
 	dir := g.req.Dir
 	if dir == "" {
 		dir = g.privateDir
@@ -325,12 +333,17 @@ func (g *guardian) command() (*agentCommand, *failure) {
 	if err != nil {
 		return nil, &failure{Code: CodeInternal, Message: err.Error()}
 	}
-	return &agentCommand{path: path, dir: dir, env: env, stdin: null}, nil
+	c := &agentCommand{path: path, argv: g.req.Argv, dir: dir, env: env, stdin: null}
+	if g.readiness != nil && g.readiness.spec.Watchdog > 0 {
+		c.withWatchdogPID()
+	}
+	return c, nil
 }
 
 // abort undoes a failed start: whatever it made, it removes, so a failed
 // start leaves no lock, no directory and no process behind.
 func (g *guardian) abort() {
+	g.readiness.close()
 	if g.agentPid > 0 {
 		if _, err := g.stopTree(g.req.StopTimeout.d()); err != nil {
 			g.logf("stopping the agent after a failed start: %v", err)
@@ -390,8 +403,17 @@ func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
 	timeout := g.req.StopTimeout.d()
 	var reason StopReason
 	var exit *Exit
+	var detail string
+	rw := g.readyWatch()
+	defer rw.stop()
 	for reason == "" {
 		select {
+		case ev := <-rw.events:
+			reason, detail = rw.handle(ev)
+		case <-rw.startC:
+			reason, detail = ReasonNotReady, rw.notReady()
+		case <-rw.dogC:
+			reason, detail = ReasonWatchdog, fmt.Sprintf("no WATCHDOG=1 for %v", rw.dog)
 		case m := <-msgs:
 			if m.Type == msgStop {
 				reason = ReasonStopRequested
@@ -420,14 +442,18 @@ func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
 			g.send(message{Type: msgExited, Exit: exit})
 		}
 	}
-	return g.teardown(reason, timeout, exit)
+	if detail != "" {
+		g.logf("%s: %s", reason, detail)
+	}
+	g.readiness.close()
+	return g.teardown(reason, timeout, exit, detail)
 }
 
 // teardown stops the tree, removes the private directory and the
 // containment, and only then releases the lock. A tree that cannot be
 // confirmed empty keeps the lock and is retried with backoff, reported
 // each time.
-func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit) int {
+func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit, detail string) int {
 	begin := time.Now()
 	g.logf("stopping (%s), stop timeout %v", reason, timeout)
 	rep, err := g.stopTree(timeout)
@@ -471,7 +497,7 @@ func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit
 	} else {
 		g.logf("stopped (%s) in %v with a cleanup error: %s: %s", reason, c.Elapsed.d(), c.Code, c.Message)
 	}
-	g.send(message{Type: msgStopped, Cleanup: c, Reason: reason, Exit: exit})
+	g.send(message{Type: msgStopped, Cleanup: c, Reason: reason, Exit: exit, Detail: detail})
 	return 0
 }
 

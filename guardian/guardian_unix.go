@@ -243,9 +243,9 @@ func (g *guardian) contain(name string, self *record) *failure {
 // tree keeps it.
 func (g *guardian) spawn(c *agentCommand) (procRef, <-chan Exit, *failure) {
 	spec := punix.SpawnSpec{
-		Path: c.path, Argv: g.req.Argv, Dir: c.dir, Env: c.env,
+		Path: c.path, Argv: c.argv, Dir: c.dir, Env: c.env,
 		Stdin: c.stdin, Stdout: g.log, Stderr: g.log,
-		Extra:  []*os.File{g.lock},
+		Extra:  g.inherited(),
 		Cgroup: g.cgroup,
 	}
 	pid, exit, err := g.reaper.Start(func() (int, error) { return punix.StartSession(spec) })
@@ -274,6 +274,27 @@ func (g *guardian) spawn(c *agentCommand) (procRef, <-chan Exit, *failure) {
 	}()
 	g.tree = &punix.Tree{Leader: agent, Root: os.Getpid(), RootSubreaper: g.subreaper, Cgroup: g.cgroup}
 	return agent, exits, nil
+}
+
+// inherited lists the descriptors the agent gets from 3 on: the lock
+// (which keeps the identity held while any process of the tree lives)
+// and, for ready: {fd: N}, the notification pipe at N. A gap between
+// them is a closed descriptor.
+func (g *guardian) inherited() []*os.File {
+	r := g.readiness
+	if r == nil || r.fdWrite == nil {
+		return []*os.File{g.lock}
+	}
+	n := r.spec.Ready.FD - punix.FirstExtraFD
+	files := make([]*os.File, max(n+1, 2))
+	files[n] = r.fdWrite
+	for i := range files {
+		if files[i] == nil {
+			files[i] = g.lock
+			break
+		}
+	}
+	return files
 }
 
 func toExit(st punix.ExitStatus) Exit {
@@ -331,6 +352,15 @@ func (g *guardian) closeOwnership() {
 	if g.lock != nil {
 		g.lock.Close()
 	}
+}
+
+// withWatchdogPID starts the agent through sh, which sets WATCHDOG_PID
+// to its own pid and then becomes the agent with exec: the pid is the
+// agent's, and sd_watchdog_enabled(3) in the agent finds it its own.
+// Only agents with a watchdog pay for the extra exec.
+func (c *agentCommand) withWatchdogPID() {
+	argv := append([]string{"sh", "-c", `WATCHDOG_PID=$$; export WATCHDOG_PID; exec "$@"`, c.argv[0], c.path}, c.argv[1:]...)
+	c.path, c.argv = "/bin/sh", argv
 }
 
 // platformEnv adds nothing on Unix.

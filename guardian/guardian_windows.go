@@ -265,7 +265,7 @@ func (g *guardian) stopLeftover(prev *record) *failure {
 // spawn starts the agent inside the job, suspended until it is in it.
 func (g *guardian) spawn(c *agentCommand) (procRef, <-chan Exit, *failure) {
 	p, err := pwin.StartInJob(pwin.SpawnSpec{
-		Path: c.path, Argv: g.req.Argv, Dir: c.dir, Env: c.env,
+		Path: c.path, Argv: c.argv, Dir: c.dir, Env: c.env,
 		Stdin: c.stdin, Stdout: g.log, Stderr: g.log,
 	}, g.job)
 	if err != nil {

@@ -52,7 +52,7 @@ func prepare(spec *Spec) (*request, string, error) {
 	req := &request{
 		Identity: spec.Identity, Profile: spec.Profile, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env,
 		StopTimeout: Duration(spec.StopTimeout), KillGrace: Duration(spec.KillGrace), LockDir: spec.LockDir, PrivateRoot: spec.PrivateRoot,
-		LogPath: spec.LogPath, NoCgroup: spec.NoCgroup,
+		LogPath: spec.LogPath, NoCgroup: spec.NoCgroup, Readiness: spec.Readiness,
 	}
 	if err := req.validate(); err != nil {
 		return nil, "", &StartError{Identity: spec.Identity, Code: CodeConfig, Message: err.Error()}

@@ -20,6 +20,15 @@ type Event struct {
 	// Err is the typed error of the event: a *CleanupError, or
 	// ErrGuardianLost wrapped with the guardian's exit status.
 	Err error
+	// Detail says more of Reason (EventStopped): what a readiness,
+	// watchdog or health check last saw.
+	Detail string
+	// Status is the agent's own status text (EventAgentReady,
+	// EventStatus).
+	Status string
+	// MainPID is the process the agent named as its main one
+	// (EventStatus), zero when it named none.
+	MainPID int
 }
 
 // Session is the owner's handle on one running guardian.
@@ -152,6 +161,15 @@ func (s *Session) run(rd *lineReader) {
 		case msgStopped:
 			ev.Type = EventStopped
 			ev.Err = m.Cleanup.Err()
+			ev.Detail = m.Detail
+		case msgAgentReady, msgStatus:
+			ev.Type = EventAgentReady
+			if m.Type == msgStatus {
+				ev.Type = EventStatus
+			}
+			ev.Status, ev.MainPID = m.Detail, m.MainPID
+			s.events <- ev
+			continue
 		default:
 			continue
 		}

@@ -44,6 +44,9 @@ type Spec struct {
 	LogPath string
 	// NoCgroup turns cgroup containment off even where it is available.
 	NoCgroup bool
+	// Readiness, when set, says how the agent is found ready and kept
+	// healthy (I8); nil: ready once spawned.
+	Readiness *Readiness
 
 	// Executable is the tether binary to run as guardian; empty means
 	// os.Executable().
@@ -57,6 +60,9 @@ type Spec struct {
 // the offending field.
 func (r *request) validate() error {
 	if err := identity.Validate(r.Identity); err != nil {
+		return err
+	}
+	if err := r.Readiness.validate(); err != nil {
 		return err
 	}
 	if r.Reclaim {

@@ -79,6 +79,11 @@ func (g *guardian) start() *failure {
 		return fl
 	}
 	g.agentPid, g.agentExit = agent.Pid, exits
+	if g.readiness != nil {
+		if err := g.readiness.begin(g.member, g.req.LogPath, c.dir, c.env); err != nil {
+			return &failure{Code: CodeConfig, Message: "readiness: " + err.Error()}
+		}
+	}
 	self.Agent = agent
 	if err := rec.write(self); err != nil {
 		g.logf("writing the owner record: %v", err)

@@ -20,11 +20,21 @@ const (
 	cmdReconfigure // the config changed: restart if running
 	cmdRemove      // removed from the config: stop and end
 	cmdShutdown    // the service is exiting: stop, intent unchanged
+	cmdDepStop     // a required agent is going: stop, intent unchanged
 )
 
 type command struct {
-	kind  cmdKind
-	reply chan error // nil: nobody waits
+	kind   cmdKind
+	reply  chan error // nil: nobody waits
+	noWait bool       // start, restart: answer once spawned, not once ready
+	cause  *api.Error // dep stop: why
+}
+
+// startWaiter is a caller waiting for a start to settle: once the agent
+// is ready, or only spawned (noWait).
+type startWaiter struct {
+	reply  chan error
+	noWait bool
 }
 
 // actor runs one agent: every change of its state happens on its own
@@ -43,18 +53,22 @@ type actor struct {
 	events     <-chan guardian.Event
 	timer      *time.Timer
 	timerC     <-chan time.Time
-	want       bool      // the agent should be running
-	stopAsked  bool      // a stop was sent to the guardian
-	stopSince  time.Time // when
-	restartArm bool      // start again once stopped
-	ending     bool      // removed or shutting down: end once stopped
+	depc       chan struct{} // a dependency's row changed
+	depWait    bool          // the start waits for dependencies
+	depErr     *api.Error    // stopped with a dependency: why
+	pending    bool          // spawned, its readiness check not passed yet
+	want       bool          // the agent should be running
+	stopAsked  bool          // a stop was sent to the guardian
+	stopSince  time.Time     // when
+	restartArm bool          // start again once stopped
+	ending     bool          // removed or shutting down: end once stopped
 	backoff    time.Duration
 	failures   int
 	startedAt  time.Time
 	contention time.Time // when contention began
 	contDelay  time.Duration
-	startWait  []chan error // answered when a start settles
-	stopWait   []chan error // answered when a stop settles
+	startWait  []startWaiter // answered when a start settles
+	stopWait   []chan error  // answered when a stop settles
 }
 
 func newActor(c *Controller, a config.Agent) *actor {
@@ -62,6 +76,7 @@ func newActor(c *Controller, a config.Agent) *actor {
 		c: c, id: a.ID, cfg: a,
 		cmds: make(chan command, 16),
 		cfgc: make(chan config.Agent, 1),
+		depc: make(chan struct{}, 1),
 		done: make(chan struct{}),
 	}
 	act.row = api.Agent{ID: a.ID, Identity: a.Identity, State: api.StateStopped, Since: time.Now().UTC()}
@@ -73,14 +88,15 @@ func (a *actor) send(cmd command) { a.cmds <- cmd }
 
 // do sends a command and waits for its outcome or ctx.
 func (a *actor) do(ctx context.Context, kind cmdKind) error {
-	return a.begin(ctx, kind)()
+	return a.begin(ctx, command{kind: kind})()
 }
 
 // begin sends a command and returns the wait for its outcome.
-func (a *actor) begin(ctx context.Context, kind cmdKind) (wait func() error) {
+func (a *actor) begin(ctx context.Context, cmd command) (wait func() error) {
 	reply := make(chan error, 1)
+	cmd.reply = reply
 	select {
-	case a.cmds <- command{kind: kind, reply: reply}:
+	case a.cmds <- cmd:
 	case <-a.done:
 		return func() error { return errEnded }
 	case <-ctx.Done():
@@ -139,6 +155,8 @@ func (a *actor) run() {
 			if a.want && a.session == nil {
 				a.start()
 			}
+		case <-a.depc:
+			a.depsChanged()
 		}
 	}
 }
@@ -156,26 +174,31 @@ func (a *actor) handle(cmd command) bool {
 		a.want = true
 		a.failures, a.backoff = 0, 0
 		a.contention = time.Time{}
-		if cmd.reply != nil {
-			a.startWait = append(a.startWait, cmd.reply)
-		}
+		a.depErr = nil
+		a.wait(cmd)
 		switch {
 		case a.session != nil && a.stopAsked:
 			a.restartArm = true
 		case a.session != nil:
-			a.answer(&a.startWait, nil)
+			a.settleStarts()
+		case a.depWait:
+			// Already waiting for its dependencies.
 		default:
 			a.stopTimer()
 			a.start()
 		}
-	case cmdStop, cmdRemove, cmdShutdown:
+	case cmdStop, cmdRemove, cmdShutdown, cmdDepStop:
 		if cmd.kind != cmdShutdown {
 			a.want = false
 		}
+		a.depWait = false
+		if cmd.kind == cmdDepStop && a.session != nil {
+			a.depErr = cmd.cause
+		}
 		a.restartArm = false
-		a.ending = cmd.kind != cmdStop
+		a.ending = cmd.kind == cmdRemove || cmd.kind == cmdShutdown
 		a.stopTimer()
-		a.answer(&a.startWait, &api.Error{Code: api.CodeInternal, Message: "stopped before it started"})
+		a.answerStarts(&api.Error{Code: api.CodeInternal, Message: "stopped before it started"})
 		if cmd.reply != nil {
 			if a.session != nil && a.row.State == api.StateCleanupFailed {
 				// Already known to be unconfirmed: say so now;
@@ -187,6 +210,7 @@ func (a *actor) handle(cmd command) bool {
 		}
 		if a.session == nil {
 			if a.row.State != api.StateFailed || cmd.kind == cmdStop {
+				a.row.Status = ""
 				a.setState(api.StateStopped, nil)
 			}
 			a.answer(&a.stopWait, nil)
@@ -198,15 +222,13 @@ func (a *actor) handle(cmd command) bool {
 			a.want = true
 			a.failures, a.backoff = 0, 0
 		}
-		if cmd.reply != nil {
-			a.startWait = append(a.startWait, cmd.reply)
-		}
+		a.wait(cmd)
 		if a.session == nil {
 			if a.want {
 				a.stopTimer()
 				a.start()
 			} else {
-				a.answer(&a.startWait, nil)
+				a.answerStarts(nil)
 			}
 			return false
 		}
@@ -247,6 +269,40 @@ func (a *actor) answer(waiters *[]chan error, err error) {
 	*waiters = nil
 }
 
+// wait queues the caller of a start or restart.
+func (a *actor) wait(cmd command) {
+	if cmd.reply != nil {
+		a.startWait = append(a.startWait, startWaiter{cmd.reply, cmd.noWait})
+	}
+}
+
+// answerStarts answers every caller waiting for a start.
+func (a *actor) answerStarts(err error) {
+	for _, w := range a.startWait {
+		w.reply <- err
+	}
+	a.startWait = nil
+}
+
+// settleStarts answers the starts that are settled by a running session:
+// all of them once the agent is ready, only the noWait ones while its
+// readiness check is pending.
+func (a *actor) settleStarts() {
+	if !a.pending {
+		a.answerStarts(nil)
+		return
+	}
+	kept := a.startWait[:0]
+	for _, w := range a.startWait {
+		if w.noWait {
+			w.reply <- nil
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	a.startWait = kept
+}
+
 // setState publishes the agent's row. Every outcome replaces the error
 // before it: an older, unrelated message never hides a newer one.
 func (a *actor) setState(s api.State, err *api.Error) {
@@ -268,6 +324,7 @@ func (a *actor) spec(env []string) guardian.Spec {
 		Identity: a.cfg.Identity, Profile: p.Profile, Argv: argv, Dir: a.cfg.Dir, Env: env,
 		StopTimeout: a.cfg.StopTimeout, LockDir: p.LockDir, PrivateRoot: p.PrivateRoot,
 		LogPath: p.LogPath(a.id), Executable: a.c.opts.Executable,
+		Readiness: readiness(a.cfg, p),
 	}
 }
 
@@ -293,6 +350,10 @@ func (a *actor) reclaim() *api.Error {
 // start asks for a guardian. It blocks the actor for at most the
 // handshake: commands queue meanwhile.
 func (a *actor) start() {
+	if !a.depsReady() {
+		return
+	}
+	a.row.Status = ""
 	a.setState(api.StateStarting, a.row.Error)
 	env, err := a.cfg.Environ(a.c.opts.BaseEnv)
 	if err != nil {
@@ -318,9 +379,15 @@ func (a *actor) start() {
 	a.startedAt = time.Now()
 	r := s.Ready()
 	a.row.PID, a.row.GuardianPID = r.AgentPID, r.GuardianPID
-	a.setState(api.StateRunning, nil)
+	a.pending = r.Pending
 	a.recordRun(func(run *state.Run) { *run = state.Run{Started: a.startedAt.UTC(), PID: r.AgentPID} })
-	a.answer(&a.startWait, nil)
+	if a.pending {
+		// Spawned, not ready: starting until its check passes (I8).
+		a.setState(api.StateStarting, nil)
+	} else {
+		a.setState(api.StateRunning, nil)
+	}
+	a.settleStarts()
 }
 
 func (a *actor) startFailed(err error) {
@@ -337,7 +404,7 @@ func (a *actor) startFailed(err error) {
 			// Whoever asked hears of the contention now (exit 4);
 			// the retries go on in the background.
 			a.setState(api.StateBackoff, ae)
-			a.answer(&a.startWait, ae)
+			a.answerStarts(ae)
 			a.schedule(a.contDelay)
 			a.contDelay = min(2*a.contDelay, time.Second)
 			return
@@ -351,7 +418,7 @@ func (a *actor) startFailed(err error) {
 // fail parks the agent in failed with its reason.
 func (a *actor) fail(e *api.Error) {
 	a.setState(api.StateFailed, e)
-	a.answer(&a.startWait, e)
+	a.answerStarts(e)
 	a.recordRun(func(run *state.Run) {
 		run.Error = &state.RunError{Code: e.Code, Message: e.Message}
 	})
@@ -380,6 +447,21 @@ func (a *actor) event(ev guardian.Event) bool {
 		a.setState(api.StateCleanupFailed, e)
 		a.answer(&a.stopWait, e)
 		return false
+	case guardian.EventAgentReady:
+		a.pending = false
+		a.row.Status = ev.Status
+		if !a.stopAsked {
+			a.setState(api.StateRunning, nil)
+		}
+		a.settleStarts()
+		return false
+	case guardian.EventStatus:
+		a.row.Status = ev.Status
+		if ev.MainPID > 0 {
+			a.row.PID = ev.MainPID
+		}
+		a.c.publish(a.row)
+		return false
 	}
 	// stopped or lost: the session is over.
 	now := time.Now()
@@ -398,6 +480,7 @@ func (a *actor) event(ev guardian.Event) bool {
 // takes the tree over).
 func (a *actor) sessionOver(ev guardian.Event, now time.Time) *api.Error {
 	a.session, a.events = nil, nil
+	a.pending = false
 	a.row.PID, a.row.GuardianPID = 0, 0
 	a.recordRun(func(run *state.Run) {
 		run.Stopped = now.UTC()
@@ -432,7 +515,14 @@ func (a *actor) sessionOver(ev guardian.Event, now time.Time) *api.Error {
 // starts that waited. It reports whether the actor has ended.
 func (a *actor) settleStop(e *api.Error) bool {
 	a.stopAsked = false
-	a.setState(api.StateStopped, e)
+	// The stop's answer is its cleanup's outcome; the row also says why
+	// it stopped, when a required agent took it down.
+	rowErr := e
+	if rowErr == nil {
+		rowErr = a.depErr
+	}
+	a.depErr = nil
+	a.setState(api.StateStopped, rowErr)
 	a.answer(&a.stopWait, errOrNil(e))
 	if a.ending {
 		return true
@@ -442,7 +532,7 @@ func (a *actor) settleStop(e *api.Error) bool {
 		a.row.Restarts++
 		a.start()
 	} else {
-		a.answer(&a.startWait, nil)
+		a.answerStarts(nil)
 	}
 	return false
 }
@@ -452,6 +542,16 @@ func (a *actor) settleStop(e *api.Error) bool {
 // parked as a crash loop, or is started again after a backoff.
 func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 	failed := ev.Type == guardian.EventLost || ev.Exit == nil || ev.Exit.Code != 0
+	if code, ok := checkCodes[ev.Reason]; ok && e == nil {
+		// A check stopped it: that is a failure, whatever the exit.
+		failed = true
+		e = &api.Error{Code: code, Message: ev.Detail}
+		if code == api.CodeNotReady {
+			// Never ready: restarting would fail the same way.
+			a.fail(e)
+			return
+		}
+	}
 	if e == nil && failed {
 		what := "the agent ended"
 		if ev.Exit != nil {
@@ -459,6 +559,8 @@ func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 		}
 		e = &api.Error{Code: api.CodeExited, Message: what}
 	}
+	// A start still waiting for readiness hears how it ended.
+	a.answerStarts(errOrNil(e))
 	if !a.want || !a.cfg.Restart.Restarts(failed) {
 		if failed {
 			a.setState(api.StateFailed, e)

@@ -25,3 +25,11 @@ func startCode(err error) api.Code {
 	}
 	return api.CodeInternal
 }
+
+// checkCodes maps the stop reasons of a readiness, watchdog or health
+// check onto the API's codes.
+var checkCodes = map[guardian.StopReason]api.Code{
+	guardian.ReasonNotReady:  api.CodeNotReady,
+	guardian.ReasonWatchdog:  api.CodeWatchdog,
+	guardian.ReasonUnhealthy: api.CodeUnhealthy,
+}

@@ -114,7 +114,7 @@ func TestStartStopRestartAndIntent(t *testing.T) {
 		t.Fatalf("not autostarted, yet enabled: %+v", a)
 	}
 	ctx := context.Background()
-	a, err := c.Start(ctx, "a")
+	a, err := c.Start(ctx, "a", false)
 	if err != nil || a.State != api.StateRunning || a.PID == 0 || a.GuardianPID == 0 {
 		t.Fatalf("Start: %+v %v", a, err)
 	}
@@ -122,7 +122,7 @@ func TestStartStopRestartAndIntent(t *testing.T) {
 		t.Error("start did not save the intent")
 	}
 	pid := a.PID
-	a, err = c.Restart(ctx, "a")
+	a, err = c.Restart(ctx, "a", false)
 	if err != nil || a.State != api.StateRunning || a.PID == pid || a.Restarts != 1 {
 		t.Fatalf("Restart: %+v %v", a, err)
 	}
@@ -133,7 +133,7 @@ func TestStartStopRestartAndIntent(t *testing.T) {
 	if st, _ := state.Open(w.paths.StateDir); st.State().Agents["a"].Enabled {
 		t.Error("stop did not save the intent")
 	}
-	if _, err := c.Start(ctx, "nope"); !isCode(err, api.CodeNotFound) {
+	if _, err := c.Start(ctx, "nope", false); !isCode(err, api.CodeNotFound) {
 		t.Errorf("unknown id: %v", err)
 	}
 }
@@ -153,7 +153,7 @@ func TestAutostartAndIntentSurviveRestartOfService(t *testing.T) {
 `)
 	c := w.controller(Options{})
 	waitState(t, c, "auto", api.StateRunning)
-	if _, err := c.Start(context.Background(), "manual"); err != nil {
+	if _, err := c.Start(context.Background(), "manual", false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Stop(context.Background(), "auto"); err != nil {
@@ -185,7 +185,7 @@ func TestRestartPolicyBackoffAndCrashLoop(t *testing.T) {
 	c := w.controller(Options{CrashLoopLimit: 3, BackoffMin: 10 * time.Millisecond})
 	ctx := context.Background()
 	for _, id := range []string{"crash", "clean", "never"} {
-		if _, err := c.Start(ctx, id); err != nil {
+		if _, err := c.Start(ctx, id, false); err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
 	}
@@ -215,10 +215,10 @@ func TestContentionAcrossProfiles(t *testing.T) {
 	b.yaml(cfg)
 	ca := a.controller(Options{})
 	cb := b.controller(Options{ContentionWindow: 300 * time.Millisecond})
-	if _, err := ca.Start(context.Background(), "x"); err != nil {
+	if _, err := ca.Start(context.Background(), "x", false); err != nil {
 		t.Fatal(err)
 	}
-	_, err := cb.Start(context.Background(), "x")
+	_, err := cb.Start(context.Background(), "x", false)
 	if !isCode(err, api.CodeContention) {
 		t.Fatalf("second profile: %v, want contention", err)
 	}
@@ -230,7 +230,7 @@ func TestContentionAcrossProfiles(t *testing.T) {
 	if _, err := ca.Stop(context.Background(), "x"); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := cb.Start(context.Background(), "x"); err != nil || r.State != api.StateRunning {
+	if r, err := cb.Start(context.Background(), "x", false); err != nil || r.State != api.StateRunning {
 		t.Fatalf("after release: %+v %v", r, err)
 	}
 }

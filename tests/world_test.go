@@ -174,6 +174,7 @@ type statusRow struct {
 	Since       time.Time  `json:"since"`
 	Restarts    int        `json:"restarts"`
 	Error       *api.Error `json:"error"`
+	Status      string     `json:"status,omitempty"`
 }
 
 func (w *world) waitState(profile, id string, state api.State) statusRow {
@@ -184,7 +185,7 @@ func (w *world) waitState(profile, id string, state api.State) statusRow {
 		if err == nil {
 			for _, a := range st.Agents {
 				if a.ID == id && a.State == state {
-					return statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error}
+					return statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error, a.Status}
 				}
 			}
 		}

@@ -44,7 +44,8 @@ const (
 	keyStopTimeout = "stop_timeout"
 )
 
-var agentKeys = []string{keyID, keyIdentity, keyCommand, keyDir, keyEnv, keyEnvFile, keyAutostart, keyRestart, keyStopTimeout}
+var agentKeys = []string{keyID, keyIdentity, keyCommand, keyDir, keyEnv, keyEnvFile, keyAutostart, keyRestart, keyStopTimeout,
+	keyReady, keyStartTimeout, keyWatchdog, keyHealth, keyAfter, keyRequires}
 
 // Parse parses and validates a config. path is used in messages and as the
 // base of relative paths (the current directory when empty); env_file
@@ -173,6 +174,7 @@ func (p *parser) config(n *yaml.Node) []Agent {
 		out        []Agent
 		ids        = map[string]seen{}
 		identities = map[string]seen{}
+		edges      []edge
 	)
 	for i, item := range list.Content {
 		key := "agents[" + strconv.Itoa(i) + "]"
@@ -198,7 +200,9 @@ func (p *parser) config(n *yaml.Node) []Agent {
 		if ok {
 			out = append(out, a.Agent)
 		}
+		edges = append(edges, a.edges...)
 	}
+	p.graph(edges, ids)
 	return out
 }
 
@@ -217,6 +221,7 @@ type parsedAgent struct {
 	Agent
 	id, identity      found
 	identityDefaulted bool
+	edges             []edge // after: and requires:, checked once every id is known
 }
 
 // agent checks one entry of the agents list; ok is false if anything in it
@@ -249,6 +254,7 @@ func (p *parser) agent(n *yaml.Node, key string) (a parsedAgent, ok bool) {
 	p.agentAutostart(&a, e)
 	p.agentRestart(&a, e)
 	p.agentStopTimeout(&a, e)
+	p.agentReadiness(&a, e)
 	return a, len(p.errs) == before
 }
 

@@ -43,9 +43,11 @@ type Backend interface {
 	// *api.Error with code not_found (the server also checks ids against
 	// Status first). The returned row is reported even with an error
 	// when its ID is set.
-	Start(ctx context.Context, id string) (api.Agent, error)
+	// Start and Restart answer once the agent is ready (I8), or once it
+	// is spawned when noWait is set.
+	Start(ctx context.Context, id string, noWait bool) (api.Agent, error)
 	Stop(ctx context.Context, id string) (api.Agent, error)
-	Restart(ctx context.Context, id string) (api.Agent, error)
+	Restart(ctx context.Context, id string, noWait bool) (api.Agent, error)
 	Reload(ctx context.Context) error
 	Logs(id string, n int) ([]string, error)
 	// Subscribe returns agent events (api.EventAgent) and, for the ids in
@@ -109,7 +111,7 @@ func New(b Backend, l net.Listener) *Server {
 		api.PathStatus:  {http.MethodGet, s.status},
 		api.PathEvents:  {http.MethodGet, s.events},
 		api.PathStart:   {http.MethodPost, s.action(b.Start)},
-		api.PathStop:    {http.MethodPost, s.action(b.Stop)},
+		api.PathStop:    {http.MethodPost, s.action(waitless(b.Stop))},
 		api.PathRestart: {http.MethodPost, s.action(b.Restart)},
 		api.PathLogs:    {http.MethodGet, s.logs},
 		api.PathReload:  {http.MethodPost, s.reload},
@@ -235,10 +237,15 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.b.Status())
 }
 
+// waitless adapts an action that has nothing to wait for (stop).
+func waitless(do func(context.Context, string) (api.Agent, error)) func(context.Context, string, bool) (api.Agent, error) {
+	return func(ctx context.Context, id string, _ bool) (api.Agent, error) { return do(ctx, id) }
+}
+
 // action serves start, stop or restart: one Result per id, in order, the
 // ids acted on concurrently (stopping several agents takes the longest
 // stop timeout, not their sum).
-func (s *Server) action(do func(context.Context, string) (api.Agent, error)) func(http.ResponseWriter, *http.Request) {
+func (s *Server) action(do func(context.Context, string, bool) (api.Agent, error)) func(http.ResponseWriter, *http.Request) {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req api.IDsRequest
 		if !decodeBody(w, r, &req, false) {
@@ -258,7 +265,7 @@ func (s *Server) action(do func(context.Context, string) (api.Agent, error)) fun
 				continue
 			}
 			wg.Go(func() {
-				a, err := do(r.Context(), id)
+				a, err := do(r.Context(), id, req.NoWait)
 				if err != nil {
 					res.Results[i].Error = toAPIError(err)
 				}

@@ -77,7 +77,7 @@ func (f *fakeBackend) set(id string, state api.State) (api.Agent, error) {
 	return api.Agent{}, &api.Error{Code: api.CodeNotFound, Message: "no agent " + id}
 }
 
-func (f *fakeBackend) Start(ctx context.Context, id string) (api.Agent, error) {
+func (f *fakeBackend) Start(ctx context.Context, id string, _ bool) (api.Agent, error) {
 	f.mu.Lock()
 	err := f.fail[id]
 	f.mu.Unlock()
@@ -92,7 +92,7 @@ func (f *fakeBackend) Stop(ctx context.Context, id string) (api.Agent, error) {
 	return f.set(id, api.StateStopped)
 }
 
-func (f *fakeBackend) Restart(ctx context.Context, id string) (api.Agent, error) {
+func (f *fakeBackend) Restart(ctx context.Context, id string, _ bool) (api.Agent, error) {
 	return f.set(id, api.StateRunning)
 }
 
