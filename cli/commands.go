@@ -81,9 +81,10 @@ func (inv *invocation) action(verb string, args []string) int {
 	if verb != "stop" {
 		noWait = fs.Bool("no-wait", false, "answer once the agent is spawned, not once it is ready")
 	}
-	usage := fmt.Errorf("usage: tether %s [--no-wait] ID...", verb)
+	// The ids are written "ID...", as the contract writes them.
+	usage := fmt.Errorf("usage: tether %s [--no-wait] %s", verb, "ID...")
 	if verb == "stop" {
-		usage = fmt.Errorf("usage: tether %s ID...", verb)
+		usage = fmt.Errorf("usage: tether %s %s", verb, "ID...")
 	}
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
 		return inv.usage(usage)

@@ -29,9 +29,9 @@ type Message struct {
 	Watchdog        bool // WATCHDOG=1: the keep-alive ping
 	WatchdogTrigger bool // WATCHDOG=trigger: act as if the ping was missed
 
-	// WatchdogUSec is WATCHDOG_USEC=: a new watchdog interval, asked for
+	// WatchdogInterval is WATCHDOG_USEC=: a new watchdog interval, asked for
 	// by the program itself.
-	WatchdogUSec time.Duration
+	WatchdogInterval time.Duration
 
 	// ExtendTimeout is EXTEND_TIMEOUT_USEC=: the current start-up or
 	// shut-down deadline moves to now plus this much.
@@ -116,7 +116,7 @@ func (m *Message) set(key, value string) error {
 		}
 		return flag(&m.Watchdog, value)
 	case "WATCHDOG_USEC":
-		return usec(&m.WatchdogUSec, value)
+		return usec(&m.WatchdogInterval, value)
 	case "EXTEND_TIMEOUT_USEC":
 		return usec(&m.ExtendTimeout, value)
 	case "MAINPID":

@@ -14,11 +14,11 @@ func TestParseAssignments(t *testing.T) {
 	}
 	want := Message{
 		Ready: true, Status: "listening on 6379", HasStatus: true, MainPID: 42, Watchdog: true,
-		ExtendTimeout: 2500 * time.Millisecond, WatchdogUSec: 30 * time.Second,
+		ExtendTimeout: 2500 * time.Millisecond, WatchdogInterval: 30 * time.Second,
 		HasErrno: true, Barrier: true, Unknown: []string{"FDSTORE"},
 	}
 	if m.Ready != want.Ready || m.Status != want.Status || !m.HasStatus || m.MainPID != want.MainPID ||
-		m.Watchdog != want.Watchdog || m.ExtendTimeout != want.ExtendTimeout || m.WatchdogUSec != want.WatchdogUSec ||
+		m.Watchdog != want.Watchdog || m.ExtendTimeout != want.ExtendTimeout || m.WatchdogInterval != want.WatchdogInterval ||
 		m.Errno != 0 || !m.HasErrno || !m.Barrier || len(m.Unknown) != 1 || m.Unknown[0] != "FDSTORE" {
 		t.Fatalf("Parse = %+v, want %+v", m, want)
 	}
