@@ -24,6 +24,12 @@ import (
 // journal replays nothing twice, and a line is never read against a state
 // newer than itself.
 //
+// A line is the newest word on an agent's intent: it also clears the
+// agent's parked record (Agent.Parked) in the state it applies to, since
+// whoever started or stopped the agent since it was parked has decided
+// for it. (Every Update folds the journal first, so a record written by
+// an Update is never older than the lines it folded.)
+//
 // A crash in the middle of an append leaves a last line without its
 // newline. That change was never acknowledged; it is dropped, and cut
 // from the file before the next append. Any other line that does not parse
@@ -184,6 +190,7 @@ func (j *journal) apply(st *State) {
 		if l.Seq > st.IntentSeq {
 			a := st.Agents[id]
 			a.Enabled = l.Enabled
+			a.Parked = nil
 			st.Agents[id] = a
 		}
 	}

@@ -31,8 +31,16 @@ import (
 	"github.com/tether-dev/tether/api"
 )
 
-// Version is the version of the file format this package reads and writes.
-const Version = 1
+// Version is the version of the file format this package writes. It
+// reads every version from MinVersion on: a file of an older version
+// holds a subset of what a newer one may, and is read as it is (see
+// decode).
+//
+// Version 2 adds an agent's parked record (Agent.Parked).
+const Version = 2
+
+// MinVersion is the oldest version of the file format this package reads.
+const MinVersion = 1
 
 // FileName is the name of the state file inside the state directory.
 const FileName = "state.json"
@@ -56,6 +64,24 @@ type RunError struct {
 type Agent struct {
 	Enabled bool `json:"enabled"`
 	LastRun *Run `json:"last_run,omitempty"`
+	// Parked, when set, says the service parked the agent and does not
+	// start it again, not even after its own restart, until someone
+	// starts it (any change of intent for the agent clears it, see
+	// IntentFile) or its config entry changes (Parked.Config). Version 2.
+	Parked *Parked `json:"parked,omitempty"`
+}
+
+// Parked records why and when an enabled agent was parked: failed and not
+// restarted, as after a crash loop.
+type Parked struct {
+	Since time.Time `json:"since"`
+	// Code and Message are the row's error when it was parked.
+	Code    api.Code `json:"code"`
+	Message string   `json:"message"`
+	// Config identifies the agent's config entry at that moment (the
+	// service's fingerprint of it): an entry that differs since is a
+	// fresh start, not the one that was parked.
+	Config string `json:"config"`
 }
 
 // State is the content of the state file.
@@ -78,6 +104,10 @@ func (s State) clone() State {
 				r.Error = &e
 			}
 			a.LastRun = &r
+		}
+		if a.Parked != nil {
+			p := *a.Parked
+			a.Parked = &p
 		}
 		c.Agents[id] = a
 	}

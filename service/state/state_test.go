@@ -73,7 +73,7 @@ func TestMissingFileIsEmptyState(t *testing.T) {
 	if err := s.Err(); err != nil {
 		t.Fatalf("Err = %v", err)
 	}
-	if got, want := s.State(), (State{Version: 1, Agents: map[string]Agent{}}); !reflect.DeepEqual(got, want) {
+	if got, want := s.State(), (State{Version: Version, Agents: map[string]Agent{}}); !reflect.DeepEqual(got, want) {
 		t.Fatalf("State = %+v, want %+v", got, want)
 	}
 }
@@ -198,7 +198,8 @@ func TestMalformedFile(t *testing.T) {
 		{"null", "null", 1, "want an object, found null"},
 		{"null agent", "{\n  \"version\": 1,\n  \"agents\": {\"a\": null}\n}\n", 3, "agents.a: want an object, found null"},
 		{"no version", "{\n  \"agents\": {}\n}\n", 1, "version 0 is not supported"},
-		{"newer version", "{\n  \"agents\": {},\n  \"version\": 2\n}\n", 3, "version 2 is not supported"},
+		{"newer version", "{\n  \"agents\": {},\n  \"version\": 3\n}\n", 3, "version 3 is not supported"},
+		{"parked in version 1", "{\n  \"version\": 1,\n  \"agents\": {\"a\": {\"enabled\": true,\n    \"parked\": {\"since\": \"2025-01-02T03:04:05Z\", \"code\": \"crash_loop\", \"message\": \"m\", \"config\": \"c\"}}}\n}\n", 4, `"parked" is a key of version 2`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := testdir.Temp(t)
