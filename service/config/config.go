@@ -1,7 +1,10 @@
 package config
 
 import (
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -71,6 +74,19 @@ type Agent struct {
 	Requires []string
 	// Line is the line of the agent's entry in the file, for messages.
 	Line int
+}
+
+// Fingerprint identifies the entry by everything it says, wherever it
+// stands in the file (Line is left out): two entries have the same
+// fingerprint when, and only when, they are the same. It is a hex SHA-256
+// of the entry's JSON encoding, stable for a version of tether.
+func (a Agent) Fingerprint() string {
+	a.Line = 0
+	// It cannot fail: every field is a string, number, bool, duration,
+	// or a slice, map or pointer of those.
+	b, _ := json.Marshal(a)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // Deps lists After and Requires together, each id once.

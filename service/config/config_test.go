@@ -502,3 +502,33 @@ func TestLoadSymlinkedConfig(t *testing.T) {
 		t.Errorf("Path %q, EnvFile %q", cfg.Path, cfg.Agents[0].EnvFile)
 	}
 }
+
+// TestFingerprint: the same entry anywhere in the file has one
+// fingerprint; a change of any key gives another.
+func TestFingerprint(t *testing.T) {
+	parse := func(body string) Agent {
+		t.Helper()
+		cfg, err := Parse("agents.yaml", []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg.Agents[len(cfg.Agents)-1]
+	}
+	const a = "  - id: a\n    command: [run, it]\n    env: {K: v, L: w}\n"
+	base := parse("agents:\n" + a).Fingerprint()
+	if moved := parse("agents:\n  - id: b\n    command: [x]\n" + a).Fingerprint(); moved != base {
+		t.Errorf("moving the entry changed its fingerprint")
+	}
+	if again := parse("agents:\n  - id: a\n    env: {L: w, K: v}\n    command: [run, it]\n").Fingerprint(); again != base {
+		t.Errorf("the same keys in another order changed the fingerprint")
+	}
+	for _, changed := range []string{
+		"  - id: a\n    command: [run, it, again]\n    env: {K: v, L: w}\n",
+		"  - id: a\n    command: [run, it]\n    env: {K: v, L: x}\n",
+		"  - id: a\n    command: [run, it]\n    env: {K: v, L: w}\n    stop_timeout: 9s\n",
+	} {
+		if parse("agents:\n"+changed).Fingerprint() == base {
+			t.Errorf("a changed entry has the same fingerprint:\n%s", changed)
+		}
+	}
+}
