@@ -1,6 +1,8 @@
 // Package platform is the portable face of tether's two OS halves: lock
 // files, user-only directories and files, the local socket or pipe and
-// the identity of its peer, and process references. Each operation is
+// the identity of its peer, process references, and what a process tree
+// costs (TreeUsage: a cgroup's or a job's accounting, else the sum over
+// its processes). Each operation is
 // documented here once, under one name, and forwards by build tag to
 // platform/unix or platform/windows, which implement it; on any other
 // system it fails with errors.ErrUnsupported.

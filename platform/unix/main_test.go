@@ -40,6 +40,9 @@ const (
 // killed test run leaves behind lives on for long.
 const helperLife = 60 * time.Second
 
+// burnBytes is the memory the "burn" helper holds, every page written.
+const burnBytes = 64 << 20
+
 // waitLimit bounds every wait for a process to start, exit or be reaped.
 const waitLimit = 10 * time.Second
 
@@ -207,6 +210,17 @@ func runHelper(role string, args []string) int {
 	case "middle":
 		spawnHelper(args[0], args[1], nil, &syscall.SysProcAttr{Setsid: true}, false)
 		return 0
+	case "burn":
+		// Writes every page of burnBytes of memory, announces itself,
+		// then keeps a CPU busy until killed.
+		mem := make([]byte, burnBytes)
+		for i := 0; i < len(mem); i += os.Getpagesize() {
+			mem[i] = 1
+		}
+		announce()
+		for n := 0; ; n++ {
+			mem[n%len(mem)]++
+		}
 	case "lock-try":
 		// Prints "locked" or "acquired" for the lock file args[0].
 		f, err := OpenLockFile(args[0])

@@ -79,12 +79,15 @@ func NewJob(name string) (*Job, error) {
 // OpenJob opens the named job to query and terminate it. It fails with
 // an error matching os.ErrNotExist (ERROR_FILE_NOT_FOUND) when no such job
 // exists: a job object lives as long as a handle to it or a process in it.
-func OpenJob(name string) (*Job, error) {
+func OpenJob(name string) (*Job, error) { return openJob(name, jobObjectQuery|jobObjectTerminate) }
+
+// openJob opens the named job with the access rights asked for.
+func openJob(name string, access uint32) (*Job, error) {
 	np, err := windows.UTF16PtrFromString(name)
 	if err != nil {
 		return nil, &JobError{Name: name, Op: "OpenJobObject", Err: err}
 	}
-	r, _, e := procOpenJobObjectW.Call(uintptr(jobObjectQuery|jobObjectTerminate), 0, uintptr(unsafe.Pointer(np)))
+	r, _, e := procOpenJobObjectW.Call(uintptr(access), 0, uintptr(unsafe.Pointer(np)))
 	if r == 0 {
 		return nil, &JobError{Name: name, Op: "OpenJobObject", Err: e}
 	}

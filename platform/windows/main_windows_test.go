@@ -71,6 +71,25 @@ func runHelper(role string, args []string) int {
 		}
 		announce(args[0], fmt.Sprintf("sleeper.%d", os.Getpid()), strconv.FormatBool(inJob()))
 		select {}
+	case "burner":
+		// Holds burnBytes, every page written, announces itself in dir
+		// (args[0]), optionally starts one more burner, and keeps a CPU
+		// busy.
+		mem := make([]byte, burnBytes)
+		for i := 0; i < len(mem); i += os.Getpagesize() {
+			mem[i] = 1
+		}
+		if len(args) > 1 && args[1] == "fork" {
+			cmd := exec.Command(os.Args[0], "helper", "burner", args[0])
+			if err := cmd.Start(); err != nil {
+				return 3
+			}
+			go func() { _ = cmd.Wait() }()
+		}
+		announce(args[0], fmt.Sprintf("burner.%d", os.Getpid()), "burning")
+		for n := 0; ; n++ {
+			mem[n%len(mem)]++
+		}
 	case "handles":
 		// Says, for each handle value given, whether it is valid here.
 		for _, a := range args {

@@ -1,0 +1,5 @@
+//go:build !unix && !windows
+
+package platform
+
+func treeUsage(Tree) (Usage, error) { return Usage{}, unsupported("process trees") }
