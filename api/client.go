@@ -82,6 +82,16 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 	return st, err
 }
 
+// StatusWithUsage returns the service's status with each agent's Usage,
+// which the service measures for this request (a cgroup's or job's
+// accounting, or a walk of each tree's processes): a little more work
+// than Status, for a caller that shows what each agent costs.
+func (c *Client) StatusWithUsage(ctx context.Context) (Status, error) {
+	var st Status
+	err := c.call(ctx, http.MethodGet, PathStatus+"?"+QueryUsage+"=1", nil, &st)
+	return st, err
+}
+
 // Start enables and starts the agents ids. The service answers one Result
 // per id, in order; a failure of one id is in its Result, not in the
 // error, which reports a request that failed as a whole.

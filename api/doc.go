@@ -10,7 +10,10 @@
 // # Paths
 //
 // Every path starts with Version (/localapi/v0) and is named by a Path
-// constant: GET status (a Status), GET events (newline-delimited Events:
+// constant: GET status (a Status: the profile, the service's pid, the
+// config file it reads and whether --config named it, the agents' rows;
+// with ?usage=1 each row also carries its Usage, what its process tree
+// costs, measured for that request), GET events (newline-delimited Events:
 // a hello with the whole Status, then a row per change of an agent, the
 // whole Status again after a reload, and log lines when asked for), POST
 // agents/start, agents/stop and agents/restart (an IDsRequest, answered

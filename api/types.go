@@ -36,13 +36,27 @@ type Agent struct {
 	// Status is the agent's own word on how it is doing: its last
 	// STATUS= text (ready: notify), or what a starting agent waits for.
 	Status string `json:"status,omitempty"`
+	// Usage is what its tree costs, in a status that asked for it
+	// (GET status?usage=1); absent elsewhere, and where it could not be
+	// measured.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // Status is the answer of GET /localapi/v0/status.
 type Status struct {
-	Profile    string  `json:"profile"`
-	ServicePID int     `json:"service_pid"`
-	Agents     []Agent `json:"agents"`
+	Profile    string `json:"profile"`
+	ServicePID int    `json:"service_pid"`
+	// ConfigPath is the absolute path of the config file the service
+	// reads, at its start and at every reload: the one given with
+	// --config (ConfigGiven), else the profile's default. Without
+	// --config, a file that does not exist stands for the embedded
+	// default config, which is then in force; with it, it is an error.
+	ConfigPath string `json:"config_path"`
+	// ConfigGiven says the service was started with --config
+	// ConfigPath: a client that starts the service again passes the
+	// same flag (and --profile Profile).
+	ConfigGiven bool    `json:"config_given,omitempty"`
+	Agents      []Agent `json:"agents"`
 	// StateError reports a durable state file that could not be read;
 	// the service keeps running and leaves the file as it is.
 	StateError *Error `json:"state_error,omitempty"`
@@ -78,7 +92,7 @@ type Result struct {
 
 // Paths of the API, under Version.
 const (
-	PathStatus  = Version + "/status"         // GET
+	PathStatus  = Version + "/status"         // GET; ?usage=1 adds each agent's Usage
 	PathEvents  = Version + "/events"         // GET, newline-delimited JSON; ?logs=ID,ID
 	PathStart   = Version + "/agents/start"   // POST {"ids":[...]}
 	PathStop    = Version + "/agents/stop"    // POST {"ids":[...]}
@@ -87,6 +101,10 @@ const (
 	PathReload  = Version + "/reload"         // POST
 	PathQuit    = Version + "/quit"           // POST: stop every agent and exit
 )
+
+// QueryUsage is the parameter of GET status that asks for each agent's
+// Usage: ?usage=1.
+const QueryUsage = "usage"
 
 // IDsRequest is the body of start, stop and restart.
 type IDsRequest struct {
