@@ -58,6 +58,7 @@ type actor struct {
 	depErr     *api.Error    // stopped with a dependency: why
 	pending    bool          // spawned, its readiness check not passed yet
 	want       bool          // the agent should be running
+	parked     bool          // failed and not started again (a crash loop), on disk too; see park
 	stopAsked  bool          // a stop was sent to the guardian
 	stopSince  time.Time     // when
 	restartArm bool          // start again once stopped
@@ -71,7 +72,10 @@ type actor struct {
 	stopWait   []chan error  // answered when a stop settles
 }
 
-func newActor(c *Controller, a config.Agent) *actor {
+// newActor makes the actor of a. An agent parked by an earlier run of
+// the service (parked, see parkedFor) begins as it was left: enabled,
+// failed with the parking's error, and not started.
+func newActor(c *Controller, a config.Agent, parked *state.Parked) *actor {
 	act := &actor{
 		c: c, id: a.ID, cfg: a,
 		cmds: make(chan command, 16),
@@ -80,6 +84,11 @@ func newActor(c *Controller, a config.Agent) *actor {
 		done: make(chan struct{}),
 	}
 	act.row = api.Agent{ID: a.ID, Identity: a.Identity, State: api.StateStopped, Since: time.Now().UTC()}
+	if parked != nil {
+		act.want, act.parked = true, true
+		act.row.State, act.row.Enabled, act.row.Since = api.StateFailed, true, parked.Since
+		act.row.Error = &api.Error{Code: parked.Code, Message: parked.Message}
+	}
 	return act
 }
 
@@ -172,6 +181,7 @@ func (a *actor) handle(cmd command) bool {
 	switch cmd.kind {
 	case cmdStart:
 		a.want = true
+		a.unpark()
 		a.failures, a.backoff = 0, 0
 		a.contention = time.Time{}
 		a.depErr = nil
@@ -190,6 +200,11 @@ func (a *actor) handle(cmd command) bool {
 	case cmdStop, cmdRemove, cmdShutdown, cmdDepStop:
 		if cmd.kind != cmdShutdown {
 			a.want = false
+		}
+		if cmd.kind == cmdStop || cmd.kind == cmdRemove {
+			// Stopped by hand, or gone from the config: no longer
+			// parked. A shutdown or a dependency's stop leaves it so.
+			a.unpark()
 		}
 		a.depWait = false
 		if cmd.kind == cmdDepStop && a.session != nil {
@@ -220,8 +235,11 @@ func (a *actor) handle(cmd command) bool {
 	case cmdRestart, cmdReconfigure:
 		if cmd.kind == cmdRestart {
 			a.want = true
-			a.failures, a.backoff = 0, 0
 		}
+		// A restart, or a changed config entry, is a fresh start: the
+		// count of quick endings (the crash loop's) begins again.
+		a.unpark()
+		a.failures, a.backoff = 0, 0
 		a.wait(cmd)
 		if a.session == nil {
 			if a.want {
@@ -305,9 +323,12 @@ func (a *actor) settleStarts() {
 
 // setState publishes the agent's row. Every outcome replaces the error
 // before it: an older, unrelated message never hides a newer one.
-func (a *actor) setState(s api.State, err *api.Error) {
+func (a *actor) setState(s api.State, err *api.Error) { a.setStateAt(s, err, time.Now().UTC()) }
+
+// setStateAt is setState with the time the row says it changed.
+func (a *actor) setStateAt(s api.State, err *api.Error, at time.Time) {
 	a.row.State = s
-	a.row.Since = time.Now().UTC()
+	a.row.Since = at
 	a.row.Error = err
 	a.row.Enabled = a.want
 	a.c.publish(a.row)
@@ -379,6 +400,8 @@ func (a *actor) start() {
 	a.startedAt = time.Now()
 	r := s.Ready()
 	a.row.PID, a.row.GuardianPID = r.AgentPID, r.GuardianPID
+	tree := treeOf(r)
+	a.c.setTree(a.id, &tree)
 	a.pending = r.Pending
 	a.recordRun(func(run *state.Run) { *run = state.Run{Started: a.startedAt.UTC(), PID: r.AgentPID} })
 	if a.pending {
@@ -482,6 +505,7 @@ func (a *actor) sessionOver(ev guardian.Event, now time.Time) *api.Error {
 	a.session, a.events = nil, nil
 	a.pending = false
 	a.row.PID, a.row.GuardianPID = 0, 0
+	a.c.setTree(a.id, nil)
 	a.recordRun(func(run *state.Run) {
 		run.Stopped = now.UTC()
 		if ev.Exit != nil {
@@ -574,7 +598,7 @@ func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 	}
 	a.failures++
 	if a.failures > a.c.opts.CrashLoopLimit {
-		a.setState(api.StateFailed, &api.Error{Code: api.CodeCrashLoop,
+		a.park(&api.Error{Code: api.CodeCrashLoop,
 			Message: fmt.Sprintf("ended %d times in a row, each within %v of starting; last: %s", a.failures, a.c.opts.HealthyAfter, e.Message)})
 		return
 	}
@@ -593,4 +617,27 @@ func errOrNil(e *api.Error) error {
 		return nil
 	}
 	return e
+}
+
+// park leaves the agent failed with e, not to be started again until
+// someone starts, restarts or stops it or its config entry changes, and
+// keeps that across restarts of the service (state.Parked). The record
+// is on disk before the row says failed, so a service killed at any
+// moment after is parked again when it comes back.
+func (a *actor) park(e *api.Error) {
+	a.parked = true
+	now := time.Now().UTC()
+	a.c.saveParked(a.id, &state.Parked{Since: now, Code: e.Code, Message: e.Message, Config: a.cfg.Fingerprint()})
+	a.setStateAt(api.StateFailed, e, now)
+}
+
+// unpark ends a parking, on disk too. A change of intent clears the
+// record as well (the controller's start and stop save one), but a
+// restart by the config's reload does not, and the disk must not keep
+// a parking the row no longer shows.
+func (a *actor) unpark() {
+	if a.parked {
+		a.parked = false
+		a.c.saveParked(a.id, nil)
+	}
 }

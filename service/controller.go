@@ -13,6 +13,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/platform"
 	"github.com/tether-dev/tether/service/config"
 	"github.com/tether-dev/tether/service/state"
 )
@@ -49,6 +50,7 @@ type Controller struct {
 	configErr *api.Error
 	actors    map[string]*actor
 	rows      map[string]api.Agent
+	trees     map[string]platform.Tree // of the agents whose session runs, for StatusWithUsage
 	subs      map[*subscriber]struct{}
 	closing   bool
 	quitAsked bool
@@ -91,6 +93,7 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 		deps:     newDepGraph(cfg),
 		actors:   map[string]*actor{},
 		rows:     map[string]api.Agent{},
+		trees:    map[string]platform.Tree{},
 		subs:     map[*subscriber]struct{}{},
 		quit:     make(chan struct{}),
 		pool:     guardian.NewPool(opts.Executable),
@@ -102,20 +105,26 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 	go c.writeRuns()
 	st := store.State()
 	enabled := map[string]bool{}
-	var autostarted []string
+	parked := map[string]*state.Parked{}
+	var autostarted, unparked []string
 	for _, a := range cfg.Agents {
 		s, ok := st.Agents[a.ID]
 		switch {
 		case ok && store.Err() == nil:
 			enabled[a.ID] = s.Enabled
+			if parked[a.ID] = parkedFor(s, a); parked[a.ID] == nil && s.Parked != nil {
+				unparked = append(unparked, a.ID)
+			}
 		case a.Autostart:
 			enabled[a.ID] = true
 			autostarted = append(autostarted, a.ID)
 		}
 	}
 	// Autostart counts as intent: recorded (in one write for all), so the
-	// first run record written cannot read as "disabled".
-	if len(autostarted) > 0 {
+	// first run record written cannot read as "disabled". A parking
+	// whose config entry has changed since is over, and goes in the same
+	// write.
+	if len(autostarted) > 0 || len(unparked) > 0 {
 		_ = store.Update(func(s *state.State) {
 			if s.Agents == nil {
 				s.Agents = map[string]state.Agent{}
@@ -125,23 +134,61 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 				ag.Enabled = true
 				s.Agents[id] = ag
 			}
+			for _, id := range unparked {
+				if ag, ok := s.Agents[id]; ok {
+					ag.Parked = nil
+					s.Agents[id] = ag
+				}
+			}
 		})
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, a := range cfg.Agents {
-		c.addLocked(a, enabled[a.ID], false)
+		c.addLocked(a, enabled[a.ID], false, parked[a.ID])
 	}
 	return c
 }
 
-// addLocked adds an agent's actor and starts it when enabled. record
-// saves an autostart as intent (for agents added by a reload).
-func (c *Controller) addLocked(a config.Agent, enabled, record bool) {
-	act := newActor(c, a)
+// parkedFor returns the parking of an agent whose durable record is s
+// and whose config entry is a, when it still holds: the agent is enabled
+// and its entry is the one that was parked. Otherwise nil: an entry
+// changed since (while the service was down) starts afresh.
+func parkedFor(s state.Agent, a config.Agent) *state.Parked {
+	if s.Parked == nil || !s.Enabled || s.Parked.Config != a.Fingerprint() {
+		return nil
+	}
+	return s.Parked
+}
+
+// saveParked records, durably and before it returns, that agent id is
+// parked (p) or no longer is (nil). A failure is the state file's, which
+// Err reports; the agent is parked in memory all the same.
+func (c *Controller) saveParked(id string, p *state.Parked) {
+	_ = c.store.Update(func(s *state.State) {
+		if s.Agents == nil {
+			s.Agents = map[string]state.Agent{}
+		}
+		ag, ok := s.Agents[id]
+		if !ok && p == nil {
+			return
+		}
+		ag.Parked = p
+		s.Agents[id] = ag
+	})
+}
+
+// addLocked adds an agent's actor and starts it when enabled, unless it
+// is parked (see parkedFor). record saves an autostart as intent (for
+// agents added by a reload).
+func (c *Controller) addLocked(a config.Agent, enabled, record bool, parked *state.Parked) {
+	act := newActor(c, a, parked)
 	c.actors[a.ID] = act
 	c.rows[a.ID] = act.row
 	go act.run()
+	if parked != nil {
+		return
+	}
 	if enabled {
 		if record {
 			_ = c.setEnabled(a.ID, true)
@@ -160,7 +207,14 @@ func (c *Controller) Status() api.Status {
 	stateErr := c.store.Err()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := api.Status{Profile: c.opts.Paths.Profile, ServicePID: os.Getpid(), ConfigError: c.configErr}
+	return c.statusLocked(stateErr)
+}
+
+// statusLocked is Status, with c.mu held and the state file's error read
+// before.
+func (c *Controller) statusLocked(stateErr error) api.Status {
+	p := c.opts.Paths
+	st := api.Status{Profile: p.Profile, ServicePID: os.Getpid(), ConfigPath: p.Config, ConfigGiven: p.ConfigSet, ConfigError: c.configErr}
 	for _, a := range c.cfg.Agents {
 		if row, ok := c.rows[a.ID]; ok {
 			st.Agents = append(st.Agents, row)
@@ -265,6 +319,7 @@ func (c *Controller) Reload(ctx context.Context) error {
 	st := c.store.State()
 	var removed []*actor
 	var changed []*actor
+	var unparked []string // added agents whose parking no longer holds
 	oldByID := map[string]config.Agent{}
 	for _, a := range old.Agents {
 		oldByID[a.ID] = a
@@ -276,10 +331,14 @@ func (c *Controller) Reload(ctx context.Context) error {
 		switch {
 		case !ok:
 			enabled, record := a.Autostart, a.Autostart
+			var parked *state.Parked
 			if s, known := st.Agents[a.ID]; known && c.store.Err() == nil {
 				enabled, record = s.Enabled, false
+				if parked = parkedFor(s, a); parked == nil && s.Parked != nil {
+					unparked = append(unparked, a.ID)
+				}
 			}
-			c.addLocked(a, enabled, record)
+			c.addLocked(a, enabled, record, parked)
 		case !sameAgent(prev, a):
 			act := c.actors[a.ID]
 			act.setConfig(a)
@@ -294,6 +353,9 @@ func (c *Controller) Reload(ctx context.Context) error {
 	}
 	c.mu.Unlock()
 
+	for _, id := range unparked {
+		c.saveParked(id, nil)
+	}
 	var errs []error
 	for _, act := range changed {
 		if err := act.do(ctx, cmdReconfigure); err != nil {

@@ -34,7 +34,9 @@ func TestMain(m *testing.M) {
 }
 
 // agentMain is a test agent: "sleep" runs until SIGTERM, "exit N" exits
-// with N at once, "count DIR" writes a file per start and sleeps.
+// with N at once, "count DIR" writes a file per start and sleeps,
+// "count-crash DIR" writes a file per start and exits 3 unless DIR/ok
+// exists, and then sleeps, "burn" holds 64 MiB and keeps a CPU busy.
 func agentMain(args []string) int {
 	time.AfterFunc(2*time.Minute, func() { os.Exit(99) })
 	term := make(chan os.Signal, 1)
@@ -60,6 +62,23 @@ func agentMain(args []string) int {
 		}
 	case "count":
 		_ = os.WriteFile(filepath.Join(args[1], strconv.Itoa(os.Getpid())), nil, 0o600)
+		<-term
+		return 0
+	case "burn":
+		// Holds 64 MiB, every page written, and keeps a CPU busy.
+		mem := make([]byte, 64<<20)
+		for i := 0; i < len(mem); i += os.Getpagesize() {
+			mem[i] = 1
+		}
+		fmt.Println("burning")
+		for n := 0; ; n++ {
+			mem[n%len(mem)]++
+		}
+	case "count-crash":
+		_ = os.WriteFile(filepath.Join(args[1], strconv.Itoa(os.Getpid())), nil, 0o600)
+		if _, err := os.Stat(filepath.Join(args[1], "ok")); err != nil {
+			return 3
+		}
 		<-term
 		return 0
 	}

@@ -38,6 +38,9 @@ import (
 // are called concurrently, from one goroutine per request.
 type Backend interface {
 	Status() api.Status
+	// StatusWithUsage is Status with each agent's Usage, measured for
+	// the request (GET status?usage=1).
+	StatusWithUsage() api.Status
 	// Start, Stop and Restart act on one agent. ctx is the request's: it
 	// is done when the client goes away. An unknown id should be an
 	// *api.Error with code not_found (the server also checks ids against
@@ -234,7 +237,15 @@ func (s *Server) refusal(r *http.Request) string {
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.b.Status())
+	switch v := r.URL.Query().Get(api.QueryUsage); v {
+	case "", "0":
+		writeJSON(w, http.StatusOK, s.b.Status())
+	case "1":
+		writeJSON(w, http.StatusOK, s.b.StatusWithUsage())
+	default:
+		writeError(w, http.StatusBadRequest, &api.Error{Code: api.CodeBadRequest,
+			Message: fmt.Sprintf("status: %s=%q: must be 0 or 1", api.QueryUsage, v)})
+	}
 }
 
 // waitless adapts an action that has nothing to wait for (stop).

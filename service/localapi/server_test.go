@@ -61,6 +61,15 @@ func (f *fakeBackend) Status() api.Status {
 	return api.Status{Profile: "test", ServicePID: os.Getpid(), Agents: append([]api.Agent(nil), f.agents...)}
 }
 
+// StatusWithUsage gives every agent a Usage of one process.
+func (f *fakeBackend) StatusWithUsage() api.Status {
+	st := f.Status()
+	for i := range st.Agents {
+		st.Agents[i].Usage = &api.Usage{Procs: 1}
+	}
+	return st
+}
+
 func (f *fakeBackend) set(id string, state api.State) (api.Agent, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -279,8 +288,12 @@ func TestStatusAndActions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Profile != "test" || len(st.Agents) != 2 {
+	if st.Profile != "test" || len(st.Agents) != 2 || st.Agents[0].Usage != nil {
 		t.Fatalf("Status = %+v", st)
+	}
+	// ?usage=1 asks for the usage; nothing else but 0 is a valid value.
+	if st, err := c.StatusWithUsage(ctx); err != nil || len(st.Agents) != 2 || st.Agents[0].Usage == nil || st.Agents[0].Usage.Procs != 1 {
+		t.Fatalf("StatusWithUsage = %+v, %v", st, err)
 	}
 
 	// One Result per id, in order; the failures are per id and the
@@ -406,6 +419,8 @@ func TestRequestChecks(t *testing.T) {
 		code   api.Code // "" when the answer is no api.Error
 	}{
 		{"plain status", status(), 200, ""},
+		{"status with usage", newRequest(t, "GET", api.PathStatus+"?usage=1", nil), 200, ""},
+		{"status with a bad usage", newRequest(t, "GET", api.PathStatus+"?usage=yes", nil), 400, api.CodeBadRequest},
 		{"Origin", with(status(), "Origin", "https://evil.example"), 403, api.CodeForbidden},
 		{"Origin null", with(status(), "Origin", "null"), 403, api.CodeForbidden},
 		{"Sec-Fetch-Site cross-site", with(status(), "Sec-Fetch-Site", "cross-site"), 403, api.CodeForbidden},

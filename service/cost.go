@@ -1,0 +1,69 @@
+package service
+
+import (
+	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/platform"
+)
+
+// What each agent costs is measured by the service itself, when a status
+// asks for it, from what its guardian said of the tree when the agent
+// started (ready: the session, the guardian as the tree's subreaper, the
+// cgroup, the job): the guardian is not asked over the tether. So a
+// status of many agents is one pass in one process, not a round trip to
+// each guardian; the guardians, whose only work is to hold a lifetime,
+// gain no code and no message (the protocol stays as it is, and a
+// guardian of an older tether, still running after an upgrade, is
+// measured the same); and an agent whose guardian is busy tearing down is
+// measured all the same. Nothing is sampled in the background: an idle
+// service does not wake for it.
+
+// treeOf is the tree of a started agent, as its guardian's ready answer
+// describes it.
+func treeOf(r guardian.Ready) platform.Tree {
+	leader := r.SessionID
+	if leader == 0 {
+		leader = r.AgentPID
+	}
+	return platform.Tree{Leader: leader, Root: r.GuardianPID, RootSubreaper: r.Subreaper, Cgroup: r.Cgroup, Job: r.Job}
+}
+
+// setTree records the tree of agent id's running session, or that it has
+// none (nil).
+func (c *Controller) setTree(id string, t *platform.Tree) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t == nil {
+		delete(c.trees, id)
+	} else {
+		c.trees[id] = *t
+	}
+}
+
+// StatusWithUsage implements localapi.Backend: the status, each row with
+// what its tree costs, measured now. An agent without a running session
+// costs nothing (a zero Usage); one whose tree could not be measured has
+// no Usage.
+func (c *Controller) StatusWithUsage() api.Status {
+	stateErr := c.store.Err()
+	c.mu.Lock()
+	st := c.statusLocked(stateErr)
+	trees := make(map[string]platform.Tree, len(c.trees))
+	for id, t := range c.trees {
+		trees[id] = t
+	}
+	c.mu.Unlock()
+	// Measured outside the lock: the agents go on meanwhile.
+	for i := range st.Agents {
+		var u api.Usage
+		if t, ok := trees[st.Agents[i].ID]; ok {
+			m, err := platform.TreeUsage(t)
+			if err != nil {
+				continue
+			}
+			u = api.Usage{CPUSeconds: m.CPU.Seconds(), MemoryBytes: m.Memory, Procs: m.Procs, Source: m.Source}
+		}
+		st.Agents[i].Usage = &u
+	}
+	return st
+}

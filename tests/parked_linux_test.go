@@ -1,0 +1,146 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether-dev/tether/api"
+)
+
+// crashLoopWithin bounds the wait for a crash loop of the real service:
+// six quick endings, with backoffs of 1, 2, 4, 8 and 16 s between them.
+const crashLoopWithin = 90 * time.Second
+
+// crashingYAML is an agent that appends a line to the file starts at
+// each start and exits 3 at once; tag is an argument of its command that
+// does nothing, to change the command.
+func crashingYAML(starts, tag string) string {
+	return fmt.Sprintf(`agents:
+  - id: loop
+    command: [/bin/sh, -c, 'echo start >> "$0"; exit 3', %s, %s]
+    restart: always
+    autostart: true
+`, starts, tag)
+}
+
+// startsOf counts the lines of the file starts.
+func startsOf(t *testing.T, starts string) int {
+	t.Helper()
+	b, err := os.ReadFile(starts)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "\n")
+}
+
+// waitRow polls the status of the default profile until agent id's row
+// satisfies ok, for at most within.
+func (w *world) waitRow(id string, within time.Duration, ok func(api.Agent) bool) api.Agent {
+	w.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		st, err := w.client("default").Status(context.Background())
+		for _, a := range st.Agents {
+			if err == nil && a.ID == id && ok(a) {
+				return a
+			}
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("agent %s: the row wanted not seen within %v: %+v %v", id, within, st.Agents, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func crashLooped(a api.Agent) bool {
+	return a.State == api.StateFailed && a.Error != nil && a.Error.Code == api.CodeCrashLoop
+}
+
+// notRestarted checks that the parked agent stays failed and is not
+// started again for a while: longer than the shortest backoff twice.
+func (w *world) notRestarted(starts string, n int) {
+	w.t.Helper()
+	time.Sleep(2500 * time.Millisecond)
+	if got := startsOf(w.t, starts); got != n {
+		w.t.Errorf("%d starts, want %d: the parked agent was started again", got, n)
+	}
+	if a := w.status("default")["loop"]; a.State != api.StateFailed || a.Error == nil || a.Error.Code != api.CodeCrashLoop {
+		w.t.Errorf("row %+v %+v: want failed with crash_loop", a, a.Error)
+	}
+}
+
+// TestCrashLoopParkingSurvivesServiceKill: an agent parked by a crash
+// loop is not started again by a service relaunched after a SIGKILL, nor
+// by a reload that leaves its entry as it is; a reload that changes its
+// command starts it again, with a fresh count.
+func TestCrashLoopParkingSurvivesServiceKill(t *testing.T) {
+	t.Parallel() // a crash loop takes half a minute; the other parking test runs beside it
+	w := newWorld(t)
+	starts := filepath.Join(w.dir, "starts")
+	w.writeConfig(crashingYAML(starts, "v1"))
+	svc := w.startService("default")
+	parked := w.waitRow("loop", crashLoopWithin, crashLooped)
+	n := startsOf(t, starts)
+	if n != 6 {
+		t.Errorf("%d starts until parked, want 6", n)
+	}
+
+	// The row says parked only once the disk does: kill at once.
+	svc.kill()
+	w.startService("default")
+	again := w.status("default")["loop"]
+	if again.State != api.StateFailed || again.Error == nil || *again.Error != *parked.Error || !again.Since.Equal(parked.Since) {
+		t.Errorf("after a SIGKILL and a relaunch: %+v %+v, want %+v %+v", again, again.Error, parked, parked.Error)
+	}
+	if on, _ := w.intent("default", "loop"); !on {
+		t.Errorf("the parked agent is no longer enabled")
+	}
+	w.notRestarted(starts, n)
+
+	w.mustRun("reload")
+	w.notRestarted(starts, n)
+
+	w.writeConfig(crashingYAML(starts, "v2"))
+	w.mustRun("reload")
+	w.waitRow("loop", 10*time.Second, func(a api.Agent) bool {
+		return a.State == api.StateBackoff && a.Error != nil && a.Error.Code == api.CodeExited
+	})
+	if got := startsOf(t, starts); got != n+1 {
+		t.Errorf("%d starts after the reload, want %d", got, n+1)
+	}
+	w.mustRun("stop", "loop")
+}
+
+// TestReloadResetsCrashLoop: in the service that parked it, a reload that
+// changes the agent's command gives it a fresh count: its next ending is
+// followed by a restart, not by parking again.
+func TestReloadResetsCrashLoop(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	starts := filepath.Join(w.dir, "starts")
+	w.writeConfig(crashingYAML(starts, "v1"))
+	w.startService("default")
+	w.waitRow("loop", crashLoopWithin, crashLooped)
+	n := startsOf(t, starts)
+
+	w.mustRun("reload")
+	w.notRestarted(starts, n)
+
+	w.writeConfig(crashingYAML(starts, "v2"))
+	reloaded := time.Now()
+	w.mustRun("reload")
+	// Settled after its first ending: restarted after a pause (backoff),
+	// or parked again (failed) if the count went on from before.
+	a := w.waitRow("loop", 10*time.Second, func(a api.Agent) bool {
+		return (a.State == api.StateBackoff || a.State == api.StateFailed) && a.Since.After(reloaded)
+	})
+	if a.State != api.StateBackoff || a.Error == nil || a.Error.Code != api.CodeExited {
+		t.Errorf("after the reload and its first ending: %+v %+v, want backoff with exited", a, a.Error)
+	}
+	w.mustRun("stop", "loop")
+}
