@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gen2brain/beeep"
+	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/assets"
 	"github.com/tether-dev/tether/install"
 	"github.com/tether-dev/tether/internal/logline"
@@ -34,6 +35,49 @@ func osDeps() deps {
 
 func notify(n Notice) error {
 	return beeep.Notify(n.Title, n.Body, assets.PNG(assets.Failed))
+}
+
+// The service says which config file it runs and whether --config named
+// it (api.Status's ConfigPath and ConfigGiven, in every hello). The tray
+// keeps the last it heard, also while the service is down, so that "Open
+// config" opens the file the service uses and "Start service" starts it
+// again with the same --config (and, as the tray's socket is the
+// profile's, the same --profile), not the tray's own default.
+
+// serviceConfig is the config the service last said it runs.
+type serviceConfig struct {
+	path  string // "" until a service has said
+	given bool   // named with --config
+}
+
+// noteServiceLocked keeps the config st says the service runs. A service
+// that does not say (an older one) changes nothing. e.mu is held.
+func (e *engine) noteServiceLocked(st api.Status) {
+	if st.ConfigPath != "" {
+		e.svc = serviceConfig{path: st.ConfigPath, given: st.ConfigGiven}
+	}
+}
+
+// serviceOptions are the tray's options for what acts on the service's
+// config: Open config and Start service.
+func (e *engine) serviceOptions() Options {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.opts.forService(e.svc)
+}
+
+// forService returns o with the config the service runs: its file, and
+// its --config when it was given one. With nothing heard yet, o as the
+// tray was started.
+func (o Options) forService(sc serviceConfig) Options {
+	if sc.path == "" {
+		return o
+	}
+	o.ConfigFile, o.ConfigFlag = sc.path, ""
+	if sc.given {
+		o.ConfigFlag = sc.path
+	}
+	return o
 }
 
 func installOptions(o Options) install.Options {

@@ -104,6 +104,7 @@ type engine struct {
 	mu  sync.Mutex
 	in  Input
 	det detector
+	svc serviceConfig // the config the service last said it runs; see actions.go
 
 	dirty     chan struct{} // buffer 1: the menu must be rebuilt
 	poke      chan struct{} // buffer 1: try to connect now
@@ -303,6 +304,7 @@ func (e *engine) hello(st api.Status) {
 	e.mu.Lock()
 	e.in.Conn, e.in.ConnErr, e.in.StartingService = Connected, "", false
 	e.in.Status = st
+	e.noteServiceLocked(st)
 	e.in.Slots = growSlots(e.in.Slots, len(st.Agents))
 	e.det.keep(st.Agents)
 	for id := range e.in.LastErrors {
@@ -490,11 +492,12 @@ func (e *engine) perform(a Action) {
 			e.openOrSay(path)
 		}
 	case ActOpenConfig:
-		path := e.opts.ConfigFile
+		o := e.serviceOptions()
+		path := o.ConfigFile
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			if err := e.deps.configInit(e.opts); err != nil {
+			if err := e.deps.configInit(o); err != nil {
 				e.post(Notice{Key: "config/" + KindAction, Title: "tether: cannot create the config file",
-					Body: fmt.Sprintf("%v\nRun `%s config init` to write one.", err, e.opts.cmdHint())})
+					Body: fmt.Sprintf("%v\nRun `%s config init` to write one.", err, o.cmdHint())})
 				return
 			}
 		}
@@ -597,15 +600,16 @@ func (e *engine) startService() {
 	e.mu.Unlock()
 	e.changed()
 
+	o := e.serviceOptions()
 	fail := func(err error) {
 		e.mu.Lock()
 		e.in.StartingService = false
 		e.mu.Unlock()
 		e.changed()
 		e.post(Notice{Key: "service/" + KindAction, Title: "tether: the service did not start",
-			Body: fmt.Sprintf("%v\nRun `%s service run` in a terminal to see why.", err, e.opts.cmdHint())})
+			Body: fmt.Sprintf("%v\nRun `%s service run` in a terminal to see why.", err, o.cmdHint())})
 	}
-	how, exited, err := e.deps.startService(e.opts)
+	how, exited, err := e.deps.startService(o)
 	if err != nil {
 		fail(err)
 		return

@@ -77,7 +77,9 @@ func startFake(t *testing.T, path string, agents ...api.Agent) *fakeService {
 func (f *fakeService) events(w http.ResponseWriter, r *http.Request) {
 	ch := make(chan api.Event, 64)
 	f.mu.Lock()
-	hello := api.Event{Type: api.EventHello, Status: &api.Status{Profile: f.status.Profile, ServicePID: f.status.ServicePID, Agents: slices.Clone(f.status.Agents)}}
+	st := f.status
+	st.Agents = slices.Clone(f.status.Agents)
+	hello := api.Event{Type: api.EventHello, Status: &st}
 	f.subs[ch] = true
 	f.mu.Unlock()
 	defer func() {
