@@ -36,25 +36,6 @@ const (
 	ExitCleanup     = 5
 )
 
-const usage = `usage: tether [--config FILE] [--profile NAME] COMMAND [ARGS]
-
-commands:
-  tray                       the system tray (also a bare "tether" on a desktop)
-  demo                       self-contained crash-survival demo in a temp dir
-  service run                run the service in the foreground
-  service install|uninstall|start|stop|status [--print]
-  status [--json]            one row per agent (status --help: its states and codes)
-  start|stop|restart ID...   start and restart answer once ready (--no-wait: once spawned)
-  logs ID [-f] [-n N]
-  check                      validate the config
-  reload                     apply config changes (also SIGHUP to the service)
-  config init                write the default config out for editing
-  version
-
-exit codes: 0 ok, 1 failure, 2 usage, 3 service not reachable,
-            4 identity held elsewhere, 5 cleanup failed
-`
-
 // Version is set by main from its link-time version.
 var Version = "dev"
 
@@ -73,9 +54,12 @@ type invocation struct {
 }
 
 // Main runs the command line and returns the exit code.
-func Main(args []string) int {
+func Main(args []string) int { return run(args, os.Stdout, os.Stderr) }
+
+// run is Main with its output streams.
+func run(args []string, stdout, stderr io.Writer) int {
 	g, args, err := parseGlobals(args)
-	inv := &invocation{g: g, stdout: os.Stdout, stderr: os.Stderr}
+	inv := &invocation{g: g, stdout: stdout, stderr: stderr}
 	if err != nil {
 		return inv.usage(err)
 	}
@@ -83,10 +67,15 @@ func Main(args []string) int {
 		if os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != "" {
 			return inv.tray(nil)
 		}
-		fmt.Fprint(inv.stdout, usage)
+		fmt.Fprint(inv.stdout, usageText())
 		return ExitOK
 	}
 	cmd, rest := args[0], args[1:]
+	if d, ok := findDoc(cmd); ok && asksHelp(rest) {
+		// tether CMD --help: the same as tether help CMD.
+		writeHelp(inv.stdout, d)
+		return ExitOK
+	}
 	switch cmd {
 	case "guardian":
 		return guardian.Main(rest)
@@ -95,11 +84,16 @@ func Main(args []string) int {
 	case "demo-agent":
 		return demo.Agent(rest)
 	case "version", "--version":
-		fmt.Fprintln(inv.stdout, "tether", Version)
+		return inv.version(rest)
+	case "help":
+		return inv.help(rest)
+	case "-h", "-help", "--help":
+		fmt.Fprint(inv.stdout, usageText())
 		return ExitOK
-	case "help", "-h", "--help":
-		fmt.Fprint(inv.stdout, usage)
-		return ExitOK
+	case "completion":
+		return inv.completion(rest)
+	case completeCmd:
+		return inv.complete(rest)
 	case "tray":
 		return inv.tray(rest)
 	case "service":
@@ -117,13 +111,13 @@ func Main(args []string) int {
 	case "config":
 		return inv.configCmd(rest)
 	default:
-		return inv.usage(fmt.Errorf("unknown command %q", cmd))
+		return inv.usage(unknownCommand("unknown command", cmd))
 	}
 }
 
 func (inv *invocation) usage(err error) int {
 	fmt.Fprintln(inv.stderr, "tether:", err)
-	fmt.Fprint(inv.stderr, usage)
+	fmt.Fprint(inv.stderr, usageText())
 	return ExitUsage
 }
 

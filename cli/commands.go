@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,9 +67,13 @@ func codeExit(code api.Code) int {
 	}
 }
 
+// newFlags is the flag set of a command. A bad flag prints the flag
+// package's one line; the caller's usage error follows it (--help never
+// reaches here: Main answers it).
 func newFlags(name string, inv *invocation) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(inv.stderr)
+	fs.Usage = func() {}
 	return fs
 }
 
@@ -104,7 +109,14 @@ func (inv *invocation) action(verb string, args []string) int {
 		return inv.apiFailure(p, err)
 	}
 	code := ExitOK
+	var ids []string // the service's, for "did you mean", read once
 	for _, r := range res.Results {
+		if r.Error != nil && r.Error.Code == api.CodeNotFound {
+			if ids == nil {
+				ids = inv.serviceIDs(c)
+			}
+			r.Error.Message += didYouMean(r.ID, ids)
+		}
 		if r.Error == nil {
 			state := ""
 			if r.Agent != nil {
@@ -160,6 +172,9 @@ func (inv *invocation) logs(args []string) int {
 		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		lg, err := c.Logs(tctx, id, *n)
 		cancel()
+		if ae, ok := errors.AsType[*api.Error](err); ok && ae.Code == api.CodeNotFound {
+			ae.Message += didYouMean(id, inv.serviceIDs(c))
+		}
 		if err != nil {
 			return inv.apiFailure(p, err)
 		}
@@ -230,6 +245,13 @@ func (inv *invocation) service(args []string) int {
 	if err != nil {
 		return inv.fail("%v", err)
 	}
+	if !slices.Contains(serviceVerbs, args[0]) {
+		err := fmt.Errorf("unknown service command %q", args[0])
+		if s := suggest(args[0], serviceVerbs); s != "" {
+			err = fmt.Errorf("%w; did you mean %q?", err, s)
+		}
+		return inv.usage(err)
+	}
 	if args[0] == "run" {
 		if len(args) > 1 {
 			return inv.usage(fmt.Errorf("usage: tether service run"))
@@ -241,4 +263,28 @@ func (inv *invocation) service(args []string) int {
 		return service.Run(p, exe, inv.stderr)
 	}
 	return inv.serviceManager(p, args)
+}
+
+// serviceIDs are the ids of the running service's agents, or none.
+func (inv *invocation) serviceIDs(c *api.Client) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := c.Status(ctx)
+	if err != nil {
+		return nil
+	}
+	ids := make([]string, len(st.Agents))
+	for i, a := range st.Agents {
+		ids[i] = a.ID
+	}
+	return ids
+}
+
+// didYouMean is what to add to the message of an unknown id: the id of
+// ids it most likely mistypes, if any.
+func didYouMean(id string, ids []string) string {
+	if s := suggest(id, ids); s != "" {
+		return fmt.Sprintf("; did you mean %q?", s)
+	}
+	return ""
 }

@@ -3,9 +3,9 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
+	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -14,19 +14,15 @@ import (
 	"github.com/tether-dev/tether/api"
 )
 
-// status prints one row per agent, as a table or, with --json, as JSON;
-// --help prints statusHelp.
+// status prints one row per agent, as a table or, with --json, as JSON,
+// each with what its tree costs (measured for this request); --help
+// prints statusHelp.
 func (inv *invocation) status(args []string) int {
 	fs := newFlags("status", inv)
 	asJSON := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() {} // --help prints statusHelp instead
-	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(inv.stdout, statusHelp())
-		return ExitOK
-	}
-	if err != nil || fs.NArg() > 0 {
-		return inv.usage(fmt.Errorf("usage: tether status [--json]"))
+	wide := fs.Bool("wide", false, "never cut the ERROR column")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return inv.usage(fmt.Errorf("usage: tether status [--json] [--wide]"))
 	}
 	c, p, err := inv.client()
 	if err != nil {
@@ -34,15 +30,35 @@ func (inv *invocation) status(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := c.Status(ctx)
+	st, err := c.StatusWithUsage(ctx)
 	if err != nil {
 		return inv.apiFailure(p, err)
 	}
 	if *asJSON {
 		return inv.statusJSON(st)
 	}
-	tw := tabwriter.NewWriter(inv.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tIDENTITY\tSTATE\tPID\tSINCE\tRESTARTS\tERROR")
+	// The last column is cut to keep a row on a terminal's line; where
+	// the output goes elsewhere (a file, a pipe, a program), or with
+	// --wide, it is whole.
+	limit := 80
+	if *wide || !isTerminal(inv.stdout) {
+		limit = 0
+	}
+	writeStatusTable(inv.stdout, st, limit)
+	if st.StateError != nil {
+		fmt.Fprintf(inv.stderr, "tether: state file problem: %s\n", st.StateError.Message)
+	}
+	if st.ConfigError != nil {
+		fmt.Fprintf(inv.stderr, "tether: the last reload was rejected: %s\n", st.ConfigError.Message)
+	}
+	return ExitOK
+}
+
+// writeStatusTable writes the rows of st as a table, the last column cut
+// to limit bytes (0: whole).
+func writeStatusTable(w io.Writer, st api.Status, limit int) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tIDENTITY\tSTATE\tPID\tCPU\tMEM\tSINCE\tRESTARTS\tERROR")
 	for _, a := range st.Agents {
 		pid := "-"
 		if a.PID > 0 {
@@ -51,21 +67,15 @@ func (inv *invocation) status(args []string) int {
 		msg := ""
 		switch {
 		case a.Error != nil:
-			msg = string(a.Error.Code) + ": " + oneLine(a.Error.Message, 80)
+			msg = string(a.Error.Code) + ": " + oneLine(a.Error.Message, limit)
 		case a.Status != "":
 			// The agent's own word (STATUS=), or what it waits for.
-			msg = oneLine(a.Status, 80)
+			msg = oneLine(a.Status, limit)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", a.ID, a.Identity, a.State, pid, ago(a.Since), a.Restarts, msg)
+		cpu, mem := usageColumns(a.Usage)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", a.ID, a.Identity, a.State, pid, cpu, mem, ago(a.Since), a.Restarts, msg)
 	}
 	tw.Flush()
-	if st.StateError != nil {
-		fmt.Fprintf(inv.stderr, "tether: state file problem: %s\n", st.StateError.Message)
-	}
-	if st.ConfigError != nil {
-		fmt.Fprintf(inv.stderr, "tether: the last reload was rejected: %s\n", st.ConfigError.Message)
-	}
-	return ExitOK
 }
 
 // statusRow is one agent in "status --json", as the contract names it:
@@ -80,6 +90,7 @@ type statusRow struct {
 	Restarts    int        `json:"restarts"`
 	Error       *api.Error `json:"error"`
 	Status      string     `json:"status,omitempty"`
+	Usage       *api.Usage `json:"usage,omitempty"`
 }
 
 // statusJSON prints the status as statusHelp describes it: the rows, and
@@ -90,7 +101,7 @@ func (inv *invocation) statusJSON(st api.Status) int {
 		StateError *api.Error  `json:"state_error,omitempty"`
 	}{Agents: []statusRow{}, StateError: st.StateError}
 	for _, a := range st.Agents {
-		out.Agents = append(out.Agents, statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error, a.Status})
+		out.Agents = append(out.Agents, statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error, a.Status, a.Usage})
 	}
 	enc := json.NewEncoder(inv.stdout)
 	enc.SetIndent("", "  ")
@@ -100,9 +111,10 @@ func (inv *invocation) statusJSON(st api.Status) int {
 	return ExitOK
 }
 
+// oneLine puts s on one line, cut to n bytes (n 0: whole).
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
+	if n > 0 && len(s) > n {
 		s = s[:n-1] + "…"
 	}
 	return s
@@ -162,23 +174,31 @@ var codeHelp = []struct {
 // each state and code a row can carry.
 func statusHelp() string {
 	var b strings.Builder
-	b.WriteString(`usage: tether status [--json]
+	b.WriteString(`usage: tether status [--json] [--wide]
 
-One row per agent: its id, identity, state, pid, how long it has been in
-that state, how often it was restarted, and its last error as CODE: message
-(or, without one, its status: the agent's own STATUS= text, or what a
-starting agent waits for).
+One row per agent: its id, identity, state, pid, what its process tree
+costs (CPU: the processor time it has used since it started; MEM: the
+memory it holds now), how long it has been in that state, how often it was
+restarted, and its last error as CODE: message (or, without one, its
+status: the agent's own STATUS= text, or what a starting agent waits for).
+On a terminal the error is cut to fit; with --wide, or written to a file
+or a pipe, it is whole.
 
 --json prints the rows as JSON:
 
   {"agents": [{"id", "identity", "state", "pid", "guardian_pid", "since",
                "restarts", "error": null or {"code", "message"},
-               "status": the status text, when there is one}],
+               "status": the status text, when there is one,
+               "usage": {"cpu_seconds", "memory_bytes", "procs", "source"}}],
    "state_error": {"code", "message"}}
 
 "since" is an RFC 3339 time; "state_error" is there only when the state
 file cannot be used (code ` + string(api.CodeState) + `; the service goes on and leaves the file
-as it is).
+as it is). "usage" is measured for the request: "source" says how (cgroup:
+the agent's cgroup's accounting; processes: the sum over its live
+processes; job: its Windows job's accounting); an agent that does not run
+has zeros and no source. A row whose tree could not be measured has no
+"usage".
 
 state is one of:
 `)
@@ -194,4 +214,49 @@ state is one of:
 	}
 	tw.Flush()
 	return b.String()
+}
+
+// isTerminal reports whether w is a terminal (a character device: on Unix
+// the null device counts too, which nobody reads).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// usageColumns are the CPU and MEM columns of a row: "-" for an agent
+// that does not run or could not be measured.
+func usageColumns(u *api.Usage) (cpu, mem string) {
+	if u == nil || u.Source == "" {
+		return "-", "-"
+	}
+	return cpuTime(u.CPUSeconds), bytesIEC(u.MemoryBytes)
+}
+
+// cpuTime writes seconds of CPU time as 0.42s, 12.3s, 4m05s or 3h07m.
+func cpuTime(secs float64) string {
+	d := time.Duration(secs * float64(time.Second))
+	switch {
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.2fs", secs)
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", secs)
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// bytesIEC writes a size as 512K, 64.2M or 1.50G (powers of 1024).
+func bytesIEC(n uint64) string {
+	switch {
+	case n < 1<<20:
+		return fmt.Sprintf("%dK", (n+1023)>>10)
+	case n < 1<<30:
+		return fmt.Sprintf("%.1fM", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.2fG", float64(n)/(1<<30))
 }

@@ -37,3 +37,53 @@ func TestStatusHelpCoversTheAPI(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusTable: the table shows what each agent costs ("-" for one
+// that does not run), and cuts the error only when asked to.
+func TestStatusTable(t *testing.T) {
+	long := strings.Repeat("word ", 40) + "END"
+	st := api.Status{Agents: []api.Agent{
+		{ID: "busy", Identity: "busy@relay", State: api.StateRunning, PID: 42,
+			Usage: &api.Usage{CPUSeconds: 125.5, MemoryBytes: 64 << 20, Procs: 2, Source: api.UsageProcesses}},
+		{ID: "down", Identity: "down@relay", State: api.StateFailed, Usage: &api.Usage{},
+			Error: &api.Error{Code: api.CodeExited, Message: long}},
+	}}
+	var whole, cut strings.Builder
+	writeStatusTable(&whole, st, 0)
+	writeStatusTable(&cut, st, 80)
+	lines := strings.Split(whole.String(), "\n")
+	if !strings.HasPrefix(lines[0], "ID") || !strings.Contains(lines[0], "CPU") || !strings.Contains(lines[0], "MEM") {
+		t.Errorf("header %q", lines[0])
+	}
+	if f := strings.Fields(lines[1]); len(f) < 6 || f[4] != "2m05s" || f[5] != "64.0M" {
+		t.Errorf("row of a running agent: %q, want CPU 2m05s and MEM 64.0M", lines[1])
+	}
+	if f := strings.Fields(lines[2]); len(f) < 6 || f[3] != "-" || f[4] != "-" || f[5] != "-" {
+		t.Errorf("row of an agent that does not run: %q, want - for PID, CPU and MEM", lines[2])
+	}
+	if !strings.Contains(whole.String(), "END") {
+		t.Errorf("the whole table cut the error:\n%s", whole.String())
+	}
+	if strings.Contains(cut.String(), "END") || !strings.Contains(cut.String(), "…") {
+		t.Errorf("the cut table did not cut the error:\n%s", cut.String())
+	}
+}
+
+func TestUsageFigures(t *testing.T) {
+	for _, c := range []struct {
+		secs float64
+		want string
+	}{{0, "0.00s"}, {0.421, "0.42s"}, {12.34, "12.3s"}, {245, "4m05s"}, {11220, "3h07m"}} {
+		if got := cpuTime(c.secs); got != c.want {
+			t.Errorf("cpuTime(%v) = %q, want %q", c.secs, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		n    uint64
+		want string
+	}{{0, "0K"}, {512 << 10, "512K"}, {1000, "1K"}, {64<<20 + 200<<10, "64.2M"}, {3 << 29, "1.50G"}} {
+		if got := bytesIEC(c.n); got != c.want {
+			t.Errorf("bytesIEC(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}

@@ -84,7 +84,7 @@ func TestServiceLifecycle(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	if want := []string{"error", "guardian_pid", "id", "identity", "pid", "restarts", "since", "state"}; !slices.Equal(keys, want) {
+	if want := []string{"error", "guardian_pid", "id", "identity", "pid", "restarts", "since", "state", "usage"}; !slices.Equal(keys, want) {
 		t.Errorf("status --json keys %v, want %v", keys, want)
 	}
 	rows := w.status("default")

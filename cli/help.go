@@ -1,0 +1,185 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// doc is the help of one command: `tether help NAME` and `tether NAME
+// --help` print it, and the summary of every command makes the usage.
+type doc struct {
+	name    string
+	usage   string // after "tether "
+	summary string // one line, in the list of commands
+	text    string // what it does, in a few lines; "" for none
+	example string // one command line or more, each with a comment
+}
+
+// docs lists the commands, in the order the usage shows them. Commands
+// that are not meant to be typed (guardian, demo-agent, __complete) have
+// none.
+var docs = []doc{
+	{name: "tray", usage: "tray", summary: `the system tray (also a bare "tether" on a desktop)`,
+		text: `Shows the agents of the profile's service in the system tray, with their
+state and their last error, and lets you start, stop and restart them,
+open their logs and the config, start the service, and turn starting at
+login on and off. It owns no agent: quitting it changes nothing.`,
+		example: "tether tray                   # the tray of the default profile\ntether --profile work tray    # the tray of profile work"},
+	{name: "demo", usage: "demo", summary: "self-contained crash-survival demo in a temp dir",
+		text: `Runs a service with demo agents in a throwaway directory, kills it with
+SIGKILL and shows that every agent tree is gone, then cleans up.`,
+		example: "tether demo"},
+	{name: "service", usage: "service run|install|uninstall|start|stop|status [--print]", summary: "run the service, or register it with the OS",
+		text: `run        run the service of the profile in the foreground
+install    register it to start at login, and start it (--print: show the
+           files it would write, and write nothing)
+uninstall  remove the registration (what runs keeps running)
+start      start the registered service
+stop       stop the registered service, and its agents
+status     say whether it is registered, current and running`,
+		example: "tether service run                      # in the foreground, until Ctrl-C\ntether --config ~/bots.yaml service install\ntether service install --print          # what would be written"},
+	{name: "status", usage: "status [--json] [--wide]", summary: "one row per agent (status --help: its states and codes)",
+		example: "tether status\ntether status --json | jq '.agents[] | select(.state == \"failed\")'"},
+	{name: "start", usage: "start [--no-wait] ID...", summary: "start agents; answers once they are ready (--no-wait: once spawned)",
+		text: `Enables the agents and starts them, and the agents they require. It
+waits until each is ready (its readiness check passed) and exits 0, or
+with the code of the worst failure: 4 when an identity is held elsewhere,
+1 for any other.`,
+		example: "tether start alice bob\ntether start --no-wait alice"},
+	{name: "stop", usage: "stop ID...", summary: "stop agents and keep them stopped",
+		text: `Disables the agents and stops them (and the agents that require them
+first). It exits 5 when a stop could not be confirmed: the identity stays
+locked and tether keeps trying.`,
+		example: "tether stop alice"},
+	{name: "restart", usage: "restart [--no-wait] ID...", summary: "stop agents and start them again",
+		text:    `Enables the agents, stops them and starts them again, with a fresh count of quick endings.`,
+		example: "tether restart alice"},
+	{name: "logs", usage: "logs ID [-f] [-n N]", summary: "an agent's log (-f: follow it, -n: lines, default 50)",
+		example: "tether logs alice -n 200\ntether logs alice -f"},
+	{name: "check", usage: "check", summary: "validate the config",
+		text:    `Loads the config as the service would and says how many agents it has, or names the file, line and key of each problem.`,
+		example: "tether check\ntether --config ~/bots.yaml check"},
+	{name: "reload", usage: "reload", summary: "apply config changes (also SIGHUP to the service)",
+		text: `Asks the running service to read its config again: new agents are added,
+removed ones stopped, changed ones restarted. A config that does not load
+is refused and the running one stays in force.`,
+		example: "tether reload"},
+	{name: "config", usage: "config init", summary: "write the default config out for editing",
+		example: "tether config init && $EDITOR ~/.config/tether/agents.yaml"},
+	{name: "completion", usage: "completion bash|zsh|fish", summary: "print a shell completion script",
+		text: `Prints a script that completes tether's commands, flags and agent ids
+(those of the running service, else those of the config).`,
+		example: "source <(tether completion bash)                       # in ~/.bashrc\ntether completion zsh > \"${fpath[1]}/_tether\"\ntether completion fish > ~/.config/fish/completions/tether.fish"},
+	{name: "version", usage: "version", summary: "the version, commit and toolchain of this binary",
+		example: "tether version"},
+	{name: "help", usage: "help [COMMAND]", summary: "this list, or the help of one command",
+		example: "tether help start"},
+}
+
+// globalUsage is the usage line of the whole command line.
+const globalUsage = "usage: tether [--config FILE] [--profile NAME] COMMAND [ARGS]"
+
+// exitCodesText is the command-line contract's exit codes.
+const exitCodesText = `exit codes: 0 ok, 1 failure, 2 usage, 3 service not reachable,
+            4 identity held elsewhere, 5 cleanup failed
+`
+
+// usageText is the usage of the whole command line: every command with
+// its summary.
+func usageText() string {
+	var b strings.Builder
+	b.WriteString(globalUsage + "\n\ncommands:\n")
+	const col = 26
+	for _, d := range docs {
+		if len(d.usage) > col {
+			// Too long for the column: the summary goes below it.
+			fmt.Fprintf(&b, "  %s\n  %-*s %s\n", d.usage, col, "", d.summary)
+			continue
+		}
+		fmt.Fprintf(&b, "  %-*s %s\n", col, d.usage, d.summary)
+	}
+	b.WriteString("\nglobal flags: --config FILE (the config; default " + defaultConfigHint + ")\n")
+	b.WriteString("              --profile NAME (one service and its agents; default \"default\")\n\n")
+	b.WriteString(exitCodesText)
+	b.WriteString("\n`tether help COMMAND` says more of each.\n")
+	return b.String()
+}
+
+// defaultConfigHint names the default config file in the usage.
+const defaultConfigHint = "agents.yaml in the user's config directory"
+
+// findDoc returns the help of a command.
+func findDoc(name string) (doc, bool) {
+	i := slices.IndexFunc(docs, func(d doc) bool { return d.name == name })
+	if i < 0 {
+		return doc{}, false
+	}
+	return docs[i], true
+}
+
+// commandNames lists the commands a user may type, in the usage's order.
+func commandNames() []string {
+	names := make([]string, len(docs))
+	for i, d := range docs {
+		names[i] = d.name
+	}
+	return names
+}
+
+// writeHelp prints the help of d.
+func writeHelp(w io.Writer, d doc) {
+	if d.name == "status" {
+		// Its help is the long one, with every state and code.
+		fmt.Fprint(w, statusHelp())
+	} else {
+		fmt.Fprintf(w, "usage: tether %s\n\n%s\n", d.usage, d.summary)
+		if d.text != "" {
+			fmt.Fprintf(w, "\n%s\n", d.text)
+		}
+	}
+	fmt.Fprintln(w, "\nexample:")
+	for line := range strings.SplitSeq(d.example, "\n") {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+}
+
+// help runs `tether help [COMMAND]`.
+func (inv *invocation) help(args []string) int {
+	switch len(args) {
+	case 0:
+		fmt.Fprint(inv.stdout, usageText())
+		return ExitOK
+	case 1, 2: // "help service install" is the help of service
+		d, ok := findDoc(args[0])
+		if !ok {
+			return inv.usage(unknownCommand("help: unknown command", args[0]))
+		}
+		writeHelp(inv.stdout, d)
+		return ExitOK
+	}
+	return inv.usage(fmt.Errorf("usage: tether help [COMMAND]"))
+}
+
+// asksHelp reports whether args, before any "--", ask for help.
+func asksHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// unknownCommand is the usage error of a command that does not exist,
+// with the closest one when it is likely a typo.
+func unknownCommand(what, name string) error {
+	if s := suggest(name, commandNames()); s != "" {
+		return fmt.Errorf("%s %q; did you mean %q?", what, name, s)
+	}
+	return fmt.Errorf("%s %q", what, name)
+}

@@ -1,0 +1,112 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether-dev/tether/api"
+)
+
+// usageRow is a row of status --json with its usage.
+type usageRow struct {
+	ID    string     `json:"id"`
+	State api.State  `json:"state"`
+	Usage *api.Usage `json:"usage"`
+}
+
+// usageRows runs status --json and returns each agent's row.
+func (w *world) usageRows() map[string]usageRow {
+	w.t.Helper()
+	r := w.mustRun("status", "--json")
+	var out struct {
+		Agents []usageRow `json:"agents"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		w.t.Fatalf("status --json: %v\n%s", err, r.stdout)
+	}
+	rows := map[string]usageRow{}
+	for _, a := range out.Agents {
+		rows[a.ID] = a
+	}
+	return rows
+}
+
+// TestStatusShowsWhatAgentsCost: status --json and the table show the CPU
+// time and memory of an agent's whole tree (a parent and a child that
+// each hold 32 MiB, the child burning a CPU), summed over its processes
+// where the cgroup keeps no memory account (this machine's cgroup v2 has
+// no controllers) or from the cgroup where it does; an agent that does not
+// run, and one that was stopped, cost nothing.
+func TestStatusShowsWhatAgentsCost(t *testing.T) {
+	w := newWorld(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.writeConfig(fmt.Sprintf(`agents:
+  - id: burner
+    command: [%s]
+    env: {%s: burn-tree}
+    autostart: true
+    stop_timeout: 2s
+  - id: idle
+    command: [/bin/sleep, "1000"]
+`, exe, helperEnv))
+	w.startService("default")
+	began := time.Now()
+	w.waitState("default", "burner", api.StateRunning)
+
+	var row usageRow
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		row = w.usageRows()["burner"]
+		if u := row.Usage; u != nil && u.Procs == 2 && u.CPUSeconds >= 0.5 && u.MemoryBytes >= 2*burnHalf {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the burner's usage never showed its tree: %+v", row.Usage)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	u := row.Usage
+	if limit := time.Since(began).Seconds() * float64(runtime.NumCPU()); u.CPUSeconds > limit {
+		t.Errorf("cpu_seconds %.2f: more than the %.2f the machine's CPUs had since the agent started", u.CPUSeconds, limit)
+	}
+	if u.MemoryBytes > 2*burnHalf+256<<20 {
+		t.Errorf("memory_bytes %d MiB: far more than the tree's %d MiB", u.MemoryBytes>>20, 2*burnHalf>>20)
+	}
+	if u.Source != api.UsageProcesses && u.Source != api.UsageCgroup {
+		t.Errorf("source %q, want processes or cgroup", u.Source)
+	}
+	t.Logf("burner: %.2f s CPU, %d MiB, %d processes, by %s", u.CPUSeconds, u.MemoryBytes>>20, u.Procs, u.Source)
+	if idle := w.usageRows()["idle"]; idle.State != api.StateStopped || idle.Usage == nil || *idle.Usage != (api.Usage{}) {
+		t.Errorf("an agent that does not run: %+v %+v, want a zero usage", idle, idle.Usage)
+	}
+
+	// The table: the figures in CPU and MEM, "-" for the stopped agent.
+	table := w.mustRun("status").stdout
+	lines := strings.Split(table, "\n")
+	if !strings.Contains(lines[0], "CPU") || !strings.Contains(lines[0], "MEM") {
+		t.Fatalf("status table header: %q", lines[0])
+	}
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		switch {
+		case len(f) < 6:
+		case f[0] == "burner" && (!strings.HasSuffix(f[5], "M") || f[4] == "-"):
+			t.Errorf("the burner's row shows no cost: %q", l)
+		case f[0] == "idle" && (f[4] != "-" || f[5] != "-"):
+			t.Errorf("the stopped agent's row shows a cost: %q", l)
+		}
+	}
+
+	w.mustRun("stop", "burner")
+	if b := w.usageRows()["burner"]; b.State != api.StateStopped || b.Usage == nil || *b.Usage != (api.Usage{}) {
+		t.Errorf("after stop: %+v %+v, want a zero usage", b, b.Usage)
+	}
+}
