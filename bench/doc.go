@@ -2,8 +2,9 @@
 // agent tree, its private directory and its lock are gone after the owner
 // is SIGKILLed (invariant I2), how long a guardian takes from the start
 // request to ready (cold, and warm through guardian.Pool), what an idle
-// guardian costs in memory and wakeups, and what a service of 200 agents
-// costs to start, to use and to lose (BenchmarkService).
+// guardian costs in memory and wakeups, what a service of 200 agents
+// costs to start, to use and to lose (BenchmarkService), and how often an
+// idle service wakes (BenchmarkServiceIdle).
 //
 // The benchmarks drive the real binary, built static once by TestMain: the
 // guardian benchmarks through the guardian package's owner-side API, the
@@ -16,7 +17,7 @@
 //
 //	go test ./bench/ -run '^$' -bench . -benchtime=50x
 //
-// TETHER_BENCH_IDLE sets the idle period of the idle benchmark (a Go
+// TETHER_BENCH_IDLE sets the idle period of the idle benchmarks (a Go
 // duration, default 30s); TETHER_BENCH_AGENTS the number of agents of the
 // service benchmark (default 200), and TETHER_BENCH_TETHER a tether binary
 // for it to run instead of the one TestMain built.

@@ -12,7 +12,8 @@ import (
 	"github.com/tether-dev/tether/guardian"
 )
 
-// idleEnv sets the idle period of BenchmarkGuardianIdle, a Go duration.
+// idleEnv sets the idle period of BenchmarkGuardianIdle and
+// BenchmarkServiceIdle, a Go duration.
 const idleEnv = "TETHER_BENCH_IDLE"
 
 // defaultIdle is the idle period asked for: context switches over 30 s.
@@ -33,14 +34,7 @@ const settle = time.Second
 // Metrics, over the guardians: rss-p50-MiB and rss-max-MiB at the end of
 // the period, ctxsw-p50/30s and ctxsw-max/30s, scaled to 30 s.
 func BenchmarkGuardianIdle(b *testing.B) {
-	idle := defaultIdle
-	if v := os.Getenv(idleEnv); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			b.Fatalf("%s=%q: want a positive Go duration such as 30s", idleEnv, v)
-		}
-		idle = d
-	}
+	idle := idlePeriod(b)
 	spec := shellSpec(b, "")
 	u := newUndo(b)
 	var ss []*session
@@ -96,4 +90,17 @@ func BenchmarkGuardianIdle(b *testing.B) {
 	b.ReportMetric(quantile(per30s, 0.5), "ctxsw-p50/30s")
 	b.ReportMetric(quantile(per30s, 1), "ctxsw-max/30s")
 	checkTarget(b, "max guardian RSS", quantile(rss, 1), 6, "MiB")
+}
+
+// idlePeriod is the idle period asked for: idleEnv, else defaultIdle.
+func idlePeriod(b *testing.B) time.Duration {
+	v := os.Getenv(idleEnv)
+	if v == "" {
+		return defaultIdle
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		b.Fatalf("%s=%q: want a positive Go duration such as 30s", idleEnv, v)
+	}
+	return d
 }

@@ -74,6 +74,9 @@ const upLimit = 60 * time.Second
 //     guardian-rss-MiB: the median guardian's Pss (smaps_rollup: shared
 //     pages split between their users) and VmRSS; guardians-pss-MiB: the
 //     Pss of all guardians together;
+//   - usage-status-ms: the median of usageStatusRuns statuses that
+//     measure what each agent costs (GET status?usage=1, as tether
+//     status asks), every agent running;
 //   - down-ms: from just before the service is SIGKILLed until every
 //     process of every agent tree is dead (zombies count as dead), every
 //     private directory is removed and every identity lock is free, each
@@ -149,6 +152,10 @@ func BenchmarkService(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	usageStatus, err := w.timeUsageStatus()
+	if err != nil {
+		b.Fatal(err)
+	}
 
 	// 4 and 5. Starts of the probe, with every agent running.
 	var viaAPI, viaCLI []time.Duration
@@ -200,6 +207,7 @@ func BenchmarkService(b *testing.B) {
 	b.ReportMetric(millis(down.tree), "down-tree-ms")
 	b.ReportMetric(millis(down.dirs), "down-dirs-ms")
 	b.ReportMetric(millis(down.locks), "down-locks-ms")
+	b.ReportMetric(millis(usageStatus), "usage-status-ms")
 	reportDurations(b, "api-start-", viaAPI)
 	reportDurations(b, "cli-start-", viaCLI)
 	b.Logf("service VmRSS %.1f MiB with %d agents running, %.1f MiB after %d probe starts", mem.serviceRSS, n, rssEnd, 2*len(viaAPI))
@@ -211,6 +219,33 @@ func BenchmarkService(b *testing.B) {
 		checkTarget(b, "median API start", millis(quantile(viaAPI, 0.5)), 10, "ms")
 		checkTarget(b, "median command-line start", millis(quantile(viaCLI, 0.5)), 15, "ms")
 	}
+}
+
+// usageStatusRuns is how many statuses with usage timeUsageStatus times.
+const usageStatusRuns = 5
+
+// timeUsageStatus times statuses that measure what each agent costs
+// (GET status?usage=1), with every agent running, and returns the
+// median. Each must show every tree whole: two processes.
+func (w *svcWorld) timeUsageStatus() (time.Duration, error) {
+	var ds []time.Duration
+	for range usageStatusRuns {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		begin := time.Now()
+		st, err := w.client.StatusWithUsage(ctx)
+		d := time.Since(begin)
+		cancel()
+		if err != nil {
+			return 0, err
+		}
+		for _, a := range st.Agents {
+			if a.ID != probeID && (a.Usage == nil || a.Usage.Procs != 2) {
+				return 0, fmt.Errorf("agent %s: usage %+v, want its two processes", a.ID, a.Usage)
+			}
+		}
+		ds = append(ds, d)
+	}
+	return quantile(ds, 0.5), nil
 }
 
 // svcWorld is a throwaway user environment for one service: its own XDG
