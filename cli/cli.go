@@ -1,6 +1,10 @@
 // Package cli is tether's command line: it parses the command-line
 // contract and hands each command to the package that owns it. It holds
-// no state of its own.
+// no state of its own. Its own are the words: each command's help and
+// example (help.go), "did you mean" for a mistyped command or agent id
+// (suggest.go), the version from the build info (version.go), and the
+// shell completion scripts with the hidden __complete they call
+// (complete.go).
 //
 // A running service is reached only through package api, its client over
 // the local socket (status, start, stop, restart, logs, reload, and
