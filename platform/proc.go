@@ -5,6 +5,10 @@ package platform
 // FILETIME). In JSON it is {"pid":N,"start":N}.
 type Ref = ref
 
+// RefOf returns the reference of the live process pid, or an error when
+// there is none (a zombie is none on Unix).
+func RefOf(pid int) (Ref, error) { return refOf(pid) }
+
 // Self returns the reference of this process; when its start time cannot
 // be read, the reference has the PID alone.
 func Self() Ref { return self() }

@@ -13,3 +13,5 @@ func self() Ref { return Ref{Pid: os.Getpid()} }
 
 // alive cannot tell, so it says no.
 func alive(Ref) bool { return false }
+
+func refOf(int) (Ref, error) { return Ref{}, unsupported("processes") }

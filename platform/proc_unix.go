@@ -19,3 +19,11 @@ func self() Ref {
 }
 
 func alive(r Ref) bool { return punix.Alive(r) }
+
+func refOf(pid int) (Ref, error) {
+	p, err := punix.Stat(pid)
+	if err == nil && p.Zombie() {
+		err = punix.ErrNoProcess
+	}
+	return p.Ref(), err
+}

@@ -19,3 +19,5 @@ func self() Ref {
 }
 
 func alive(r Ref) bool { return pwin.Alive(r) }
+
+func refOf(pid int) (Ref, error) { return pwin.RefOf(pid) }

@@ -6,9 +6,11 @@ import "time"
 // when the agent has started: what the system needs to find the tree's
 // processes again, or its container's own accounting.
 type Tree struct {
-	// Leader is the agent's first process. On Unix it leads the session
-	// the tree's processes share, whose id is its PID.
-	Leader int
+	// Leader is the agent's first process (its PID alone when it was
+	// gone already). On Unix it leads the session the tree's processes
+	// share, whose id is its PID; once it is gone the session's members
+	// still count, but not those of another process that has its PID.
+	Leader Ref
 	// Root is the guardian (Unix). With RootSubreaper, a child
 	// subreaper (Linux), every descendant of it belongs to the tree,
 	// even one that left the session.

@@ -5,15 +5,7 @@ package platform
 import punix "github.com/tether-dev/tether/platform/unix"
 
 func treeUsage(t Tree) (Usage, error) {
-	tr := punix.Tree{Root: t.Root, RootSubreaper: t.RootSubreaper}
-	if t.Leader > 0 {
-		// The members of the session are the tree's as long as its
-		// leader is this process or gone (see Tree.Members).
-		tr.Leader = punix.Ref{Pid: t.Leader}
-		if p, err := punix.Stat(t.Leader); err == nil {
-			tr.Leader = p.Ref()
-		}
-	}
+	tr := punix.Tree{Leader: t.Leader, Root: t.Root, RootSubreaper: t.RootSubreaper}
 	if t.Cgroup != "" {
 		// A cgroup that is gone by now has no accounting to read.
 		tr.Cgroup, _ = punix.OpenCgroup(t.Cgroup)

@@ -26,7 +26,11 @@ func TestTreeUsage(t *testing.T) {
 			_ = cmd.Wait()
 		}
 	})
-	tree := platform.Tree{Leader: cmd.Process.Pid}
+	leader, err := platform.RefOf(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := platform.Tree{Leader: leader}
 	u, err := platform.TreeUsage(tree)
 	if err != nil || u.Procs != 1 || u.Memory == 0 || u.Source != platform.UsageProcesses {
 		t.Errorf("TreeUsage of a sleep = %+v, %v; want one process, some memory, by processes", u, err)

@@ -22,11 +22,17 @@ import (
 // service does not wake for it.
 
 // treeOf is the tree of a started agent, as its guardian's ready answer
-// describes it.
+// describes it. The session's leader is named with its start time, read
+// now (the agent has just started), so that its PID, reused later by
+// another process, never names that one's session.
 func treeOf(r guardian.Ready) platform.Tree {
-	leader := r.SessionID
-	if leader == 0 {
-		leader = r.AgentPID
+	pid := r.SessionID
+	if pid == 0 {
+		pid = r.AgentPID
+	}
+	leader, err := platform.RefOf(pid)
+	if err != nil {
+		leader = platform.Ref{Pid: pid} // gone already: its session may live on
 	}
 	return platform.Tree{Leader: leader, Root: r.GuardianPID, RootSubreaper: r.Subreaper, Cgroup: r.Cgroup, Job: r.Job}
 }
