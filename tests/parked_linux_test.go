@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	punix "github.com/tether-dev/tether/platform/unix"
 )
 
 // crashLoopWithin bounds the wait for a crash loop of the real service:
@@ -92,6 +94,7 @@ func TestCrashLoopParkingSurvivesServiceKill(t *testing.T) {
 
 	// The row says parked only once the disk does: kill at once.
 	svc.kill()
+	w.waitServiceLockFree("default")
 	w.startService("default")
 	again := w.status("default")["loop"]
 	if again.State != api.StateFailed || again.Error == nil || *again.Error != *parked.Error || !again.Since.Equal(parked.Since) {
@@ -143,4 +146,31 @@ func TestReloadResetsCrashLoop(t *testing.T) {
 		t.Errorf("after the reload and its first ending: %+v %+v, want backoff with exited", a, a.Error)
 	}
 	w.mustRun("stop", "loop")
+}
+
+// waitServiceLockFree waits until nothing holds the service lock of
+// profile, for at most 5 s. A service SIGKILLed while it was starting a
+// guardian (its pool starts one 25 ms after each start, and a crashing
+// agent's last start is that recent) leaves a child that holds a copy of
+// the lock's descriptor from its fork until its exec closes it; a
+// relaunch in that moment is refused as "already running".
+func (w *world) waitServiceLockFree(profile string) {
+	w.t.Helper()
+	path := filepath.Join(w.dir, "state", "tether", profile, "service.lock")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		f, err := punix.OpenLockFile(path)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		err = punix.TryLock(f)
+		f.Close() // releases the lock taken, if any
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, punix.ErrLocked) || time.Now().After(deadline) {
+			w.t.Fatalf("the service lock of %s after its service was killed: %v", profile, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
