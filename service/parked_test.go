@@ -40,10 +40,7 @@ func waitParked(t *testing.T, c *Controller, w *world, id string) (api.Agent, *s
 	if row.Error == nil || row.Error.Code != api.CodeCrashLoop || !row.Enabled {
 		t.Fatalf("row %+v %+v: want failed, crash_loop, enabled", row, row.Error)
 	}
-	st, err := state.Read(w.paths.StateDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := readState(t, w)
 	p := st.Agents[id].Parked
 	if p == nil || p.Code != api.CodeCrashLoop || p.Message != row.Error.Message {
 		t.Fatalf("parked record %+v, want the row's crash_loop", p)
@@ -134,8 +131,8 @@ func TestCrashLoopParkingIsDurable(t *testing.T) {
 	if r, err := c.Start(ctx, "x", false); err != nil || r.State != api.StateRunning {
 		t.Fatalf("start by hand: %+v %v", r, err)
 	}
-	if st, err := state.Read(w.paths.StateDir); err != nil || st.Agents["x"].Parked != nil {
-		t.Errorf("after a start by hand: %+v %v, want no parking", st.Agents["x"], err)
+	if st := readState(t, w); st.Agents["x"].Parked != nil {
+		t.Errorf("after a start by hand: %+v, want no parking", st.Agents["x"])
 	}
 	if err := c.Shutdown(ctx, false); err != nil {
 		t.Fatal(err)
@@ -159,8 +156,8 @@ func TestStopUnparks(t *testing.T) {
 	if r, err := c.Stop(ctx, "x"); err != nil || r.State != api.StateStopped {
 		t.Fatalf("stop: %+v %v", r, err)
 	}
-	if st, err := state.Read(w.paths.StateDir); err != nil || st.Agents["x"].Parked != nil || st.Agents["x"].Enabled {
-		t.Errorf("after stop: %+v %v, want disabled and not parked", st.Agents["x"], err)
+	if st := readState(t, w); st.Agents["x"].Parked != nil || st.Agents["x"].Enabled {
+		t.Errorf("after stop: %+v, want disabled and not parked", st.Agents["x"])
 	}
 	if err := c.Shutdown(ctx, false); err != nil {
 		t.Fatal(err)
@@ -180,5 +177,24 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("%s: not seen within 15 s", what)
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// readState reads the world's state as a process beside the service
+// does (state.Read). A read that meets the service renaming a new file
+// into place is refused ("replaced while being opened"), and tried
+// again, for at most 5 s.
+func readState(t *testing.T, w *world) state.State {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, err := state.Read(w.paths.StateDir)
+		if err == nil {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("reading the state: %v", err)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
