@@ -84,7 +84,8 @@ func HelperLife(d time.Duration) Option { return func(r *run) { r.life = d } }
 // Before runs f before the tests; an error ends the run, failed.
 func Before(f func() error) Option { return func(r *run) { r.before = append(r.before, f) } }
 
-// After runs f after the tests and the checks.
+// After runs f after the tests and the checks, and also when a Before
+// function failed.
 func After(f func()) Option { return func(r *run) { r.after = append(r.after, f) } }
 
 // Sweep makes the test process check that it waits for every child and
@@ -124,6 +125,11 @@ func Main(m *testing.M, opts ...Option) {
 }
 
 func (r *run) tests(m *testing.M) int {
+	defer func() {
+		for _, f := range r.after {
+			f()
+		}
+	}()
 	if r.sweep {
 		setExecWait()
 	}
@@ -151,9 +157,6 @@ func (r *run) tests(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "FAIL: goroutines leaked:", err)
 			code = 1
 		}
-	}
-	for _, f := range r.after {
-		f()
 	}
 	return code
 }
