@@ -266,15 +266,8 @@ func (e *env) newOwner() *owner {
 		e.t.Fatal(err)
 	}
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
-	o := &owner{t: e.t, cmd: cmd, in: in, out: bufio.NewReader(out)}
-	e.t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return o
+	testproc.Start(e.t, cmd)
+	return &owner{t: e.t, cmd: cmd, in: in, out: bufio.NewReader(out)}
 }
 
 func (o *owner) do(op ownerOp) ownerReply {

@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -291,16 +290,7 @@ func startHelper(t testing.TB, role string, o helperOpts) *exec.Cmd {
 	if o.ready != nil {
 		o.ready.Pass(cmd)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	t.Cleanup(func() {
-		once.Do(func() {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		})
-	})
+	testproc.Start(t, cmd)
 	return cmd
 }
 

@@ -99,10 +99,7 @@ func TestStatOddCommandName(t *testing.T) {
 	cmd.Path, cmd.Args[0] = name, name
 	rp.Pass(cmd)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	testproc.Start(t, cmd)
 	r := rp.wait(t, "p")["p"]
 	raw, err := os.ReadFile("/proc/" + strconv.Itoa(r.Pid) + "/stat")
 	if err != nil {
