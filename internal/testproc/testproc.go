@@ -12,11 +12,12 @@
 // platform SpawnSpec, an agent in a config file), and the guardian that
 // tether re-executes as "tether guardian" is a helper like any other.
 //
-// Per-OS test files follow one rule: a file for one OS says it in its
-// name (_linux_test.go, _windows_test.go) and has no //go:build line; a
-// _unix_test.go file, which Go does not read as a constraint, carries
-// //go:build unix, and a file for any other set of systems has no OS in
-// its name and says the set in a //go:build line.
+// Per-OS test files follow one rule: a file for one system says so in its
+// name (_linux_test.go, _windows_test.go, or _unix_test.go for all of
+// Unix) and has a //go:build line only where Go does not read the name,
+// //go:build unix in a _unix_test.go; a file for another set of systems
+// (linux || windows, !linux) has no system in its name and says the set
+// in its //go:build line.
 package testproc
 
 import (

@@ -1,5 +1,3 @@
-//go:build linux
-
 // Package tests holds end-to-end tests that build the real tether binary
 // and drive it through its command-line contract.
 package tests
