@@ -222,7 +222,7 @@ func alive(rs []procRef) []procRef {
 func waitGone(t *testing.T, rs []procRef, within time.Duration) time.Duration {
 	t.Helper()
 	begin := time.Now()
-	if !testproc.Until(within, func() bool {
+	if !testproc.UntilEvery(within, 200*time.Microsecond, func() bool {
 		reapAdopted()
 		return len(alive(rs)) == 0
 	}) {

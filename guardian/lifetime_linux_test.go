@@ -133,7 +133,7 @@ func TestI2OwnerKilled(t *testing.T) {
 				begin := time.Now()
 				o.kill()
 				bound := spec.StopTimeout + 100*time.Millisecond
-				if !testproc.Until(time.Until(begin.Add(bound)), func() bool {
+				if !testproc.UntilEvery(time.Until(begin.Add(bound)), 200*time.Microsecond, func() bool {
 					reapAdopted()
 					return len(alive(rs)) == 0 && gone(r.PrivateDir) && lockFree(t, r.LockPath)
 				}) {
@@ -174,7 +174,7 @@ func TestI7OwnerKilledWhileGuardianStopped(t *testing.T) {
 	if err := syscall.Kill(r.GuardianPID, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	if !testproc.Until(time.Until(begin.Add(spec.StopTimeout+100*time.Millisecond)), func() bool {
+	if !testproc.UntilEvery(time.Until(begin.Add(spec.StopTimeout+100*time.Millisecond)), 200*time.Microsecond, func() bool {
 		reapAdopted()
 		return len(alive(rs)) == 0 && gone(r.PrivateDir) && lockFree(t, r.LockPath)
 	}) {

@@ -85,7 +85,7 @@ func (w *world) controller(opts Options) *Controller {
 func waitState(t *testing.T, c *Controller, id string, states ...string) api.Agent {
 	t.Helper()
 	var got api.Agent
-	if !testproc.Until(15*time.Second, func() bool {
+	if !testproc.UntilEvery(15*time.Second, 2*time.Millisecond, func() bool {
 		for _, a := range c.Status().Agents {
 			if a.ID == id && slices.Contains(states, a.State) {
 				got = a

@@ -124,7 +124,7 @@ func TestGuardianKilledDuringStopIsReclaimed(t *testing.T) {
 	}
 	// A second full timeout would end it 3.5 s after the stop.
 	limit := stopped.Add(2*time.Second + 700*time.Millisecond)
-	if !testproc.Until(time.Until(limit), func() bool {
+	if !testproc.UntilEvery(time.Until(limit), 2*time.Millisecond, func() bool {
 		p, err := punix.Stat(a.PID)
 		return err != nil || p.Zombie()
 	}) {

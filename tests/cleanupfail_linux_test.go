@@ -44,7 +44,7 @@ func newFreezer(t *testing.T) *freezer {
 	t.Cleanup(func() {
 		_ = f.write("freezer.state", "THAWED")
 		var err error
-		if !testproc.Until(10*time.Second, func() bool {
+		if !testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
 			err = os.Remove(dir)
 			if err == nil || errors.Is(err, os.ErrNotExist) {
 				return true
@@ -85,7 +85,7 @@ func (f *freezer) freeze(pid int) {
 		f.t.Fatal(err)
 	}
 	var b []byte
-	if !testproc.Until(10*time.Second, func() bool {
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
 		b, _ = os.ReadFile(filepath.Join(f.dir, "freezer.state"))
 		return string(bytes.TrimSpace(b)) == "FROZEN"
 	}) {
@@ -123,7 +123,7 @@ func TestStopCleanupFailedExits5(t *testing.T) {
 
 	// The agent's child, the sleep, is the one that will not die.
 	var child int
-	testproc.Eventually(t, 10*time.Second, func() bool {
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
 		procs, _ := punix.Processes()
 		for _, p := range procs {
 			if p.PPid == x.PID && !p.Zombie() {
@@ -131,7 +131,9 @@ func TestStopCleanupFailedExits5(t *testing.T) {
 			}
 		}
 		return child != 0
-	}, "agent %d never started its child", x.PID)
+	}) {
+		t.Fatalf("agent %d never started its child", x.PID)
+	}
 	fz.freeze(child)
 
 	begin := time.Now()

@@ -103,7 +103,7 @@ func waitTrees(t *testing.T, marker string, n int) {
 	t.Helper()
 	want := tree{n, n, n, 3 * n}
 	var got tree
-	if !testproc.Until(10*time.Second, func() bool {
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
 		got = treeOf(marker)
 		return got == want
 	}) {
@@ -132,7 +132,7 @@ func exactlyOnce(t *testing.T, within time.Duration, want map[string]int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for marker, n := range want {
-		if !testproc.Until(time.Until(deadline), func() bool { return len(treesOf(marker)) == n }) {
+		if !testproc.UntilEvery(time.Until(deadline), 2*time.Millisecond, func() bool { return len(treesOf(marker)) == n }) {
 			t.Fatalf("%d live trees of %s, want %d: %s", len(treesOf(marker)), marker, n, describe(procsWith(marker)))
 		}
 	}

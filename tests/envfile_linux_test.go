@@ -84,10 +84,12 @@ func TestEnvFileSecretReachesOnlyTheAgent(t *testing.T) {
 	x := w.waitState("default", "x", "running")
 	// The agent got the secret, and the plain variable beside it.
 	var env []byte
-	testproc.Eventually(t, 10*time.Second, func() bool {
+	if !testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
 		env, _ = os.ReadFile(dump)
 		return len(env) > 0
-	}, "the agent never wrote its environment")
+	}) {
+		t.Fatal("the agent never wrote its environment")
+	}
 	for _, want := range []string{"SECRET=" + secret + "\n", "VISIBLE=plain\n", "TETHER_IDENTITY=x@relay\n"} {
 		if !strings.Contains(string(env), want) {
 			t.Errorf("the agent's environment lacks %q:\n%s", want, env)

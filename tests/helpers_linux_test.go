@@ -103,7 +103,7 @@ func killMarked(marker string) {
 func reapAdopted(within time.Duration) (left []int) {
 	self := os.Getpid()
 	sid, _ := unix.Getsid(0)
-	testproc.Until(within, func() bool {
+	testproc.UntilEvery(within, 2*time.Millisecond, func() bool {
 		left = left[:0]
 		procs, _ := punix.Processes()
 		for _, p := range procs {
@@ -193,7 +193,7 @@ func (w *world) waitOwnerGone(profile, marker string, begin time.Time, within ti
 	w.t.Helper()
 	var procs map[int]string
 	var dirs, locks []string
-	if !testproc.Until(time.Until(begin.Add(within)), func() bool {
+	if !testproc.UntilEvery(time.Until(begin.Add(within)), 2*time.Millisecond, func() bool {
 		procs, dirs, locks = procsWith(marker), w.privateDirs(profile), w.heldLocks()
 		return len(procs) == 0 && len(dirs) == 0 && len(locks) == 0
 	}) {
@@ -276,7 +276,7 @@ func waitFileContains(t *testing.T, path, s string) {
 	t.Helper()
 	var b []byte
 	var err error
-	if !testproc.Until(10*time.Second, func() bool {
+	if !testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
 		b, err = os.ReadFile(path)
 		return err == nil && strings.Contains(string(b), s)
 	}) {

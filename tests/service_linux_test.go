@@ -35,7 +35,7 @@ func marker(t *testing.T) string {
 func waitSessions(t *testing.T, mark string, n int) []int {
 	t.Helper()
 	var s []int
-	if !testproc.Until(10*time.Second, func() bool {
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
 		s = sessionsOf(mark)
 		return len(s) == n
 	}) {
@@ -283,7 +283,7 @@ func TestSIGHUPReloads(t *testing.T) {
 	}
 	var st api.Status
 	var err error
-	if !testproc.Until(10*time.Second, func() bool {
+	if !testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
 		st, err = w.client("default").Status(context.Background())
 		return err == nil && st.ConfigError != nil
 	}) {

@@ -307,7 +307,7 @@ func TestTrayOnARealDesktop(t *testing.T) {
 func childOf(t *testing.T, pid int) int {
 	t.Helper()
 	child := 0
-	testproc.Eventually(t, 10*time.Second, func() bool {
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
 		procs, _ := punix.Processes()
 		for _, p := range procs {
 			if p.PPid == pid && !p.Zombie() {
@@ -316,7 +316,9 @@ func childOf(t *testing.T, pid int) int {
 			}
 		}
 		return false
-	}, "process %d never started a child", pid)
+	}) {
+		t.Fatalf("process %d never started a child", pid)
+	}
 	return child
 }
 
@@ -329,7 +331,7 @@ func quitDetached(t *testing.T, w *world, pid int) {
 		t.Errorf("quitting the service the tray started: %v", err)
 		_ = unix.Kill(pid, unix.SIGKILL)
 	}
-	if !testproc.Until(20*time.Second, func() bool {
+	if !testproc.UntilEvery(20*time.Second, 5*time.Millisecond, func() bool {
 		p, err := punix.Stat(pid)
 		if err != nil {
 			return true

@@ -115,7 +115,7 @@ func (w *world) startServiceArgs(profile string, flags ...string) *service {
 		logf.Close()
 	})
 	exited := false
-	if !testproc.Until(10*time.Second, func() bool {
+	if !testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
 		if _, err := w.client(profile).Status(context.Background()); err == nil {
 			return true
 		}
@@ -183,7 +183,7 @@ func (w *world) waitState(profile, id, state string) statusRow {
 	var st api.Status
 	var err error
 	var row statusRow
-	if !testproc.Until(15*time.Second, func() bool {
+	if !testproc.UntilEvery(15*time.Second, 5*time.Millisecond, func() bool {
 		if st, err = w.client(profile).Status(context.Background()); err != nil {
 			return false
 		}

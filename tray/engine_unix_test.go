@@ -174,7 +174,7 @@ func (u *fakeUI) last() Menu {
 func (u *fakeUI) waitMenu(t *testing.T, what string, ok func(Menu) bool) Menu {
 	t.Helper()
 	var m Menu
-	if !testproc.Until(10*time.Second, func() bool {
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
 		if u.count() == 0 {
 			return false
 		}
@@ -245,7 +245,7 @@ func (o *fakeOS) deps() deps {
 func (o *fakeOS) waitNotice(t *testing.T, title string) Notice {
 	t.Helper()
 	var n Notice
-	testproc.Eventually(t, 10*time.Second, func() bool {
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		i := slices.IndexFunc(o.notices, func(n Notice) bool { return strings.Contains(n.Title, title) })
@@ -253,7 +253,9 @@ func (o *fakeOS) waitNotice(t *testing.T, title string) Notice {
 			n = o.notices[i]
 		}
 		return i >= 0
-	}, "no notice %q", title)
+	}) {
+		t.Fatalf("no notice %q", title)
+	}
 	return n
 }
 
@@ -307,7 +309,7 @@ func TestEngineLifecycle(t *testing.T) {
 		t.Errorf("icon %v", m.Icon)
 	}
 	e.act(findAction(t, m, "alice", TitleStop))
-	if !testproc.Until(10*time.Second, func() bool { return slices.Contains(f.didActions(), "stop alice") }) {
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool { return slices.Contains(f.didActions(), "stop alice") }) {
 		t.Fatalf("the service got %v, want stop alice", f.didActions())
 	}
 
@@ -421,7 +423,7 @@ func TestEngineCoalescesBursts(t *testing.T) {
 	f.send(a)
 	// Let the engine take in the whole burst, then release the rebuild.
 	var in Input
-	if !testproc.Until(10*time.Second, func() bool {
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
 		in = e.input()
 		return len(in.Status.Agents) == 1 && in.Status.Agents[0].Restarts == 99
 	}) {
@@ -480,7 +482,7 @@ func TestEngineOpen(t *testing.T) {
 		t.Errorf("notice %+v", n)
 	}
 	var opened []string
-	if !testproc.Until(10*time.Second, func() bool {
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
 		o.mu.Lock()
 		opened = slices.Clone(o.opened)
 		o.mu.Unlock()

@@ -15,8 +15,10 @@ func Until(within time.Duration, cond func() bool) bool {
 	return UntilEvery(within, Tick, cond)
 }
 
-// UntilEvery is Until for a condition too costly to check every Tick (one
-// that starts a process or takes a screenshot): it checks every every.
+// UntilEvery is Until at another pace: it checks every every. It is for a
+// condition too costly to check every Tick (one that starts a process,
+// asks a service or takes a screenshot), and for a wait whose pace the
+// timing of what it waits for may depend on.
 func UntilEvery(within, every time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(within)
 	for {

@@ -179,7 +179,7 @@ func (c *child) line(t *testing.T) string {
 func waitFiles(t *testing.T, dir, prefix string, n int) map[string]string {
 	t.Helper()
 	var got map[string]string
-	if !testproc.Until(20*time.Second, func() bool {
+	if !testproc.UntilEvery(20*time.Second, 5*time.Millisecond, func() bool {
 		got = map[string]string{}
 		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
@@ -214,7 +214,7 @@ func pidsOf(t *testing.T, files map[string]string) []int {
 func waitDead(t *testing.T, refs []Ref, within time.Duration) {
 	t.Helper()
 	var alive []int
-	if !testproc.Until(within, func() bool {
+	if !testproc.UntilEvery(within, 2*time.Millisecond, func() bool {
 		alive = nil
 		for _, r := range refs {
 			if Alive(r) {
