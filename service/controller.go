@@ -378,46 +378,6 @@ func (c *Controller) Quit(ctx context.Context) error {
 	return nil
 }
 
-// capLogs keeps every agent's log under MaxLogSize (see logChecker) until
-// the controller shuts down.
-func (c *Controller) capLogs() {
-	lc := newLogChecker(MaxLogSize, time.Now())
-	t := time.NewTimer(logCheckFirst)
-	defer t.Stop()
-	due := time.Now().Add(logCheckFirst)
-	for {
-		select {
-		case <-c.quit:
-			return
-		case <-c.logStart:
-			// An agent started: its log may grow at any pace.
-			if time.Until(due) > logCheckFirst {
-				due = time.Now().Add(logCheckFirst)
-				t.Reset(logCheckFirst)
-			}
-			continue
-		case <-t.C:
-		}
-		c.mu.Lock()
-		paths := make([]string, 0, len(c.actors))
-		for id := range c.actors {
-			paths = append(paths, c.opts.Paths.LogPath(id))
-		}
-		c.mu.Unlock()
-		wait := lc.check(paths, time.Now())
-		due = time.Now().Add(wait)
-		t.Reset(wait)
-	}
-}
-
-// logStarted tells capLogs that an agent started, without waiting.
-func (c *Controller) logStarted() {
-	select {
-	case c.logStart <- struct{}{}:
-	default:
-	}
-}
-
 // runWrites carries last-run records to writeRuns. They are batched: 200
 // agents starting together cost a few writes of the state file, not 200,
 // and no agent waits for one.
