@@ -38,6 +38,11 @@ type osGuardian struct {
 	lock      *os.File
 	cgroup    *punix.Cgroup
 	tree      *punix.Tree
+	// cgroupDir is the guardian's own cgroup, below which the agent's
+	// is made, found by prepareOS; empty, and cgroupErr says why, when
+	// there is none.
+	cgroupDir string
+	cgroupErr error
 }
 
 // Main runs the guardian process; args are the arguments after
@@ -94,6 +99,10 @@ func redirectOutput(f *os.File) error {
 // sleeps, so it lets go of the pages that start-up touched (see
 // ReleaseExecutablePages).
 func (g *guardian) settle() { _ = punix.ReleaseExecutablePages() }
+
+// prepareOS finds the guardian's own cgroup v2 (two files of /proc),
+// while the guardian waits for its request.
+func (g *guardian) prepareOS() { g.cgroupDir, g.cgroupErr = punix.OwnCgroupDir() }
 
 // ownerGone is nil: on Unix the tether's EOF is the one sign of the
 // owner's death.
@@ -231,7 +240,10 @@ func (g *guardian) contain(name string, self *record) *failure {
 	if g.req.NoCgroup {
 		return nil
 	}
-	if cg, err := punix.NewCgroup("tether-" + name); err == nil {
+	if g.cgroupErr != nil {
+		return nil
+	}
+	if cg, err := punix.NewCgroupIn(g.cgroupDir, "tether-"+name); err == nil {
 		g.cgroup = cg
 		self.Cgroup = cg.Path
 	}

@@ -152,6 +152,9 @@ func redirectOutput(f *os.File) error {
 
 func (g *guardian) settle() {}
 
+// prepareOS has nothing to do on Windows: the job is made per start.
+func (g *guardian) prepareOS() {}
+
 func (g *guardian) ownerGone() <-chan struct{} {
 	if g.owner != nil {
 		return g.owner.Exited()

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/tether-dev/tether/probe"
 )
 
 // ProtocolVersion is carried by the first line each way on the tether.
@@ -274,6 +276,20 @@ func newLineReader(r io.Reader) *lineReader {
 	s := bufio.NewScanner(r)
 	s.Buffer(make([]byte, 0, 4096), maxLine)
 	return &lineReader{s: s}
+}
+
+// warmCodecs encodes a message with every field of a pointer type set and
+// decodes it again: encoding/json then holds the encoder and the fields of
+// every protocol type, which it would otherwise build at the first real
+// message.
+func warmCodecs() {
+	m := message{
+		Start: &request{Readiness: &Readiness{Ready: &probe.Spec{}, Health: &HealthCheck{}}}, Timeout: new(Duration),
+		Ready: &Ready{TookOver: &Holder{}}, Failure: &failure{Holder: &Holder{}}, Exit: &Exit{}, Cleanup: &Cleanup{}, Retry: new(Duration),
+	}
+	if b, err := json.Marshal(m); err == nil {
+		_ = json.Unmarshal(b, &message{})
+	}
 }
 
 // errProtocol reports a line that is not a protocol message.

@@ -103,6 +103,12 @@ func NewCgroup(name string) (*Cgroup, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoCgroup, err)
 	}
+	return NewCgroupIn(dir, name)
+}
+
+// NewCgroupIn is NewCgroup below dir, the calling process's own cgroup
+// found earlier by OwnCgroupDir.
+func NewCgroupIn(dir, name string) (*Cgroup, error) {
 	path := filepath.Join(dir, name)
 	if err := os.Mkdir(path, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoCgroup, err)
