@@ -215,12 +215,15 @@ func (c *Controller) Stop(ctx context.Context, id string) (api.Agent, error) {
 	if err != nil {
 		return api.Agent{}, err
 	}
-	serr := c.setEnabled(id, false)
+	// The durable disable goes on while the tree is stopped: the sync
+	// of the intent never delays the stop.
+	serrc := make(chan error, 1)
+	go func() { serrc <- c.setEnabled(id, false) }()
 	err = c.stopDependents(ctx, id)
 	if derr := a.do(ctx, cmdStop); derr != nil {
 		err = derr
 	}
-	if err == nil {
+	if serr := <-serrc; err == nil {
 		err = serr
 	}
 	return c.row(id), err
