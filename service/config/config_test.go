@@ -51,6 +51,7 @@ func TestParseErrors(t *testing.T) {
 		{"not UTF-8", "agents:\n  - id: a\n    command: [\xff]\n", nil, []want{{"cfg", 3, "", "UTF-8"}}},
 		{"second document", "agents: []\n---\nagents: []\n",
 			nil, []want{{"cfg", 3, "", "second YAML document"}}},
+		{"empty second document", "agents: []\n---\n\n", nil, []want{{"cfg", 2, "", "second YAML document"}}},
 		{"root is a list", "- id: a\n", nil, []want{{"cfg", 1, "", ""}}},
 		{"root is a scalar", "hello\n", nil, []want{{"cfg", 1, "", ""}}},
 		{"agents is a mapping", "agents:\n  id: a\n", nil, []want{{"cfg", 2, "agents", ""}}},
@@ -58,6 +59,8 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate mapping key", "agents:\n  - id: a\n    command: [x]\n    id: b\n",
 			nil, []want{{"cfg", 4, "agents[0].id", "line 2"}}},
 		{"duplicate top-level key", "agents: []\nagents: []\n", nil, []want{{"cfg", 2, "agents", "line 1"}}},
+		{"empty key", "agents:\n  - id: a\n    command: [x]\n    \"\": 1\n", nil, []want{{"cfg", 4, "agents[0]", "not empty"}}},
+		{"empty top-level key", "?\n", nil, []want{{"cfg", 1, "", "not empty"}}},
 
 		// Unknown keys.
 		{"unknown agent key", "agents:\n  - id: a\n    command: [x]\n    restrat: never\n",

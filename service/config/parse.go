@@ -102,9 +102,11 @@ func (p *parser) document(data []byte) *yaml.Node {
 		p.syntax(data, err)
 		return nil
 	case extra != nil:
+		// The line of its content, or of its "---" when it is empty:
+		// yaml.v3 puts an empty document's null past the end.
 		line := extra.Line
-		if len(extra.Content) > 0 {
-			line = extra.Content[0].Line
+		if c := extra.Content; len(c) > 0 && !(isNull(c[0]) && c[0].Value == "") {
+			line = c[0].Line
 		}
 		p.errorf(line, "", "a second YAML document (after ---); the config is a single document")
 		return nil
@@ -477,6 +479,10 @@ func (p *parser) pairs(m *yaml.Node, key string, depth int) []pair {
 			continue
 		}
 		name := kk.Value
+		if name == "" {
+			p.errorf(k.Line, key, "keys must be plain names, not empty")
+			continue
+		}
 		if first, dup := at[name]; dup {
 			p.errorf(k.Line, join(name), "given twice (also at line %d)", first)
 			continue
