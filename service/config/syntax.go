@@ -59,8 +59,13 @@ func yamlProblem(err error) (line int, problem string) {
 // a shorter run either parses or, cut inside a construct that the next
 // lines would have closed, fails with another one. The named line, when
 // the lines before it do not fail that way, bounds the search from below.
+// Each step of the search parses the lines before it again, so a file over
+// maxSearch keeps the line yaml.v3 named.
 func faultLine(data []byte, named int, problem string) int {
-	if bytes.HasPrefix(data, []byte{0xFF, 0xFE}) || bytes.HasPrefix(data, []byte{0xFE, 0xFF}) {
+	switch {
+	case len(data) > maxSearch:
+		return named
+	case bytes.HasPrefix(data, []byte{0xFF, 0xFE}), bytes.HasPrefix(data, []byte{0xFE, 0xFF}):
 		return named // UTF-16: its lines are not found by bytes
 	}
 	ends := lineEnds(data)
@@ -78,6 +83,14 @@ func faultLine(data []byte, named int, problem string) int {
 	if before := min(named, hi) - 1; before > 0 && !fails(before) {
 		lo = before
 	}
+	// The fault is most often on one of the next few lines: try them
+	// first, each a parse of all the lines before it.
+	for n, last := lo+1, lo+3; n < hi && n <= last; n++ {
+		if fails(n) {
+			return n
+		}
+		lo = n
+	}
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
 		if fails(mid) {
@@ -88,6 +101,10 @@ func faultLine(data []byte, named int, problem string) int {
 	}
 	return max(hi, 1)
 }
+
+// maxSearch bounds the size of a file whose syntax fault faultLine looks
+// for: at most about 20 parses of it (a config is a few KiB).
+const maxSearch = 256 << 10
 
 // lineEnds returns the offset just past each line of data, lines counted
 // as yaml.v3 counts them for its node lines: each ends at "\r\n", "\r",
