@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/internal/testdir"
 	"gopkg.in/yaml.v3"
 )
 
@@ -85,7 +86,7 @@ func FuzzParse(f *testing.F) {
 	for _, s := range configSeeds {
 		f.Add([]byte(s))
 	}
-	dir := f.TempDir()
+	dir := testdir.Temp(f)
 	for name, ef := range fuzzEnvFiles {
 		p := filepath.Join(dir, name)
 		// Chmod after: WriteFile's mode is filtered by the umask.

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tether-dev/tether/internal/testdir"
 )
 
 // stateSeeds are state files as the service writes them and as a crash,
@@ -60,7 +62,7 @@ func FuzzDecodeState(f *testing.F) {
 	for _, s := range stateSeeds {
 		f.Add([]byte(s))
 	}
-	dir := f.TempDir()
+	dir := testdir.Temp(f)
 	path := filepath.Join(dir, FileName)
 
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -204,7 +206,7 @@ func FuzzIntentJournal(f *testing.F) {
 		f.Add([]byte(s), uint64(0))
 		f.Add([]byte(s), uint64(2))
 	}
-	dir := f.TempDir()
+	dir := testdir.Temp(f)
 	path := intentPath(dir)
 
 	f.Fuzz(func(t *testing.T, data []byte, stateSeq uint64) {
