@@ -12,8 +12,8 @@ import (
 // ProtocolVersion is carried by the first line each way on the tether.
 const ProtocolVersion = 1
 
-// maxLine bounds one protocol line; a start request with a large
-// environment fits well inside it.
+// maxLine bounds one protocol line, its newline included; a start
+// request with a large environment fits well inside it.
 const maxLine = 1 << 20
 
 // msgType names a protocol message.
@@ -268,24 +268,46 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 }
 
 // lineReader reads protocol lines.
-type lineReader struct{ s *bufio.Scanner }
+type lineReader struct {
+	s     *bufio.Scanner
+	limit int
+	// err ends the stream: a scanner asked again after an error would
+	// hand out what it holds of the line it failed on as a line.
+	err error
+}
 
-func newLineReader(r io.Reader) *lineReader {
+func newLineReader(r io.Reader) *lineReader { return newLineReaderSize(r, maxLine) }
+
+// newLineReaderSize reads lines of at most limit bytes, newline included.
+func newLineReaderSize(r io.Reader, limit int) *lineReader {
 	s := bufio.NewScanner(r)
-	s.Buffer(make([]byte, 0, 4096), maxLine)
-	return &lineReader{s: s}
+	// The scanner's bound is the larger of its buffer's size and limit.
+	s.Buffer(make([]byte, 0, min(4096, limit)), limit)
+	return &lineReader{s: s, limit: limit}
 }
 
 // errProtocol reports a line that is not a protocol message.
 var errProtocol = errors.New("protocol error")
 
-// next returns the next message, io.EOF at a clean end, or an error.
+// next returns the next message, io.EOF at a clean end, or an error. A
+// line that is not a message is an errProtocol, and the next line follows;
+// a line over the limit is an errProtocol too, but, like a failed read,
+// it ends the stream: every later call returns the same error.
 func (r *lineReader) next() (message, error) {
+	if r.err != nil {
+		return message{}, r.err
+	}
 	if !r.s.Scan() {
-		if err := r.s.Err(); err != nil {
-			return message{}, err
+		err := r.s.Err()
+		switch {
+		case errors.Is(err, bufio.ErrTooLong):
+			r.err = fmt.Errorf("%w: a line over %d bytes with its newline (%w)", errProtocol, r.limit, err)
+		case err != nil:
+			r.err = err
+		default:
+			r.err = io.EOF
 		}
-		return message{}, io.EOF
+		return message{}, r.err
 	}
 	var m message
 	if err := json.Unmarshal(r.s.Bytes(), &m); err != nil {
