@@ -15,16 +15,20 @@ import (
 // names every agent gathered ("5 more agents failed: a, b, c, d, e").
 // The summary is one bubble for the whole burst, updated in place as it
 // grows; a new burst, once a Window has passed without one, gets a new
-// one. Notices about no agent (the service, the user's own actions) are
-// never gathered. The zero value is not usable; see NewCoalescer.
+// one. A newer notice of an agent that had a bubble of its own in the
+// window takes that bubble's place (see Notice.Subject), so it costs no
+// room and is never gathered; nor are notices about no agent (the
+// service, the user's own actions). The zero value is not usable; see
+// NewCoalescer.
 type Coalescer struct {
 	Burst  int
 	Window time.Duration
 
-	sent     []time.Time // own bubbles within the window, oldest first
-	gathered []Notice    // of the current burst, one per agent, in order
-	bursts   int         // bursts that had a summary, for its subject
-	changed  bool        // the summary changed since Summary last said
+	sent     []time.Time          // own bubbles within the window, oldest first
+	subjects map[string]time.Time // their subjects, and when
+	gathered []Notice             // of the current burst, one per agent, in order
+	bursts   int                  // bursts that had a summary, for its subject
+	changed  bool                 // the summary changed since Summary last said
 }
 
 // NewCoalescer returns a coalescer with tether's limits: three bubbles of
@@ -39,15 +43,24 @@ func (c *Coalescer) Admit(n Notice, now time.Time) bool {
 	for len(c.sent) > 0 && now.Sub(c.sent[0]) >= c.Window {
 		c.sent = c.sent[1:]
 	}
+	for s, at := range c.subjects {
+		if now.Sub(at) >= c.Window {
+			delete(c.subjects, s)
+		}
+	}
 	if len(c.sent) == 0 && len(c.gathered) > 0 && !c.changed {
 		// The burst is over: the next summary is a bubble of its own.
 		c.gathered = nil
 	}
-	if n.Agent == "" {
+	if _, replaces := c.subjects[n.Subject]; n.Agent == "" || replaces {
 		return true
 	}
 	if len(c.sent) < c.Burst {
 		c.sent = append(c.sent, now)
+		if c.subjects == nil {
+			c.subjects = map[string]time.Time{}
+		}
+		c.subjects[n.Subject] = now
 		return true
 	}
 	if len(c.gathered) == 0 {

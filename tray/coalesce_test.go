@@ -60,6 +60,11 @@ func TestCoalescerBurst(t *testing.T) {
 	if _, ok := c.Summary(); ok || c.Pending() {
 		t.Error("an unchanged summary is offered again")
 	}
+	// A newer notice of an agent with a bubble of its own replaces it:
+	// no room taken, not gathered.
+	if !c.Admit(failedNotice("agent1"), t0.Add(time.Second)) || len(c.sent) != c.Burst || c.Pending() {
+		t.Error("a newer notice of agent1 was gathered, or took room")
+	}
 	// The service, the user's own actions: never gathered.
 	if !c.Admit(lostNotice(""), t0.Add(time.Second)) {
 		t.Error("the lost-service notice was gathered")

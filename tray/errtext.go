@@ -183,7 +183,8 @@ func errorTitle(label string, e api.Error) string {
 	return elide(label+": "+e.Code+": "+errorText(e), maxErrorTitle)
 }
 
-// elide makes s one line of at most n runes, cutting its middle.
+// elide makes s one line of at most n runes, cutting its middle, at
+// spaces where there are some near the cut.
 func elide(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	r := []rune(s)
@@ -191,6 +192,20 @@ func elide(s string, n int) string {
 		return s
 	}
 	head := n * 3 / 5
-	tail := n - head - 1
-	return string(r[:head]) + "…" + string(r[len(r)-tail:])
+	tail := len(r) - (n - head - 3) // three for " … "
+	// Back to a word's end, forward to a word's start: not further than
+	// a few characters.
+	for i := head; i > head-12 && i > 0; i-- {
+		if r[i] == ' ' {
+			head = i
+			break
+		}
+	}
+	for i := tail; i < tail+12 && i < len(r); i++ {
+		if r[i-1] == ' ' {
+			tail = i
+			break
+		}
+	}
+	return strings.TrimRight(string(r[:head]), " ") + " … " + string(r[tail:])
 }

@@ -52,7 +52,9 @@ func Main(o Options) int {
 	defer n.close()
 	u := &lateUI{}
 	e := newEngine(ctx, o, osDeps(n), u)
-	e.ageAsClock = !menuOpenKnown
+	// Ages in the menu are recomputed when it opens; where the tray
+	// cannot tell, it shows since when instead.
+	e.ageAsClock = !watchMenuOpens(ctx, e.changed)
 	n.fileOf(e.fileOf)
 	e.start()
 	err := waitHost(ctx, hostWait, func() {

@@ -200,9 +200,9 @@ func cleanupAdvice(a api.Agent) string {
 		return fmt.Sprintf("tether keeps %s's identity locked and keeps retrying. End the processes named above (for example with kill -9), then check `tether status`.", a.ID)
 	}
 	p := ps[0].pid
-	what := "It is stuck in the kernel (state D): it has had SIGKILL, and sending another cannot do more; it ends when the call it waits in returns."
+	what := "It has had SIGKILL, and another cannot do more: it ends when the kernel call it waits in returns."
 	if len(ps) > 1 {
-		what = "They are stuck in the kernel (state D): they have had SIGKILL, and sending another cannot do more; they end when the calls they wait in return."
+		what = "They have had SIGKILL, and another cannot do more: each ends when the kernel call it waits in returns."
 	}
 	return fmt.Sprintf("%s That is usually a frozen cgroup, a hung network or FUSE mount, or a failing disk: "+
 		"`cat /proc/%d/wchan` and `grep freezer /proc/%d/cgroup` say which. Thaw the cgroup, or bring back (or `umount -l`) the mount; "+

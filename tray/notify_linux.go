@@ -101,11 +101,10 @@ func (d *desktopNotifier) notify(n Notice) error {
 		note.AddHint(notify.HintImageDataRGBA(img))
 	}
 	if d.caps["actions"] {
+		// The first is the default action too: what clicking the
+		// bubble does (servers that show the default as a button show
+		// it once, with its label).
 		for i, a := range n.Actions {
-			if i == 0 {
-				// Clicking the bubble does the first.
-				note.Actions = append(note.Actions, notify.Action{Key: "default", Label: a.Label})
-			}
 			note.Actions = append(note.Actions, notify.Action{Key: actionKey(i), Label: a.Label})
 		}
 	}
@@ -127,7 +126,13 @@ func (d *desktopNotifier) notify(n Notice) error {
 	return nil
 }
 
-func actionKey(i int) string { return "tether-" + strconv.Itoa(i) }
+// actionKey is the key of the i-th action: "default" for the first.
+func actionKey(i int) string {
+	if i == 0 {
+		return "default"
+	}
+	return "tether-" + strconv.Itoa(i)
+}
 
 // actionInvoked runs the action the user picked on one of our bubbles
 // (the server announces every application's).
@@ -139,15 +144,12 @@ func (d *desktopNotifier) actionInvoked(s *notify.ActionInvokedSignal) {
 	if !ok || run == nil || len(n.Actions) == 0 {
 		return
 	}
-	i := 0
-	if s.ActionKey != "default" {
-		k, err := strconv.Atoi(strings.TrimPrefix(s.ActionKey, "tether-"))
-		if err != nil || k < 0 || k >= len(n.Actions) || actionKey(k) != s.ActionKey {
+	for i, a := range n.Actions {
+		if actionKey(i) == s.ActionKey {
+			run(a.Do)
 			return
 		}
-		i = k
 	}
-	run(n.Actions[i].Do)
 }
 
 // closed forgets a bubble that is gone.

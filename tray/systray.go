@@ -12,12 +12,6 @@ import (
 	"github.com/tether-dev/tether/assets"
 )
 
-// menuOpenKnown: the binding hears when the menu opens (fyne.io/systray's
-// TrayOpenedCh: dbusmenu's "opened" event on Linux, menuWillOpen on
-// macOS), so the engine rebuilds it then and its ages are those of the
-// moment. Windows' binding does not, so its menu shows clock times.
-const menuOpenKnown = runtime.GOOS != "windows"
-
 // runUI runs the tray on systray's event loop until the engine's context
 // is done (its menu's Quit, a signal). On macOS it must be called on the
 // main thread (systray's init locks main there; cli.Main runs on it). The
@@ -38,6 +32,8 @@ func runUI(e *engine, u *lateUI) error {
 					systray.Quit()
 					return
 				case <-systray.TrayOpenedCh:
+					// The menu opens (macOS; dbusmenu hosts that
+					// send "opened"): its ages are those of now.
 					e.changed()
 				}
 			}

@@ -7,9 +7,6 @@ import (
 	"runtime"
 )
 
-// menuOpenKnown: there is no menu.
-const menuOpenKnown = false
-
 // runUI: fyne.io/systray needs cgo on macOS, and has no tray for other
 // systems. The rest of tether works without it.
 func runUI(*engine, *lateUI) error {
