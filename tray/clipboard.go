@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -55,5 +54,3 @@ func lookFirst(candidates ...[]string) ([]string, bool) {
 	}
 	return nil, false
 }
-
-func haveEnv(k string) bool { return os.Getenv(k) != "" }

@@ -2,7 +2,10 @@
 
 package tray
 
-import "fmt"
+import (
+	"fmt"
+	"os"
+)
 
 // clipboardCommand: wl-copy (wl-clipboard) on Wayland, else xclip or xsel
 // on X11.
@@ -19,3 +22,5 @@ func clipboardCommand(text string) ([]string, string, error) {
 	}
 	return nil, "", fmt.Errorf("%w: install wl-clipboard (Wayland) or xclip (X11)", errNoClipboard)
 }
+
+func haveEnv(k string) bool { return os.Getenv(k) != "" }

@@ -63,7 +63,7 @@ func Main(o Options) int {
 	})
 	switch {
 	case err == nil:
-		err = runUI(e, u)
+		err = runUI(e, u.attach)
 	case ctx.Err() != nil:
 		err = nil // quit while waiting
 	}

@@ -15,13 +15,13 @@ import (
 // runUI runs the tray on systray's event loop until the engine's context
 // is done (its menu's Quit, a signal). On macOS it must be called on the
 // main thread (systray's init locks main there; cli.Main runs on it). The
-// engine runs already: u holds its latest menu until the binding is
-// attached.
-func runUI(e *engine, u *lateUI) error {
+// engine runs already: attach makes the binding the destination of its
+// menus, and shows it the latest.
+func runUI(e *engine, attach func(ui)) error {
 	b := &binding{act: e.act}
 	systray.Run(func() {
 		b.started = time.Now()
-		u.attach(b)
+		attach(b)
 		// The render that settles the icon (see settleTime).
 		settle := time.AfterFunc(settleTime+100*time.Millisecond, e.changed)
 		go func() {
