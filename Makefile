@@ -1,7 +1,7 @@
 # make build  - bin/tether, static (no cgo: the guardian starts faster)
 # make test   - everything CI runs: format, vet, staticcheck, tests, cross-builds, the Windows tests under Wine
 # make wine   - the Windows tests alone, under Wine (WINE_PACKAGES=... to choose)
-# make bench  - the benchmarks whose figures are in README.md
+# make bench  - the benchmarks whose figures are in docs/benchmarks.md
 # make soak   - every lifetime test 20 times over
 # make peers  - tether side by side with supervisord and s6 (apt-get install supervisor s6)
 # make torture - the crash-torture test, TORTURE_ROUNDS rounds (TORTURE_SEED=N replays)

@@ -520,7 +520,7 @@ func (w *svcWorld) startProbeCLI(exe string) (time.Duration, error) {
 	if err != nil {
 		return d, fmt.Errorf("tether start %s: %v: %s%s", probeID, err, stdout.Bytes(), stderr.Bytes())
 	}
-	if want := probeID + ": " + api.StateRunning + " (pid "; !strings.HasPrefix(stdout.String(), want) {
+	if want := probeID + ": " + string(api.StateRunning) + " (pid "; !strings.HasPrefix(stdout.String(), want) {
 		return d, fmt.Errorf("tether start %s printed %q, want %q...", probeID, stdout.Bytes(), want)
 	}
 	return d, nil
@@ -539,7 +539,7 @@ func (w *svcWorld) stopProbe() error {
 }
 
 // wantState checks the one result of an action on the probe.
-func wantState(res api.Results, state string) error {
+func wantState(res api.Results, state api.State) error {
 	if len(res.Results) != 1 {
 		return fmt.Errorf("%d results, want 1: %+v", len(res.Results), res)
 	}

@@ -102,8 +102,9 @@ func runOwner() int {
 	return 0
 }
 
-// env is one test's world: its lock dir, private root, log and helper dir.
-type env struct {
+// world is what one test runs in: its lock dir, private root, log and
+// helper dir.
+type world struct {
 	t      *testing.T
 	dir    string
 	locks  string
@@ -112,10 +113,10 @@ type env struct {
 	exe    string
 }
 
-func newEnv(t *testing.T) *env {
+func newWorld(t *testing.T) *world {
 	t.Helper()
 	dir := testdir.Temp(t)
-	e := &env{t: t, dir: dir, locks: filepath.Join(dir, "locks"), priv: filepath.Join(dir, "private"), helper: filepath.Join(dir, "helper")}
+	e := &world{t: t, dir: dir, locks: filepath.Join(dir, "locks"), priv: filepath.Join(dir, "private"), helper: filepath.Join(dir, "helper")}
 	if err := os.MkdirAll(e.helper, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-func (e *env) spec(identity string, argv ...string) Spec {
+func (e *world) spec(identity string, argv ...string) Spec {
 	return Spec{
 		Identity:    identity,
 		Profile:     "test",
@@ -143,7 +144,7 @@ func (e *env) spec(identity string, argv ...string) Spec {
 }
 
 // start starts a session and registers its teardown.
-func (e *env) start(spec Spec) *Session {
+func (e *world) start(spec Spec) *Session {
 	e.t.Helper()
 	s, err := Start(context.Background(), spec)
 	if err != nil {
@@ -167,14 +168,14 @@ func stopSession(t *testing.T, s *Session) {
 	}
 }
 
-func (e *env) log() string {
+func (e *world) log() string {
 	b, _ := os.ReadFile(filepath.Join(e.dir, "agent.log"))
 	return string(b)
 }
 
 // waitAnnounced waits until the helper dir holds want entries per role,
 // and returns their pids by role.
-func (e *env) waitAnnounced(want map[string]int) map[string][]int {
+func (e *world) waitAnnounced(want map[string]int) map[string][]int {
 	e.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -251,7 +252,7 @@ func gone(path string) bool {
 }
 
 // privateDirs lists what is in the private root.
-func (e *env) privateDirs() []string {
+func (e *world) privateDirs() []string {
 	ents, _ := os.ReadDir(e.priv)
 	var out []string
 	for _, d := range ents {
@@ -268,7 +269,7 @@ type owner struct {
 	out *bufio.Reader
 }
 
-func (e *env) newOwner() *owner {
+func (e *world) newOwner() *owner {
 	e.t.Helper()
 	cmd := exec.Command(e.exe, "owner")
 	in, err := cmd.StdinPipe()

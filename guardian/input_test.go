@@ -34,7 +34,7 @@ func TestKeyIsSafeAndDistinct(t *testing.T) {
 }
 
 func TestHostileIdentities(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	for _, c := range []struct{ name, id string }{
 		{"empty", ""},
 		{"4KB", strings.Repeat("a", 4096)},
@@ -69,7 +69,7 @@ func TestHostileIdentities(t *testing.T) {
 // The guardian checks the request itself, not only the owner: a raw start
 // request with a NUL in the identity is refused with a typed answer.
 func TestGuardianValidatesRawRequest(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	for _, c := range []struct {
 		name string
 		line string
@@ -97,7 +97,7 @@ func TestGuardianValidatesRawRequest(t *testing.T) {
 
 // rawGuardian runs a guardian with a socket pair on descriptor 3, writes
 // input to it and returns everything it answered and its exit code.
-func rawGuardian(t *testing.T, e *env, input string) (string, int) {
+func rawGuardian(t *testing.T, e *world, input string) (string, int) {
 	t.Helper()
 	ours, theirs, err := punix.SocketPair()
 	if err != nil {
@@ -126,7 +126,7 @@ func rawGuardian(t *testing.T, e *env, input string) (string, int) {
 }
 
 func TestGuardianRunByHandExplains(t *testing.T) {
-	newEnv(t)
+	newWorld(t)
 	cmd := exec.Command(os.Args[0], "guardian")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -137,7 +137,7 @@ func TestGuardianRunByHandExplains(t *testing.T) {
 }
 
 func TestLockFileSymlinkRefused(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	if err := os.MkdirAll(e.locks, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestLockFileSymlinkRefused(t *testing.T) {
 }
 
 func TestAgentEnvironmentAndArgv(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	spec := e.spec("env", "env")
 	spec.Env = append(spec.Env, "SECRET_TOKEN=hunter2", "TMPDIR=/somewhere/else")
 	s := e.start(spec)
@@ -229,7 +229,7 @@ func contains(list []string, s string) bool {
 // A guardian binary that never answers, or answers garbage, fails the
 // handshake with ErrHandshake and is reaped (the leak check proves it).
 func TestHandshakeFailures(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	for _, c := range []struct{ name, script string }{
 		{"silent", "#!/bin/sh\nexec cat <&3 >/dev/null\n"},
 		{"garbage", "#!/bin/sh\necho 'hello there' >&3\nexec cat <&3 >/dev/null\n"},
@@ -257,7 +257,7 @@ func TestHandshakeFailures(t *testing.T) {
 // A Start whose context is cancelled during the handshake returns the
 // context's error and leaves nothing behind.
 func TestStartContextCancelled(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	fake := filepath.Join(e.dir, "slow.sh")
 	if err := os.WriteFile(fake, []byte("#!/bin/sh\nexec cat <&3 >/dev/null\n"), 0o755); err != nil {
 		t.Fatal(err)
@@ -275,7 +275,7 @@ func TestStartContextCancelled(t *testing.T) {
 // is reported as cleanup_failed (typed, with the survivors) and retried;
 // the failure stays the session's error until the stop that replaces it.
 func TestCleanupFailureKeepsLockAndIsReported(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	spec := e.spec("unkillable", "polite")
 	spec.StopTimeout = 100 * time.Millisecond
 	spec.KillGrace = 200 * time.Millisecond
@@ -342,7 +342,7 @@ func TestPrivateDirRemovalFailureReported(t *testing.T) {
 		}
 		t.Skip("needs root to mount inside the private directory")
 	}
-	e := newEnv(t)
+	e := newWorld(t)
 	s := e.start(e.spec("mounted", "polite"))
 	politeTree(e, s)
 	mnt := filepath.Join(s.Ready().PrivateDir, "mnt")

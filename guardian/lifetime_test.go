@@ -42,7 +42,7 @@ func requireCgroup(t *testing.T) {
 
 // politeTree starts a leader, a worker in its own process group and a
 // double-forked escapee in its own session, and waits for all three.
-func politeTree(e *env, s *Session) []punix.Ref {
+func politeTree(e *world, s *Session) []punix.Ref {
 	e.t.Helper()
 	pids := e.waitAnnounced(map[string]int{"leader": 1, "sleeper": 2})
 	rs := refs(e.t, pids)
@@ -63,7 +63,7 @@ func politeTree(e *env, s *Session) []punix.Ref {
 
 func TestStartStopLeavesNothing(t *testing.T) {
 	bothContainments(t, func(t *testing.T, noCgroup bool) {
-		e := newEnv(t)
+		e := newWorld(t)
 		spec := e.spec("alice@relay", "polite")
 		spec.NoCgroup = noCgroup
 		s := e.start(spec)
@@ -118,7 +118,7 @@ func TestI2OwnerKilled(t *testing.T) {
 	bothContainments(t, func(t *testing.T, noCgroup bool) {
 		for _, role := range []string{"polite", "stubborn"} {
 			t.Run(role, func(t *testing.T) {
-				e := newEnv(t)
+				e := newWorld(t)
 				o := e.newOwner()
 				spec := e.spec("i2", role)
 				spec.NoCgroup = noCgroup
@@ -154,7 +154,7 @@ func TestI2OwnerKilled(t *testing.T) {
 // I7 and I2: with the guardian frozen by SIGSTOP when its owner dies, the
 // lock stays held and the tree alive; after SIGCONT everything is cleaned.
 func TestI7OwnerKilledWhileGuardianStopped(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	o := e.newOwner()
 	spec := e.spec("frozen-guardian", "polite")
 	spec.StopTimeout = 500 * time.Millisecond
@@ -208,7 +208,7 @@ func waitState(t *testing.T, pid int, state byte) {
 
 // I7: stops, continues and harmless signals are not owner death.
 func TestI7SignalsAreNotOwnerDeath(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	s := e.start(e.spec("signals", "polite"))
 	rs := politeTree(e, s)
 	g := s.Ready().GuardianPID
@@ -248,7 +248,7 @@ func TestI7SignalsAreNotOwnerDeath(t *testing.T) {
 
 // A SIGTERM to the guardian itself tears the tree down and says so.
 func TestGuardianSIGTERM(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	s := e.start(e.spec("sigterm", "polite"))
 	rs := politeTree(e, s)
 	if err := syscall.Kill(s.Ready().GuardianPID, syscall.SIGTERM); err != nil {
@@ -262,7 +262,7 @@ func TestGuardianSIGTERM(t *testing.T) {
 }
 
 func TestSpawnFailuresLeaveNothing(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	noexec := filepath.Join(e.dir, "noexec.sh")
 	if err := os.WriteFile(noexec, []byte("#!/bin/sh\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -307,7 +307,7 @@ func TestSpawnFailuresLeaveNothing(t *testing.T) {
 }
 
 func TestAgentExitsOnItsOwnThenRestart(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	s, err := Start(context.Background(), e.spec("exits", "exit", "3"))
 	if err != nil {
 		t.Fatal(err)
@@ -332,7 +332,7 @@ func TestAgentExitsOnItsOwnThenRestart(t *testing.T) {
 // A Stop whose context ends before the stubborn tree is down returns the
 // context error; a second Stop confirms completion with the SIGKILL noted.
 func TestStopTimeoutThenConfirm(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	spec := e.spec("stubborn", "stubborn")
 	spec.StopTimeout = 400 * time.Millisecond
 	s := e.start(spec)
@@ -358,7 +358,7 @@ func TestStopTimeoutThenConfirm(t *testing.T) {
 // Two owners race for one identity: exactly one wins and the other is
 // told who holds it.
 func TestRaceOneWinner(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	for round := range 5 {
 		type result struct {
 			s   *Session
@@ -402,7 +402,7 @@ func TestRaceOneWinner(t *testing.T) {
 // abandoned tree over.
 func TestTakeoverAfterGuardianKill(t *testing.T) {
 	bothContainments(t, func(t *testing.T, noCgroup bool) {
-		e := newEnv(t)
+		e := newWorld(t)
 		spec := e.spec("abandoned", "polite")
 		spec.NoCgroup = noCgroup
 		s, err := Start(context.Background(), spec)
@@ -447,7 +447,7 @@ func TestTakeoverAfterGuardianKill(t *testing.T) {
 // the next guardian stops it before starting.
 func TestLeftoverTreeWithClosedLock(t *testing.T) {
 	bothContainments(t, func(t *testing.T, noCgroup bool) {
-		e := newEnv(t)
+		e := newWorld(t)
 		spec := e.spec("closer", "polite-closer")
 		spec.NoCgroup = noCgroup
 		s, err := Start(context.Background(), spec)
@@ -494,7 +494,7 @@ func TestLeftoverTreeWithClosedLock(t *testing.T) {
 // I6: the agent holds no end of any tether, and with 50 guardians under
 // one owner, the owner's SIGKILL reaches every guardian at once.
 func TestI6FiftyGuardiansSeeOwnerDeath(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	o := e.newOwner()
 	const n = 50
 	var rs []punix.Ref
@@ -544,7 +544,7 @@ func assertNoSocketFDs(t *testing.T, pid int) {
 // anything: the abandoned tree is stopped, its directory removed and the
 // lock released.
 func TestReclaimAfterGuardianKill(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	spec := e.spec("reclaimed", "stubborn")
 	spec.StopTimeout = 200 * time.Millisecond
 	s, err := Start(context.Background(), spec)

@@ -11,7 +11,7 @@ import (
 // A pool hands out the guardians it started ahead of time, refills, and
 // leaves nothing behind when closed (the leak check proves it).
 func TestPoolUsesWarmGuardian(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	p := NewPool(e.exe)
 	defer p.Close()
 	warm := func() int {

@@ -83,7 +83,7 @@ func (w *world) controller(opts Options) *Controller {
 }
 
 // waitState polls the controller until agent id is in one of states.
-func waitState(t *testing.T, c *Controller, id string, states ...string) api.Agent {
+func waitState(t *testing.T, c *Controller, id string, states ...api.State) api.Agent {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -114,7 +114,7 @@ func TestStartStopRestartAndIntent(t *testing.T) {
 		t.Fatalf("not autostarted, yet enabled: %+v", a)
 	}
 	ctx := context.Background()
-	a, err := c.Start(ctx, "a")
+	a, err := c.Start(ctx, "a", false)
 	if err != nil || a.State != api.StateRunning || a.PID == 0 || a.GuardianPID == 0 {
 		t.Fatalf("Start: %+v %v", a, err)
 	}
@@ -122,7 +122,7 @@ func TestStartStopRestartAndIntent(t *testing.T) {
 		t.Error("start did not save the intent")
 	}
 	pid := a.PID
-	a, err = c.Restart(ctx, "a")
+	a, err = c.Restart(ctx, "a", false)
 	if err != nil || a.State != api.StateRunning || a.PID == pid || a.Restarts != 1 {
 		t.Fatalf("Restart: %+v %v", a, err)
 	}
@@ -133,12 +133,12 @@ func TestStartStopRestartAndIntent(t *testing.T) {
 	if st, _ := state.Open(w.paths.StateDir); st.State().Agents["a"].Enabled {
 		t.Error("stop did not save the intent")
 	}
-	if _, err := c.Start(ctx, "nope"); !isCode(err, api.CodeNotFound) {
+	if _, err := c.Start(ctx, "nope", false); !isCode(err, api.CodeNotFound) {
 		t.Errorf("unknown id: %v", err)
 	}
 }
 
-func isCode(err error, code string) bool {
+func isCode(err error, code api.Code) bool {
 	var ae *api.Error
 	return errors.As(err, &ae) && ae.Code == code
 }
@@ -153,7 +153,7 @@ func TestAutostartAndIntentSurviveRestartOfService(t *testing.T) {
 `)
 	c := w.controller(Options{})
 	waitState(t, c, "auto", api.StateRunning)
-	if _, err := c.Start(context.Background(), "manual"); err != nil {
+	if _, err := c.Start(context.Background(), "manual", false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Stop(context.Background(), "auto"); err != nil {
@@ -185,18 +185,18 @@ func TestRestartPolicyBackoffAndCrashLoop(t *testing.T) {
 	c := w.controller(Options{CrashLoopLimit: 3, BackoffMin: 10 * time.Millisecond})
 	ctx := context.Background()
 	for _, id := range []string{"crash", "clean", "never"} {
-		if _, err := c.Start(ctx, id); err != nil {
+		if _, err := c.Start(ctx, id, false); err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
 	}
 	a := waitState(t, c, "crash", api.StateFailed)
-	if a.Error == nil || a.Error.Code != "crash_loop" || a.Restarts != 3 {
+	if a.Error == nil || a.Error.Code != api.CodeCrashLoop || a.Restarts != 3 {
 		t.Errorf("crash: %+v %+v", a, a.Error)
 	}
 	if a := waitState(t, c, "clean", api.StateStopped); a.Restarts != 0 {
 		t.Errorf("clean exit restarted: %+v", a)
 	}
-	if a := waitState(t, c, "never", api.StateFailed); a.Error == nil || a.Error.Code != "exited" || !strings.Contains(a.Error.Message, "exit status 3") {
+	if a := waitState(t, c, "never", api.StateFailed); a.Error == nil || a.Error.Code != api.CodeExited || !strings.Contains(a.Error.Message, "exit status 3") {
 		t.Errorf("never: %+v %+v", a, a.Error)
 	}
 }
@@ -215,10 +215,10 @@ func TestContentionAcrossProfiles(t *testing.T) {
 	b.yaml(cfg)
 	ca := a.controller(Options{})
 	cb := b.controller(Options{ContentionWindow: 300 * time.Millisecond})
-	if _, err := ca.Start(context.Background(), "x"); err != nil {
+	if _, err := ca.Start(context.Background(), "x", false); err != nil {
 		t.Fatal(err)
 	}
-	_, err := cb.Start(context.Background(), "x")
+	_, err := cb.Start(context.Background(), "x", false)
 	if !isCode(err, api.CodeContention) {
 		t.Fatalf("second profile: %v, want contention", err)
 	}
@@ -230,7 +230,7 @@ func TestContentionAcrossProfiles(t *testing.T) {
 	if _, err := ca.Stop(context.Background(), "x"); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := cb.Start(context.Background(), "x"); err != nil || r.State != api.StateRunning {
+	if r, err := cb.Start(context.Background(), "x", false); err != nil || r.State != api.StateRunning {
 		t.Fatalf("after release: %+v %v", r, err)
 	}
 }

@@ -26,7 +26,7 @@ func TestStopErrorRulesAndShutdownRefusal(t *testing.T) {
     stop_timeout: 100ms
 `)
 	c := w.controller(Options{})
-	a, err := c.Start(context.Background(), "a")
+	a, err := c.Start(context.Background(), "a", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,10 +76,10 @@ func TestNewerErrorReplacesOlder(t *testing.T) {
 `, gate))
 	ca := a.controller(Options{})
 	cb := b.controller(Options{})
-	if _, err := ca.Start(context.Background(), "x"); err != nil {
+	if _, err := ca.Start(context.Background(), "x", false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cb.Start(context.Background(), "x"); !isCode(err, api.CodeContention) {
+	if _, err := cb.Start(context.Background(), "x", false); !isCode(err, api.CodeContention) {
 		t.Fatalf("want contention, got %v", err)
 	}
 	if _, err := ca.Stop(context.Background(), "x"); err != nil {
@@ -90,7 +90,7 @@ func TestNewerErrorReplacesOlder(t *testing.T) {
 		t.Fatal(err)
 	}
 	row := waitState(t, cb, "x", api.StateFailed)
-	if row.Error == nil || row.Error.Code != "exited" {
+	if row.Error == nil || row.Error.Code != api.CodeExited {
 		t.Fatalf("error %+v, want the exit to replace the contention", row.Error)
 	}
 }
@@ -106,7 +106,7 @@ func TestGuardianKilledDuringStopIsReclaimed(t *testing.T) {
     restart: never
 `)
 	c := w.controller(Options{})
-	a, err := c.Start(context.Background(), "a")
+	a, err := c.Start(context.Background(), "a", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestGuardianKilledDuringStopIsReclaimed(t *testing.T) {
 	<-done
 	waitState(t, c, "a", api.StateStopped)
 	// The identity is free: it starts again at once.
-	if r, err := c.Start(context.Background(), "a"); err != nil || r.State != api.StateRunning {
+	if r, err := c.Start(context.Background(), "a", false); err != nil || r.State != api.StateRunning {
 		t.Fatalf("restart after reclaim: %+v %v", r, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/api"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
 )
@@ -124,7 +125,7 @@ func TestStopCleanupFailedExits5(t *testing.T) {
 	// Runs before the service's cleanup, whose stop could never finish
 	// with a frozen member.
 	t.Cleanup(func() { _ = fz.write("freezer.state", "THAWED") })
-	x := w.waitState("default", "x", "running")
+	x := w.waitState("default", "x", api.StateRunning)
 
 	// The agent's child, the sleep, is the one that will not die.
 	var child int
@@ -150,7 +151,7 @@ func TestStopCleanupFailedExits5(t *testing.T) {
 	}
 	t.Logf("stop exited 5 after %v: %s", time.Since(begin), strings.TrimSpace(r.stderr))
 	row := w.status("default")["x"]
-	if row.State != "cleanup_failed" || row.Error == nil || row.Error.Code != "cleanup_failed" {
+	if row.State != api.StateCleanupFailed || row.Error == nil || row.Error.Code != api.CodeCleanupFailed {
 		t.Fatalf("after the failed stop: %+v (error %+v), want state and error code cleanup_failed", row, row.Error)
 	}
 	if !strings.Contains(row.Error.Message, strconv.Itoa(child)) {
@@ -165,7 +166,7 @@ func TestStopCleanupFailedExits5(t *testing.T) {
 	}
 
 	fz.thaw()
-	row = w.waitState("default", "x", "stopped")
+	row = w.waitState("default", "x", api.StateStopped)
 	t.Logf("stopped %v after the stop began (thawed at once); error: %+v", time.Since(begin), row.Error)
 	w.waitOwnerGone("default", m, time.Now(), 5*time.Second)
 	if err := unix.Kill(child, 0); err == nil {

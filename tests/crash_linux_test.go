@@ -198,11 +198,11 @@ func TestOwnerKilledAtSteadyState(t *testing.T) {
 	w.waitOwnerGone("default", m, begin, stop+ownerGoneMargin)
 
 	w.startService("default")
-	w.waitState("default", "x", "running")
-	w.waitState("default", "y", "running")
+	w.waitState("default", "x", api.StateRunning)
+	w.waitState("default", "y", api.StateRunning)
 	waitTrees(t, m+"-x", 1)
 	exactlyOnce(t, 300*time.Millisecond, map[string]int{m + "-x": 1, m + "-y": 1, m + "-z": 0})
-	if st := w.status("default")["z"]; st.State != "stopped" {
+	if st := w.status("default")["z"]; st.State != api.StateStopped {
 		t.Errorf("z, stopped before the crash, is %s after the relaunch", st.State)
 	}
 }
@@ -258,14 +258,14 @@ func TestOwnerKilledDuringStart(t *testing.T) {
 
 		svc = w.startService("default")
 		if enabled {
-			w.waitState("default", "x", "running")
+			w.waitState("default", "x", api.StateRunning)
 			waitTrees(t, m, 1)
 			exactlyOnce(t, 200*time.Millisecond, map[string]int{m: 1})
 			// The next round starts from a stopped, disabled agent.
 			w.mustRun("stop", "x")
 		} else {
 			exactlyOnce(t, 200*time.Millisecond, map[string]int{m: 0})
-			if st := w.status("default")["x"]; st.State != "stopped" {
+			if st := w.status("default")["x"]; st.State != api.StateStopped {
 				t.Fatalf("round %d: x, never enabled, is %s after the relaunch", round, st.State)
 			}
 		}
@@ -295,7 +295,7 @@ func TestOwnerKilledDuringStop(t *testing.T) {
 		misbehavingYAML("x", bash, script, m+"-x", true, stop) +
 		politeYAML("y", bash, m+"-y", true))
 	svc := w.startService("default")
-	w.waitState("default", "y", "running")
+	w.waitState("default", "y", api.StateRunning)
 	waitTrees(t, m+"-x", 1)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -306,7 +306,7 @@ func TestOwnerKilledDuringStop(t *testing.T) {
 		stopped <- err
 	}()
 	stopping := time.Now()
-	w.waitState("default", "x", "stopping")
+	w.waitState("default", "x", api.StateStopping)
 	delay := 100*time.Millisecond + time.Duration(rng.Int64N(int64(400*time.Millisecond)+1))
 	time.Sleep(time.Until(stopping.Add(delay))) // the crash's moment, drawn at random
 	begin := time.Now()
@@ -335,9 +335,9 @@ func TestOwnerKilledDuringStop(t *testing.T) {
 	}
 
 	w.startService("default")
-	w.waitState("default", "y", "running")
+	w.waitState("default", "y", api.StateRunning)
 	exactlyOnce(t, 300*time.Millisecond, map[string]int{m + "-x": 0, m + "-y": 1})
-	if st := w.status("default")["x"]; st.State != "stopped" {
+	if st := w.status("default")["x"]; st.State != api.StateStopped {
 		t.Errorf("x, stopped when the service died, is %s after the relaunch", st.State)
 	}
 }

@@ -80,7 +80,7 @@ func TestEnvFileSecretReachesOnlyTheAgent(t *testing.T) {
 	}()
 
 	w.mustRun("start", "x")
-	x := w.waitState("default", "x", "running")
+	x := w.waitState("default", "x", api.StateRunning)
 	// The agent got the secret, and the plain variable beside it.
 	deadline := time.Now().Add(10 * time.Second)
 	var env []byte
@@ -106,7 +106,7 @@ func TestEnvFileSecretReachesOnlyTheAgent(t *testing.T) {
 	}
 	// A restart reads the env_file again and sends more events.
 	w.mustRun("restart", "x")
-	x2 := w.waitState("default", "x", "running")
+	x2 := w.waitState("default", "x", api.StateRunning)
 	cancel()
 	<-streamDone
 	if !sawRunning {
@@ -183,7 +183,7 @@ func TestEnvFileWorldReadableIsRefused(t *testing.T) {
 	if r2.code != 1 || !strings.Contains(r2.stderr, envFile) {
 		t.Errorf("start with a world-readable env_file: exit %d, stderr %q; want 1 naming %s", r2.code, r2.stderr, envFile)
 	}
-	row := w.waitState("default", "x", "failed")
+	row := w.waitState("default", "x", api.StateFailed)
 	if row.Error == nil || row.Error.Code != api.CodeConfig {
 		t.Errorf("x failed with %+v, want code %s", row.Error, api.CodeConfig)
 	}

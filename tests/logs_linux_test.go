@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/api"
 )
 
 // tickerYAML is an agent that prints "tick N", N = 1, 2, ..., every
@@ -113,7 +115,7 @@ func TestLogsFollow(t *testing.T) {
 	cleanupTrees(t, m)
 	w.writeConfig("agents:\n" + tickerYAML("x", m, 100*time.Millisecond))
 	w.startService("default")
-	w.waitState("default", "x", "running")
+	w.waitState("default", "x", api.StateRunning)
 	// Wait for a first tick, so "new" means something.
 	var last int
 	deadline := time.Now().Add(10 * time.Second)

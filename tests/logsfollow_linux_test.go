@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/api"
 )
 
 // countingYAML is an agent that prints the numbers 1, 2, 3, ... in bursts
@@ -44,7 +46,7 @@ func TestLogsFollowKeepsUpWithBursts(t *testing.T) {
 	cleanupTrees(t, m)
 	w.writeConfig("agents:\n" + countingYAML("x", m, 1000, 300*time.Millisecond))
 	w.startService("default")
-	w.waitState("default", "x", "running")
+	w.waitState("default", "x", api.StateRunning)
 	got := w.follow(0, "x", "-f", "-n", "0").next(t, 3000, 20*time.Second)
 	if i := consecutive(got); i >= 0 {
 		t.Errorf("followed lines not consecutive at line %d: %q", i, trim(got[max(0, i-2):i+1]))
@@ -68,7 +70,7 @@ func TestLogsFollowContinuesTheTail(t *testing.T) {
     stop_timeout: 2s
 `, pad, m))
 	w.startService("default")
-	w.waitState("default", "x", "running")
+	w.waitState("default", "x", api.StateRunning)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		r := w.run(10*time.Second, "logs", "x", "-n", "1")

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tether-dev/tether/api"
 )
 
 // agentYAML is an agent whose shell carries a marker on its command line
@@ -67,7 +69,7 @@ func TestServiceLifecycle(t *testing.T) {
 	m := marker(t)
 	w.writeConfig("agents:\n" + agentYAML("a", "a@relay", m+"-a", true) + agentYAML("b", "b@relay", m+"-b", false))
 	svc := w.startService("default")
-	a := w.waitState("default", "a", "running")
+	a := w.waitState("default", "a", api.StateRunning)
 
 	// status --json follows the contract's schema exactly.
 	r := w.run(10*time.Second, "status", "--json")
@@ -86,10 +88,10 @@ func TestServiceLifecycle(t *testing.T) {
 		t.Errorf("status --json keys %v, want %v", keys, want)
 	}
 	rows := w.status("default")
-	if rows["a"].PID != a.PID || rows["b"].State != "stopped" || rows["a"].Error != nil {
+	if rows["a"].PID != a.PID || rows["b"].State != api.StateStopped || rows["a"].Error != nil {
 		t.Errorf("rows %+v", rows)
 	}
-	if r := w.run(10*time.Second, "status"); r.code != 0 || !strings.Contains(r.stdout, "a@relay") || !strings.Contains(r.stdout, "running") {
+	if r := w.run(10*time.Second, "status"); r.code != 0 || !strings.Contains(r.stdout, "a@relay") || !strings.Contains(r.stdout, string(api.StateRunning)) {
 		t.Errorf("status table: %d\n%s", r.code, r.stdout)
 	}
 
@@ -101,7 +103,7 @@ func TestServiceLifecycle(t *testing.T) {
 	if r := w.run(30*time.Second, "restart", "b"); r.code != 0 {
 		t.Fatalf("restart b: %d %s", r.code, r.stderr)
 	}
-	if rows := w.status("default"); rows["b"].Restarts != 1 || rows["b"].State != "running" {
+	if rows := w.status("default"); rows["b"].Restarts != 1 || rows["b"].State != api.StateRunning {
 		t.Errorf("after restart: %+v", rows["b"])
 	}
 	if r := w.run(30*time.Second, "stop", "a"); r.code != 0 {
@@ -132,7 +134,7 @@ func TestServiceLifecycle(t *testing.T) {
 	if r := w.run(10*time.Second, "reload"); r.code != 1 {
 		t.Errorf("reload of a bad config: %d %s", r.code, r.stderr)
 	}
-	if w.status("default")["b"].State != "running" {
+	if w.status("default")["b"].State != api.StateRunning {
 		t.Error("a rejected reload disturbed a running agent")
 	}
 	w.writeConfig(string(good) + agentYAML("c", "c@relay", m+"-c", true))
@@ -172,7 +174,7 @@ func TestServiceCrashAndRelaunch(t *testing.T) {
 	w.writeConfig("agents:\n" + agentYAML("x", "x@relay", m, true))
 	for round := range 3 {
 		svc := w.startService("default")
-		x := w.waitState("default", "x", "running")
+		x := w.waitState("default", "x", api.StateRunning)
 		waitSessions(t, m, 1)
 		begin := time.Now()
 		svc.kill()
@@ -181,7 +183,7 @@ func TestServiceCrashAndRelaunch(t *testing.T) {
 		t.Logf("round %d: tree gone %v after the service's SIGKILL", round, time.Since(begin))
 	}
 	w.startService("default")
-	w.waitState("default", "x", "running")
+	w.waitState("default", "x", api.StateRunning)
 	waitSessions(t, m, 1)
 }
 
@@ -208,7 +210,7 @@ func TestTwoProfilesOneIdentity(t *testing.T) {
 		t.Fatalf("no profile runs the identity")
 	}
 	winner, loser := "one", "two"
-	if w.status("two")["x"].State == "running" {
+	if w.status("two")["x"].State == api.StateRunning {
 		winner, loser = "two", "one"
 	}
 	r := w.run(30*time.Second, "--profile", loser, "start", "x")
@@ -234,7 +236,7 @@ func TestMalformedStateFileIsReportedAndKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.startService("default")
-	w.waitState("default", "x", "running")
+	w.waitState("default", "x", api.StateRunning)
 	r := w.run(10*time.Second, "status", "--json")
 	if !strings.Contains(r.stdout, "state_error") || !strings.Contains(r.stdout, "state.json") {
 		t.Errorf("status --json does not report the state file:\n%s", r.stdout)
@@ -275,12 +277,12 @@ func TestSIGHUPReloads(t *testing.T) {
 	m := marker(t)
 	w.writeConfig("agents:\n" + agentYAML("a", "a@relay", m+"-a", true))
 	svc := w.startService("default")
-	w.waitState("default", "a", "running")
+	w.waitState("default", "a", api.StateRunning)
 	w.writeConfig("agents:\n" + agentYAML("a", "a@relay", m+"-a", true) + agentYAML("b", "b@relay", m+"-b", true))
 	if err := svc.cmd.Process.Signal(unix.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	w.waitState("default", "b", "running")
+	w.waitState("default", "b", api.StateRunning)
 	waitSessions(t, m+"-b", 1)
 	// An invalid config on SIGHUP is rejected; the service runs on.
 	w.writeConfig("agents: [\n")

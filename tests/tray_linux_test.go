@@ -107,15 +107,15 @@ func TestTrayOnARealDesktop(t *testing.T) {
 		// with a frozen member.
 		t.Cleanup(func() { _ = fz.write("freezer.state", "THAWED") })
 	}
-	alice := w.waitState("default", "alice", "running")
-	w.waitState("default", "bob", "failed")
+	alice := w.waitState("default", "alice", api.StateRunning)
+	w.waitState("default", "bob", api.StateFailed)
 
 	tr := d.startTray(w, "default", false)
 	item := d.waitItem(tr.pid, 15*time.Second)
 	t.Logf("tray pid %d registered as %s%s, menu %s", tr.pid, item.service, item.path, item.menu)
 
 	// bob's start failed: a notification says what happened and what to do.
-	n := d.waitNotification(15*time.Second, "bob failed", "spawn")
+	n := d.waitNotification(15*time.Second, "bob failed", string(api.CodeSpawn))
 	t.Logf("start failure notified: %q", n)
 
 	// First, as the host is the first to read the menu: a screenshot of
@@ -173,14 +173,14 @@ func TestTrayOnARealDesktop(t *testing.T) {
 	// Stop and Start through the menu.
 	stop, _ := menu.find("alice: running", "Stop")
 	d.click(item, stop.id)
-	w.waitState("default", "alice", "stopped")
+	w.waitState("default", "alice", api.StateStopped)
 	menu = d.waitMenu(item, "alice stopped", func(n menuNode) bool {
 		s, ok := n.find("alice: stopped", "Start")
 		return ok && s.enabled && len(n.children) > 0 && n.children[0].label == "1 stopped, 1 failed"
 	})
 	start, _ := menu.find("alice: stopped", "Start")
 	d.click(item, start.id)
-	alice = w.waitState("default", "alice", "running")
+	alice = w.waitState("default", "alice", api.StateRunning)
 	d.waitMenu(item, "alice running again", func(n menuNode) bool {
 		_, ok := n.find("alice: running", "Stop")
 		return ok
@@ -205,7 +205,7 @@ func TestTrayOnARealDesktop(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	after := w.status("default")["alice"]
-	if after.State != "running" || after.PID != alice.PID || after.GuardianPID != alice.GuardianPID || !after.Since.Equal(alice.Since) {
+	if after.State != api.StateRunning || after.PID != alice.PID || after.GuardianPID != alice.GuardianPID || !after.Since.Equal(alice.Since) {
 		t.Fatalf("after the tray's SIGKILL alice is %+v, was %+v", after, alice)
 	}
 	if err := unix.Kill(alice.PID, 0); err != nil {
@@ -247,7 +247,7 @@ func TestTrayOnARealDesktop(t *testing.T) {
 		fz.freeze(child)
 		stop, _ := menu.find("alice: running", "Stop")
 		d.click(item, stop.id)
-		w.waitState("default", "alice", "cleanup_failed")
+		w.waitState("default", "alice", api.StateCleanupFailed)
 		// A frozen process is in state D: it has had SIGKILL, and
 		// the notice says it is stuck in the kernel and how to find
 		// why, not to kill it again.
@@ -268,7 +268,7 @@ func TestTrayOnARealDesktop(t *testing.T) {
 				strings.HasSuffix(info.label, fmt.Sprintf("still alive: pid %d", child))
 		})
 		fz.thaw()
-		w.waitState("default", "alice", "stopped")
+		w.waitState("default", "alice", api.StateStopped)
 		// The error stays in the submenu until a newer one replaces it.
 		d.waitMenu(item, "alice stopped, the cleanup error kept", func(n menuNode) bool {
 			sub, ok := n.find("alice: stopped")
@@ -461,7 +461,7 @@ func TestTrayGrowsOnReload(t *testing.T) {
 	}
 	w.writeConfig(agents(2))
 	w.startService("default")
-	w.waitState("default", "a01", "running")
+	w.waitState("default", "a01", api.StateRunning)
 	tr := d.startTray(w, "default", false)
 	d.waitItem(tr.pid, 15*time.Second)
 	// The host's first look, at a menu of two agents.
@@ -471,7 +471,7 @@ func TestTrayGrowsOnReload(t *testing.T) {
 	const n = 12
 	w.writeConfig(agents(n))
 	w.mustRun("reload")
-	w.waitState("default", fmt.Sprintf("a%02d", n-1), "running")
+	w.waitState("default", fmt.Sprintf("a%02d", n-1), api.StateRunning)
 	// One row per agent, 25 pixels each, under the aggregate line: the
 	// menu reaches below the last agent once it holds all twelve.
 	const row = 25

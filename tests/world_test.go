@@ -168,15 +168,16 @@ func (w *world) status(profile string) map[string]statusRow {
 type statusRow struct {
 	ID          string     `json:"id"`
 	Identity    string     `json:"identity"`
-	State       string     `json:"state"`
+	State       api.State  `json:"state"`
 	PID         int        `json:"pid"`
 	GuardianPID int        `json:"guardian_pid"`
 	Since       time.Time  `json:"since"`
 	Restarts    int        `json:"restarts"`
 	Error       *api.Error `json:"error"`
+	Status      string     `json:"status,omitempty"`
 }
 
-func (w *world) waitState(profile, id, state string) statusRow {
+func (w *world) waitState(profile, id string, state api.State) statusRow {
 	w.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -184,7 +185,7 @@ func (w *world) waitState(profile, id, state string) statusRow {
 		if err == nil {
 			for _, a := range st.Agents {
 				if a.ID == id && a.State == state {
-					return statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error}
+					return statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error, a.Status}
 				}
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/install"
+	"github.com/tether-dev/tether/internal/logline"
 )
 
 // osDeps are the engine's ways into the real OS; n shows the notices.
@@ -122,7 +123,7 @@ func openServiceLog(path string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the service's log: %w", err)
 	}
-	fmt.Fprintf(f, "%s tether tray: starting the service\n", time.Now().Format(time.RFC3339))
+	logline.Printf(f, "tray", "starting the service")
 	return f, nil
 }
 

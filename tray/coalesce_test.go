@@ -80,7 +80,7 @@ func TestCoalescerBurst(t *testing.T) {
 	}
 	// The same agent again: named once, for its newest notice.
 	var d detector
-	crash, _ := d.agent(agent("late", api.StateFailed, 0, &api.Error{Code: codeCrashLoop, Message: "m"}))
+	crash, _ := d.agent(agent("late", api.StateFailed, 0, &api.Error{Code: api.CodeCrashLoop, Message: "m"}))
 	c.Admit(crash, t0.Add(3*time.Second))
 	s3, _ := c.Summary()
 	if strings.Count(s3.Body, "late") != 1 || !strings.Contains(s3.Body, "keep crashing: late") || s3.Urgency != UrgencyCritical {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/logline"
 )
 
 // Options are what the command line hands the tray.
@@ -537,7 +538,7 @@ func (e *engine) readLogin() {
 
 func (e *engine) logf(format string, args ...any) {
 	if e.opts.Stderr != nil {
-		fmt.Fprintf(e.opts.Stderr, "%s tether tray: %s\n", time.Now().Format(time.RFC3339), fmt.Sprintf(format, args...))
+		logline.Printf(e.opts.Stderr, "tray", format, args...)
 	}
 }
 

@@ -166,7 +166,7 @@ func TestEngineSleep(t *testing.T) {
 
 	ev <- true // suspending
 	crash := func(id string) api.Agent {
-		a := agent(id, api.StateFailed, 0, &api.Error{Code: codeCrashLoop, Message: "ended 6 times in a row"})
+		a := agent(id, api.StateFailed, 0, &api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row"})
 		a.Since = time.Now()
 		return a
 	}

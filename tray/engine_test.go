@@ -335,7 +335,7 @@ func TestEngineLifecycle(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 	}
 
-	crash := &api.Error{Code: "crash_loop", Message: "ended 6 times in a row"}
+	crash := &api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row"}
 	failed := alice
 	failed.State, failed.Error, failed.Since = api.StateFailed, crash, time.Now()
 	f.send(failed)
@@ -364,7 +364,7 @@ func TestEngineLifecycle(t *testing.T) {
 	back.Since = time.Now()
 	startFake(t, sock, back)
 	m = u.waitMenu(t, "1 running again", firstLine("1 running"))
-	if line := lastLine(t, m, "alice"); !strings.HasPrefix(line.Title, "last error at") || !strings.Contains(line.Title, "crash_loop") {
+	if line := lastLine(t, m, "alice"); !strings.HasPrefix(line.Title, "last error at") || !strings.Contains(line.Title, string(api.CodeCrashLoop)) {
 		t.Errorf("after the reconnection the error line is %q, want the last error", line.Title)
 	}
 	o.mu.Lock()
@@ -438,7 +438,7 @@ func TestEngineCoalescesBursts(t *testing.T) {
 	// ...while a burst arrives.
 	for i := range 50 {
 		a.Restarts = i
-		a.State = []string{api.StateStarting, api.StateRunning}[i%2]
+		a.State = []api.State{api.StateStarting, api.StateRunning}[i%2]
 		f.send(a)
 	}
 	a.State, a.Restarts = api.StateStopped, 99

@@ -87,25 +87,25 @@ func pidWord(n int) string {
 // errorText is e in one line, cause first, without its code.
 func errorText(e api.Error) string {
 	msg, more := headLine(e.Message)
-	msg = strings.TrimPrefix(msg, e.Code+": ")
+	msg = strings.TrimPrefix(msg, string(e.Code)+": ")
 	// The guardian's refusals start with whom they are about, which the
 	// menu shows already.
 	if rest, ok := strings.CutPrefix(msg, "starting guardian for "); ok {
 		if q, err := strconv.QuotedPrefix(rest); err == nil {
 			if r, ok := strings.CutPrefix(rest[len(q):], ": "); ok {
-				msg = strings.TrimPrefix(r, e.Code+": ")
+				msg = strings.TrimPrefix(r, string(e.Code)+": ")
 			}
 		}
 	}
 	switch e.Code {
 	case api.CodeCleanupFailed:
 		msg = cleanupText(e, msg)
-	case codeCrashLoop:
+	case api.CodeCrashLoop:
 		// "ended N times in a row, ...; last: CAUSE": the cause first.
 		if head, last, ok := strings.Cut(msg, "; last: "); ok {
 			msg = causeOfExit(last) + "; " + head
 		}
-	case codeExited:
+	case api.CodeExited:
 		msg = causeOfExit(msg)
 	case api.CodeConfig:
 		msg = shortenPath(msg)
@@ -180,7 +180,7 @@ func headLine(s string) (string, int) {
 
 // errorTitle is the title of an error line: label, code, text.
 func errorTitle(label string, e api.Error) string {
-	return elide(label+": "+e.Code+": "+errorText(e), maxErrorTitle)
+	return elide(label+": "+string(e.Code)+": "+errorText(e), maxErrorTitle)
 }
 
 // elide makes s one line of at most n runes, cutting its middle, at

@@ -24,13 +24,13 @@ func TestErrorText(t *testing.T) {
 			api.Error{Code: api.CodeContention, Message: `starting guardian for "alice@relay": contention: identity "alice@relay" is held by guardian pid 7 of profile "work"`},
 			`identity "alice@relay" is held by guardian pid 7 of profile "work"`},
 		{"exited: the status itself",
-			api.Error{Code: codeExited, Message: "the agent exited: exit status 3"},
+			api.Error{Code: api.CodeExited, Message: "the agent exited: exit status 3"},
 			"exit status 3"},
 		{"exited by signal",
-			api.Error{Code: codeExited, Message: "the agent exited: killed by signal: SIGKILL"},
+			api.Error{Code: api.CodeExited, Message: "the agent exited: killed by signal: SIGKILL"},
 			"killed by signal: SIGKILL"},
 		{"crash loop: the last exit's cause first",
-			api.Error{Code: codeCrashLoop, Message: "ended 6 times in a row, each within 1m0s of starting; last: the agent exited: exit status 3"},
+			api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row, each within 1m0s of starting; last: the agent exited: exit status 3"},
 			"exit status 3; ended 6 times in a row, each within 1m0s of starting"},
 		{"cleanup: survivors stuck in the kernel",
 			api.Error{Code: api.CodeCleanupFailed, Message: "cleanup failed (tree_alive): 1 process(es) still alive after SIGKILL: 777 (state D)"},
@@ -77,7 +77,7 @@ func TestErrorTitleKeepsWhatMatters(t *testing.T) {
 		t.Errorf("title %q: want the first pids and the end", title)
 	}
 
-	long := api.Error{Code: codeCrashLoop, Message: "ended 6 times in a row, each within 1m0s of starting; last: the agent exited: " + strings.Repeat("word ", 40) + "exit status 3"}
+	long := api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row, each within 1m0s of starting; last: the agent exited: " + strings.Repeat("word ", 40) + "exit status 3"}
 	title = errorTitle("error", long)
 	if !strings.Contains(title, "…") || !strings.HasSuffix(title, "of starting") || !strings.HasPrefix(title, "error: crash_loop: word") {
 		t.Errorf("title %q", title)

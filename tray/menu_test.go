@@ -74,7 +74,7 @@ func TestBuildPluralsAndSurvivors(t *testing.T) {
 // reloads.
 func TestBuildCopyAndReload(t *testing.T) {
 	long := strings.Repeat("x", 300) + " exit status 9"
-	in := connected(agent("a", api.StateFailed, 0, &api.Error{Code: codeExited, Message: "the agent exited: " + long}), agent("b", api.StateRunning, 0, nil))
+	in := connected(agent("a", api.StateFailed, 0, &api.Error{Code: api.CodeExited, Message: "the agent exited: " + long}), agent("b", api.StateRunning, 0, nil))
 	m := Build(in)
 	cp := find(t, m.Items, "a", TitleCopyError)
 	if !cp.Enabled || cp.Action.Kind != ActCopy || !strings.HasPrefix(cp.Action.Text, "a (a@relay): exited: the agent exited: xxx") || !strings.HasSuffix(cp.Action.Text, "exit status 9") {

@@ -237,7 +237,7 @@ func menuOrder(agents []api.Agent) []api.Agent {
 }
 
 // isFailure: the state is a failure the user must act on.
-func isFailure(state string) bool {
+func isFailure(state api.State) bool {
 	return state == api.StateFailed || state == api.StateCleanupFailed
 }
 
@@ -374,7 +374,7 @@ func Shape(items []Item) string {
 // errorLine is a disabled line showing an error, cause first; the
 // tooltip holds it whole.
 func errorLine(label string, e api.Error) Item {
-	return Item{Title: errorTitle(label, e), Tooltip: e.Code + ": " + e.Message}
+	return Item{Title: errorTitle(label, e), Tooltip: string(e.Code) + ": " + e.Message}
 }
 
 // canStart: the agent is not running and nothing else will start it.
@@ -405,7 +405,7 @@ func canRestart(a api.Agent) bool {
 }
 
 // stateOrder is the order of the aggregate line.
-var stateOrder = []string{api.StateRunning, api.StateStarting, api.StateStopping, api.StateBackoff,
+var stateOrder = []api.State{api.StateRunning, api.StateStarting, api.StateStopping, api.StateBackoff,
 	api.StateStopped, api.StateFailed, api.StateCleanupFailed}
 
 // Aggregate is the first line of the menu: "3 running, 1 failed".
@@ -413,7 +413,7 @@ func Aggregate(agents []api.Agent) string {
 	if len(agents) == 0 {
 		return "no agents"
 	}
-	n := map[string]int{}
+	n := map[api.State]int{}
 	for _, a := range agents {
 		n[a.State]++
 	}
@@ -452,14 +452,14 @@ func IconFor(st api.Status) assets.State {
 	return icon
 }
 
-func stateWord(s string) string {
+func stateWord(s api.State) string {
 	switch s {
 	case api.StateBackoff:
 		return "in backoff"
 	case api.StateCleanupFailed:
 		return "cleanup failed"
 	}
-	return s
+	return string(s)
 }
 
 func stateHelp(a api.Agent) string {

@@ -56,12 +56,13 @@ type Notice struct {
 	cond string
 }
 
-// Kinds of notices, the second half of a Key.
+// Kinds of notices, the second half of a Key. A kind about one error code
+// or one state is named after it.
 const (
 	KindCleanup    = "cleanup"
-	KindCrashLoop  = "crash_loop"
-	KindContention = "contention"
-	KindFailed     = "failed"
+	KindCrashLoop  = string(api.CodeCrashLoop)
+	KindContention = string(api.CodeContention)
+	KindFailed     = string(api.StateFailed)
 	KindLost       = "lost"
 	KindBack       = "back"
 	KindAction     = "action"
@@ -101,7 +102,7 @@ func condition(a api.Agent) (kind string, cond string) {
 		return KindCleanup, KindCleanup + "/held"
 	case e.Code == api.CodeCleanupFailed:
 		return KindCleanup, KindCleanup + "/warning"
-	case e.Code == codeCrashLoop && a.State == api.StateFailed:
+	case e.Code == api.CodeCrashLoop && a.State == api.StateFailed:
 		return KindCrashLoop, KindCrashLoop
 	case e.Code == api.CodeContention && a.State == api.StateFailed:
 		return KindContention, KindContention + "/gave-up"

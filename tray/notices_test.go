@@ -26,7 +26,7 @@ func TestNoticeUrgencyActionsIcons(t *testing.T) {
 		urgency Urgency
 		actions []string
 	}{
-		{agent("a", api.StateFailed, 0, &api.Error{Code: codeCrashLoop, Message: "m"}), UrgencyCritical, []string{LabelOpenLog, LabelStartAgain, LabelOpenConfig}},
+		{agent("a", api.StateFailed, 0, &api.Error{Code: api.CodeCrashLoop, Message: "m"}), UrgencyCritical, []string{LabelOpenLog, LabelStartAgain, LabelOpenConfig}},
 		{agent("a", api.StateCleanupFailed, 0, &api.Error{Code: api.CodeCleanupFailed, Message: "m"}), UrgencyCritical, []string{LabelOpenLog}},
 		{agent("a", api.StateStopped, 0, &api.Error{Code: api.CodeCleanupFailed, Message: "m"}), UrgencyCritical, []string{LabelOpenLog}},
 		{agent("a", api.StateFailed, 0, &api.Error{Code: api.CodeSpawn, Message: "m"}), UrgencyNormal, []string{LabelOpenLog, LabelStartAgain, LabelOpenConfig}},

@@ -77,11 +77,11 @@ func TestOpenLockFileRefusesSymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, err := OpenLockFile(link)
-	if !errors.Is(err, ErrLockSymlink) {
+	if !errors.Is(err, ErrSymlink) {
 		if f != nil {
 			f.Close()
 		}
-		t.Fatalf("OpenLockFile(symlink) = %v, want ErrLockSymlink", err)
+		t.Fatalf("OpenLockFile(symlink) = %v, want ErrSymlink", err)
 	}
 	var pe *fs.PathError
 	if !errors.As(err, &pe) || pe.Path != link {
@@ -97,11 +97,11 @@ func TestOpenLockFileRefusesSymlink(t *testing.T) {
 	if err := os.Symlink(victim, dangling); err != nil {
 		t.Fatal(err)
 	}
-	if f, err := OpenLockFile(dangling); !errors.Is(err, ErrLockSymlink) {
+	if f, err := OpenLockFile(dangling); !errors.Is(err, ErrSymlink) {
 		if f != nil {
 			f.Close()
 		}
-		t.Errorf("OpenLockFile(dangling symlink) = %v, want ErrLockSymlink", err)
+		t.Errorf("OpenLockFile(dangling symlink) = %v, want ErrSymlink", err)
 	}
 	if _, err := os.Lstat(victim); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("dangling link target was created: %v", err)
@@ -167,7 +167,7 @@ func TestOpenLockFileRefusesUnsafe(t *testing.T) {
 					t.Errorf("UnsafeFileError %+v (%q): want path %s and a reason with %q", *ue, err, path, tc.reason)
 				}
 			}
-			if errors.Is(err, ErrLockSymlink) {
+			if errors.Is(err, ErrSymlink) {
 				t.Errorf("OpenLockFile = %v: not a symlink", err)
 			}
 			// Refusing changes nothing.
@@ -430,22 +430,22 @@ func TestOpenAppendNoFollow(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	if f, err := OpenAppendNoFollow(link); !errors.Is(err, ErrLockSymlink) {
+	if f, err := OpenAppendNoFollow(link); !errors.Is(err, ErrSymlink) {
 		if f != nil {
 			f.Close()
 		}
-		t.Errorf("OpenAppendNoFollow(symlink) = %v, want ErrLockSymlink", err)
+		t.Errorf("OpenAppendNoFollow(symlink) = %v, want ErrSymlink", err)
 	}
 	dangling := filepath.Join(dir, "dangling.log")
 	victim := filepath.Join(dir, "victim")
 	if err := os.Symlink(victim, dangling); err != nil {
 		t.Fatal(err)
 	}
-	if f, err := OpenAppendNoFollow(dangling); !errors.Is(err, ErrLockSymlink) {
+	if f, err := OpenAppendNoFollow(dangling); !errors.Is(err, ErrSymlink) {
 		if f != nil {
 			f.Close()
 		}
-		t.Errorf("OpenAppendNoFollow(dangling symlink) = %v, want ErrLockSymlink", err)
+		t.Errorf("OpenAppendNoFollow(dangling symlink) = %v, want ErrSymlink", err)
 	}
 	if _, err := os.Lstat(victim); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("dangling link target was created: %v", err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/internal/testdir"
 )
 
@@ -275,7 +276,7 @@ agents:
 		Env:         map[string]string{"LOG_LEVEL": "info", "N": "3", "EMPTY": ""},
 		EnvFile:     filepath.Join(dir, "alice.env"),
 		Autostart:   true,
-		Restart:     Always,
+		Restart:     api.RestartAlways,
 		StopTimeout: 90 * time.Second,
 		Line:        3,
 	}, {
@@ -283,13 +284,13 @@ agents:
 		Command:     []string{"tether", "demo-agent"},
 		Dir:         filepath.Join(dir, "rel", "bob"),
 		EnvFile:     filepath.Join(home, "h.env"),
-		Restart:     OnFailure,
+		Restart:     api.RestartOnFailure,
 		StopTimeout: 5 * time.Second,
 		Line:        13,
 	}, {
 		ID: "c.d_e@f-1", Identity: "c.d_e@f-1",
 		Command:     []string{"x"},
-		Restart:     Never,
+		Restart:     api.RestartNever,
 		StopTimeout: time.Hour,
 		Line:        17,
 	}}
@@ -323,7 +324,7 @@ func TestParseAnchorsAndMerges(t *testing.T) {
 		t.Fatalf("got %d agents", len(cfg.Agents))
 	}
 	b := cfg.Agents[1]
-	if b.ID != "b" || b.Restart != Always || !reflect.DeepEqual(b.Command, []string{"x"}) ||
+	if b.ID != "b" || b.Restart != api.RestartAlways || !reflect.DeepEqual(b.Command, []string{"x"}) ||
 		!reflect.DeepEqual(b.Env, map[string]string{"A": "1", "B": "3"}) {
 		t.Errorf("merged agent = %+v", b)
 	}
@@ -360,7 +361,7 @@ func TestDefaultConfig(t *testing.T) {
 		ID: "demo", Identity: "demo@local",
 		Command:     []string{"tether", "demo-agent"},
 		Autostart:   true,
-		Restart:     OnFailure,
+		Restart:     api.RestartOnFailure,
 		StopTimeout: 5 * time.Second,
 		Line:        cfg.Agents[0].Line,
 	}}

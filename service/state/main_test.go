@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/tether-dev/tether/api"
 )
 
 // The test binary doubles as the child processes the tests need, in the
@@ -81,7 +83,7 @@ func generation(n int) State {
 		r := &Run{Started: base.Add(time.Duration(n) * time.Second), PID: n, Exit: strings.Repeat("x", (n*7+i)%101)}
 		if n%3 == 0 {
 			r.Stopped = r.Started.Add(time.Second)
-			r.Error = &RunError{Code: "spawn", Message: fmt.Sprintf("run %d of agent %d", n, i)}
+			r.Error = &RunError{Code: api.CodeSpawn, Message: fmt.Sprintf("run %d of agent %d", n, i)}
 		}
 		st.Agents[fmt.Sprintf("agent-%d", i)] = Agent{Enabled: (n+i)%2 == 0, LastRun: r}
 	}

@@ -395,7 +395,7 @@ func TestServiceCrashWindows(t *testing.T) {
 	b := w.profile("b")
 	other := w.startService(b)
 	code, out := w.run("--profile", b, "start", "probe")
-	if code != 4 || !strings.Contains(out, "contention") {
+	if code != 4 || !strings.Contains(out, string(api.CodeContention)) {
 		t.Fatalf("start in a second profile: exit %d, want 4 (contention)\n%s", code, out)
 	}
 	if refs := w.tree(); len(refs) != 2 || refs[0].Pid != newPid {
