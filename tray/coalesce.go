@@ -89,7 +89,7 @@ func (c *Coalescer) Pending() bool { return c.changed && len(c.gathered) > 0 }
 // summaryPhrases name the kinds of notices in a summary.
 var summaryPhrases = map[string]string{
 	KindCrashLoop:  "keep crashing",
-	KindFailed:     "failed",
+	KindFailed:     "will not be restarted",
 	KindCleanup:    "could not be cleaned up",
 	KindContention: "cannot get their identity",
 }
