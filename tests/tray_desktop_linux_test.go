@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
 )
@@ -330,17 +332,13 @@ func (d *desktop) startWithFD(name string, env []string, argv ...string) string 
 // waitName waits until someone owns name on the bus.
 func (d *desktop) waitName(name string, within time.Duration) {
 	d.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	var err error
+	if !testproc.UntilEvery(within, 10*time.Millisecond, func() bool {
 		var has bool
-		err := d.conn.BusObject().Call("org.freedesktop.DBus.NameHasOwner", 0, name).Store(&has)
-		if err == nil && has {
-			return
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("nobody owns %s on the test's bus after %v (%v)", name, within, err)
-		}
-		time.Sleep(10 * time.Millisecond)
+		err = d.conn.BusObject().Call("org.freedesktop.DBus.NameHasOwner", 0, name).Store(&has)
+		return err == nil && has
+	}) {
+		d.t.Fatalf("nobody owns %s on the test's bus after %v (%v)", name, within, err)
 	}
 }
 
@@ -352,8 +350,7 @@ func (d *desktop) waitName(name string, within time.Duration) {
 func (d *desktop) sweep() {
 	self := os.Getpid()
 	seen := map[int]bool{}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
 		pids := d.marked()
 		for _, pid := range pids {
 			seen[pid] = true
@@ -372,13 +369,9 @@ func (d *desktop) sweep() {
 				}
 			}
 		}
-		if len(pids) == 0 && len(seen) == 0 || time.Now().After(deadline) {
-			if len(seen) > 0 {
-				d.t.Errorf("processes of the desktop never ended: %v", seen)
-			}
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
+		return len(pids) == 0 && len(seen) == 0
+	}) && len(seen) > 0 {
+		d.t.Errorf("processes of the desktop never ended: %v", seen)
 	}
 }
 
@@ -410,24 +403,25 @@ type sniItem struct {
 // process pid, and returns it.
 func (d *desktop) waitItem(pid int, within time.Duration) sniItem {
 	d.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	var found sniItem
+	if !testproc.UntilEvery(within, 10*time.Millisecond, func() bool {
 		for _, it := range d.items() {
 			var owner uint32
 			if err := d.conn.BusObject().Call("org.freedesktop.DBus.GetConnectionUnixProcessID", 0, it.service).Store(&owner); err == nil && int(owner) == pid {
-				v, err := d.conn.Object(it.service, it.path).GetProperty("org.kde.StatusNotifierItem.Menu")
-				if err != nil {
-					d.t.Fatalf("the Menu of %s%s: %v", it.service, it.path, err)
-				}
-				it.menu, _ = v.Value().(dbus.ObjectPath)
-				return it
+				found = it
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("no tray item of pid %d registered within %v; registered: %+v", pid, within, d.items())
-		}
-		time.Sleep(10 * time.Millisecond)
+		return false
+	}) {
+		d.t.Fatalf("no tray item of pid %d registered within %v; registered: %+v", pid, within, d.items())
 	}
+	v, err := d.conn.Object(found.service, found.path).GetProperty("org.kde.StatusNotifierItem.Menu")
+	if err != nil {
+		d.t.Fatalf("the Menu of %s%s: %v", found.service, found.path, err)
+	}
+	found.menu, _ = v.Value().(dbus.ObjectPath)
+	return found
 }
 
 // items are the host's registered items: "busname/object/path" entries of
@@ -499,16 +493,12 @@ func (d *desktop) iconColor(it sniItem) string {
 // waitIcon waits until the item's icon is of color (see iconColor).
 func (d *desktop) waitIcon(it sniItem, color string) {
 	d.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := d.iconColor(it)
-		if got == color {
-			return
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("the tray's icon is %s, want %s", got, color)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var got string
+	if !testproc.UntilEvery(10*time.Second, 20*time.Millisecond, func() bool {
+		got = d.iconColor(it)
+		return got == color
+	}) {
+		d.t.Fatalf("the tray's icon is %s, want %s", got, color)
 	}
 }
 
@@ -606,21 +596,19 @@ func (n menuNode) String() string {
 // waitMenu waits until the item's menu satisfies ok, and returns it.
 func (d *desktop) waitMenu(it sniItem, what string, ok func(menuNode) bool) menuNode {
 	d.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		// fyne.io/systray answers the first GetLayout after a rebuild one
-		// level deep (for libdbusmenu's sake); asking again gets it all.
-		// A menu being rebuilt grows item by item: only one that is
+	var m menuNode
+	var err error
+	if !testproc.UntilEvery(15*time.Second, 20*time.Millisecond, func() bool {
+		// fyne.io/systray answers the first GetLayout after a rebuild
+		// one level deep (for libdbusmenu's sake); asking again gets it
+		// all. A menu being rebuilt grows item by item: only one that is
 		// whole (it ends with Quit tray) counts.
-		m, err := d.layout(it)
-		if err == nil && len(m.children) > 0 && m.children[len(m.children)-1].label == "Quit tray" && ok(m) {
-			return m
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("the tray's menu never showed %s (%v):%s", what, err, m)
-		}
-		time.Sleep(20 * time.Millisecond)
+		m, err = d.layout(it)
+		return err == nil && len(m.children) > 0 && m.children[len(m.children)-1].label == "Quit tray" && ok(m)
+	}) {
+		d.t.Fatalf("the tray's menu never showed %s (%v):%s", what, err, m)
 	}
+	return m
 }
 
 // click sends the tray a click on the menu item id, as the host does.
@@ -659,23 +647,21 @@ func (d *desktop) notifications() []string {
 // every one of parts.
 func (d *desktop) waitNotification(within time.Duration, parts ...string) string {
 	d.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		all := d.notifications()
+	var all []string
+	var found string
+	if !testproc.UntilEvery(within, 50*time.Millisecond, func() bool {
+		all = d.notifications()
 		for _, n := range all {
-			found := true
-			for _, p := range parts {
-				found = found && strings.Contains(n, p)
-			}
-			if found {
-				return n
+			if !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(n, p) }) {
+				found = n
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("no notification with %q within %v; dunst has shown:\n%s", parts, within, strings.Join(all, "\n"))
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		d.t.Fatalf("no notification with %q within %v; dunst has shown:\n%s", parts, within, strings.Join(all, "\n"))
 	}
+	return found
 }
 
 // command is a program to run on the desktop.
@@ -709,23 +695,21 @@ func (d *desktop) screenshot() (image.Image, []byte) {
 // waitScreen waits until the screen satisfies ok, and returns its PNG.
 func (d *desktop) waitScreen(what string, ok func(image.Image) bool) []byte {
 	d.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		img, b := d.screenshot()
-		if ok(img) {
-			return b
+	var b []byte
+	if !testproc.UntilEvery(15*time.Second, 50*time.Millisecond, func() bool {
+		var img image.Image
+		img, b = d.screenshot()
+		return ok(img)
+	}) {
+		// Kept after the test, to look at.
+		f, err := os.CreateTemp("", "tether-tray-screen-*.png")
+		if err == nil {
+			_, _ = f.Write(b)
+			f.Close()
 		}
-		if time.Now().After(deadline) {
-			// Kept after the test, to look at.
-			f, err := os.CreateTemp("", "tether-tray-screen-*.png")
-			if err == nil {
-				_, _ = f.Write(b)
-				f.Close()
-			}
-			d.t.Fatalf("the screen never showed %s (last screenshot: %s)", what, f.Name())
-		}
-		time.Sleep(50 * time.Millisecond)
+		d.t.Fatalf("the screen never showed %s (last screenshot: %s)", what, f.Name())
 	}
+	return b
 }
 
 // light reports whether the pixel at x, y is light (a menu's background).

@@ -8,11 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
 )
@@ -193,16 +195,10 @@ func TestTrayOnARealDesktop(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-tr.done
-	deadline := time.Now().Add(10 * time.Second)
-	for gone := false; !gone; {
-		gone = true
-		for _, it := range d.items() {
-			gone = gone && it.service != item.service
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the killed tray's item is still registered: %+v", d.items())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testproc.UntilEvery(10*time.Second, 10*time.Millisecond, func() bool {
+		return !slices.ContainsFunc(d.items(), func(it sniItem) bool { return it.service == item.service })
+	}) {
+		t.Fatalf("the killed tray's item is still registered: %+v", d.items())
 	}
 	after := w.status("default")["alice"]
 	if after.State != api.StateRunning || after.PID != alice.PID || after.GuardianPID != alice.GuardianPID || !after.Since.Equal(alice.Since) {
@@ -295,16 +291,12 @@ func TestTrayOnARealDesktop(t *testing.T) {
 	}
 	d.click(item, startSvc.id)
 	var st api.Status
-	deadline = time.Now().Add(20 * time.Second)
-	for {
-		var err error
-		if st, err = w.client("default").Status(ctx); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no service after Start service: %v\ntray: %s", err, tr.output())
-		}
-		time.Sleep(10 * time.Millisecond)
+	var err error
+	if !testproc.UntilEvery(20*time.Second, 10*time.Millisecond, func() bool {
+		st, err = w.client("default").Status(ctx)
+		return err == nil
+	}) {
+		t.Fatalf("no service after Start service: %v\ntray: %s", err, tr.output())
 	}
 	t.Cleanup(func() { quitDetached(t, w, st.ServicePID) })
 	p, err := punix.Stat(st.ServicePID)
@@ -338,19 +330,20 @@ func TestTrayOnARealDesktop(t *testing.T) {
 // childOf waits for a child of pid and returns it.
 func childOf(t *testing.T, pid int) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	child := 0
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
 		procs, _ := punix.Processes()
 		for _, p := range procs {
 			if p.PPid == pid && !p.Zombie() {
-				return p.Pid
+				child = p.Pid
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d never started a child", pid)
-		}
-		time.Sleep(2 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("process %d never started a child", pid)
 	}
+	return child
 }
 
 // quitDetached stops a service that the tray started, and reaps it once
@@ -362,26 +355,19 @@ func quitDetached(t *testing.T, w *world, pid int) {
 		t.Errorf("quitting the service the tray started: %v", err)
 		_ = unix.Kill(pid, unix.SIGKILL)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	if !testproc.UntilEvery(20*time.Second, 5*time.Millisecond, func() bool {
 		p, err := punix.Stat(pid)
 		if err != nil {
-			return
+			return true
 		}
 		if p.Zombie() && p.PPid == os.Getpid() {
 			var ws unix.WaitStatus
 			_, _ = unix.Wait4(pid, &ws, 0, nil)
-			return
 		}
-		if p.Zombie() {
-			return // the tray's to reap
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("the service %d the tray started never ended", pid)
-			_ = unix.Kill(pid, unix.SIGKILL)
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
+		return p.Zombie() // if not ours, the tray's to reap
+	}) {
+		t.Errorf("the service %d the tray started never ended", pid)
+		_ = unix.Kill(pid, unix.SIGKILL)
 	}
 }
 

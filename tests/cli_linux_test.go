@@ -1,5 +1,3 @@
-//go:build linux
-
 // Package tests holds end-to-end tests that build the real tether binary
 // and drive it through its command-line contract.
 package tests
@@ -14,38 +12,39 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 )
 
 var tether string
 
 func TestMain(m *testing.M) {
-	// Re-executed as a helper process (see helperproc_test.go): do only that.
-	if name := os.Getenv(helperEnv); name != "" {
-		os.Exit(runHelper(name))
-	}
-	// Guardians whose service a test kills are orphaned; as a subreaper
-	// this process adopts them (instead of PID 1, which may not reap), so
-	// tests can see and reap them.
-	if _, err := punix.BecomeSubreaper(); err != nil {
-		fmt.Fprintln(os.Stderr, "becoming a child subreaper:", err)
-		os.Exit(1)
-	}
-	dir, err := os.MkdirTemp("", "tether-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	tether = filepath.Join(dir, "tether")
-	build := exec.Command("go", "build", "-o", tether, "github.com/tether-dev/tether")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building tether:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	var dir string
+	testproc.Main(m,
+		// Guardians whose service a test kills are orphaned; as a
+		// subreaper this process adopts them (instead of PID 1, which
+		// may not reap), so tests can see and reap them.
+		testproc.Before(func() error {
+			_, err := punix.BecomeSubreaper()
+			return err
+		}),
+		testproc.Before(func() (err error) {
+			if dir, err = os.MkdirTemp("", "tether-e2e-"); err != nil {
+				return err
+			}
+			tether = filepath.Join(dir, "tether")
+			build := exec.Command("go", "build", "-o", tether, "github.com/tether-dev/tether")
+			build.Stdout, build.Stderr = os.Stderr, os.Stderr
+			if err := build.Run(); err != nil {
+				return fmt.Errorf("building tether: %w", err)
+			}
+			return nil
+		}),
+		testproc.After(func() {
+			if dir != "" {
+				os.RemoveAll(dir)
+			}
+		}))
 }
 
 type result struct {

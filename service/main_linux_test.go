@@ -1,5 +1,3 @@
-//go:build linux
-
 package service
 
 import (
@@ -13,30 +11,27 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 )
 
-// The test binary is also the guardian and the agents.
+// The test binary is also the guardian and the agents: the helpers
+// "guardian" and "agent ROLE".
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "guardian":
-			os.Exit(guardian.Main(os.Args[2:]))
-		case "agent":
-			os.Exit(agentMain(os.Args[2:]))
-		}
-	}
-	if _, err := punix.BecomeSubreaper(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(m.Run())
+	testproc.Main(m, testproc.Before(func() error {
+		_, err := punix.BecomeSubreaper()
+		return err
+	}))
+}
+
+func init() {
+	testproc.Register("guardian", guardian.Main)
+	testproc.Register("agent", agentMain)
 }
 
 // agentMain is a test agent: "sleep" runs until SIGTERM, "exit N" exits
 // with N at once, "count DIR" writes a file per start and sleeps.
 func agentMain(args []string) int {
-	time.AfterFunc(2*time.Minute, func() { os.Exit(99) })
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 	switch args[0] {

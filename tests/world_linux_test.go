@@ -1,5 +1,3 @@
-//go:build linux
-
 package tests
 
 import (
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 )
 
@@ -115,21 +114,24 @@ func (w *world) startServiceArgs(profile string, flags ...string) *service {
 		}
 		logf.Close()
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	exited := false
+	if !testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
 		if _, err := w.client(profile).Status(context.Background()); err == nil {
-			return s
+			return true
 		}
 		select {
 		case <-s.done:
-			w.t.Fatalf("service exited at start:\n%s", s.output())
+			exited = true
 		default:
 		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("service did not come up:\n%s", s.output())
-		}
-		time.Sleep(5 * time.Millisecond)
+		return exited
+	}) {
+		w.t.Fatalf("service did not come up:\n%s", s.output())
 	}
+	if exited {
+		w.t.Fatalf("service exited at start:\n%s", s.output())
+	}
+	return s
 }
 
 func (s *service) output() string {
@@ -179,21 +181,24 @@ type statusRow struct {
 
 func (w *world) waitState(profile, id string, state api.State) statusRow {
 	w.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		st, err := w.client(profile).Status(context.Background())
-		if err == nil {
-			for _, a := range st.Agents {
-				if a.ID == id && a.State == state {
-					return statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error, a.Status}
-				}
+	var st api.Status
+	var err error
+	var row statusRow
+	if !testproc.UntilEvery(15*time.Second, 5*time.Millisecond, func() bool {
+		if st, err = w.client(profile).Status(context.Background()); err != nil {
+			return false
+		}
+		for _, a := range st.Agents {
+			if a.ID == id && a.State == state {
+				row = statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error, a.Status}
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("agent %s of %s never reached %s: %+v %v", id, profile, state, st.Agents, err)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return false
+	}) {
+		w.t.Fatalf("agent %s of %s never reached %s: %+v %v", id, profile, state, st.Agents, err)
 	}
+	return row
 }
 
 // sessionsOf counts live processes that lead a session and whose command

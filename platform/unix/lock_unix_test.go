@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -225,8 +224,7 @@ func TestTryLockSameProcess(t *testing.T) {
 // lockTry asks a fresh process to take the lock.
 func lockTry(t *testing.T, path string) string {
 	t.Helper()
-	cmd := exec.Command(testExecutable(t), path)
-	cmd.Env = helperEnviron("lock-try", "", false)
+	cmd := helperCommand("lock-try", "", path)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {

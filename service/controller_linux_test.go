@@ -1,5 +1,3 @@
-//go:build linux
-
 package service
 
 import (
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 	"github.com/tether-dev/tether/service/config"
 	"github.com/tether-dev/tether/service/state"
 )
@@ -85,22 +84,19 @@ func (w *world) controller(opts Options) *Controller {
 // waitState polls the controller until agent id is in one of states.
 func waitState(t *testing.T, c *Controller, id string, states ...api.State) api.Agent {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	var got api.Agent
+	if !testproc.UntilEvery(15*time.Second, 2*time.Millisecond, func() bool {
 		for _, a := range c.Status().Agents {
-			if a.ID == id {
-				for _, s := range states {
-					if a.State == s {
-						return a
-					}
-				}
+			if a.ID == id && slices.Contains(states, a.State) {
+				got = a
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agent %s never reached %v: %+v", id, states, c.Status().Agents)
-		}
-		time.Sleep(2 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("agent %s never reached %v: %+v", id, states, c.Status().Agents)
 	}
+	return got
 }
 
 func TestStartStopRestartAndIntent(t *testing.T) {

@@ -1,5 +1,3 @@
-//go:build linux
-
 package service
 
 import (
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 )
 
@@ -125,15 +124,11 @@ func TestGuardianKilledDuringStopIsReclaimed(t *testing.T) {
 	}
 	// A second full timeout would end it 3.5 s after the stop.
 	limit := stopped.Add(2*time.Second + 700*time.Millisecond)
-	for {
+	if !testproc.UntilEvery(time.Until(limit), 2*time.Millisecond, func() bool {
 		p, err := punix.Stat(a.PID)
-		if err != nil || p.Zombie() {
-			break
-		}
-		if time.Now().After(limit) {
-			t.Fatalf("the abandoned agent %d still runs %v after the stop began", a.PID, time.Since(stopped).Round(time.Millisecond))
-		}
-		time.Sleep(2 * time.Millisecond)
+		return err != nil || p.Zombie()
+	}) {
+		t.Fatalf("the abandoned agent %d still runs %v after the stop began", a.PID, time.Since(stopped).Round(time.Millisecond))
 	}
 	t.Logf("the agent ended %v after the stop began", time.Since(stopped).Round(time.Millisecond))
 	<-done
@@ -147,21 +142,17 @@ func TestGuardianKilledDuringStopIsReclaimed(t *testing.T) {
 // waitIgnoresTERM waits until pid ignores SIGTERM (SigIgn in its status).
 func waitIgnoresTERM(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testproc.Eventually(t, 10*time.Second, func() bool {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 		for _, line := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(line, "SigIgn:"); ok {
 				var mask uint64
 				fmt.Sscanf(strings.TrimSpace(v), "%x", &mask)
 				if mask&(1<<(uint(syscall.SIGTERM)-1)) != 0 {
-					return
+					return true
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d never ignored SIGTERM", pid)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return false
+	}, "pid %d never ignored SIGTERM", pid)
 }

@@ -1,21 +1,18 @@
-//go:build linux
-
 package guardian
 
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	sys "golang.org/x/sys/unix"
 
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 )
 
@@ -28,8 +25,6 @@ func setUpTestProcess() error {
 
 func runHelper(args []string) int {
 	role := args[0]
-	// A helper outlives no test by much: bound its life.
-	time.AfterFunc(2*time.Minute, func() { os.Exit(99) })
 	term := make(chan os.Signal, 1)
 	switch role {
 	case "polite", "polite-closer":
@@ -87,7 +82,7 @@ func runHelper(args []string) int {
 }
 
 func runSelf(role string) {
-	cmd := exec.Command(os.Args[0], "helper", role)
+	cmd := testproc.Command("helper", role)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)
@@ -96,7 +91,7 @@ func runSelf(role string) {
 }
 
 func spawnSelf(role string, attr *syscall.SysProcAttr, wait bool) {
-	cmd := exec.Command(os.Args[0], "helper", role)
+	cmd := testproc.Command("helper", role)
 	cmd.SysProcAttr = attr
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {

@@ -18,11 +18,11 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/assets"
-	"go.uber.org/goleak"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testproc.Main(m, testproc.NoLeaks())
 }
 
 // fakeService serves the parts of the local API the tray uses, on a unix
@@ -186,22 +186,21 @@ func (u *fakeUI) last() Menu {
 // waitMenu waits until the last menu satisfies ok.
 func (u *fakeUI) waitMenu(t *testing.T, what string, ok func(Menu) bool) Menu {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var m Menu
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
+		if u.count() == 0 {
+			return false
+		}
+		m = u.last()
+		return ok(m)
+	}) {
+		var titles []string
 		if u.count() > 0 {
-			if m := u.last(); ok(m) {
-				return m
-			}
+			titles = titlesOf(u.last().Items)
 		}
-		if time.Now().After(deadline) {
-			var titles []string
-			if u.count() > 0 {
-				titles = titlesOf(u.last().Items)
-			}
-			t.Fatalf("no menu with %s; last: %q", what, titles)
-		}
-		time.Sleep(2 * time.Millisecond)
+		t.Fatalf("no menu with %s; last: %q", what, titles)
 	}
+	return m
 }
 
 func firstLine(want string) func(Menu) bool {
@@ -258,23 +257,19 @@ func (o *fakeOS) deps() deps {
 
 func (o *fakeOS) waitNotice(t *testing.T, title string) Notice {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var n Notice
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
 		o.mu.Lock()
+		defer o.mu.Unlock()
 		i := slices.IndexFunc(o.notices, func(n Notice) bool { return strings.Contains(n.Title, title) })
-		var n Notice
 		if i >= 0 {
 			n = o.notices[i]
 		}
-		o.mu.Unlock()
-		if i >= 0 {
-			return n
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no notice %q", title)
-		}
-		time.Sleep(2 * time.Millisecond)
+		return i >= 0
+	}) {
+		t.Fatalf("no notice %q", title)
 	}
+	return n
 }
 
 func shortDir(t *testing.T) string {
@@ -327,12 +322,8 @@ func TestEngineLifecycle(t *testing.T) {
 		t.Errorf("icon %v", m.Icon)
 	}
 	e.act(findAction(t, m, "alice", TitleStop))
-	deadline := time.Now().Add(10 * time.Second)
-	for !slices.Contains(f.didActions(), "stop alice") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the service got %v, want stop alice", f.didActions())
-		}
-		time.Sleep(2 * time.Millisecond)
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool { return slices.Contains(f.didActions(), "stop alice") }) {
+		t.Fatalf("the service got %v, want stop alice", f.didActions())
 	}
 
 	crash := &api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row"}
@@ -444,12 +435,12 @@ func TestEngineCoalescesBursts(t *testing.T) {
 	a.State, a.Restarts = api.StateStopped, 99
 	f.send(a)
 	// Let the engine take in the whole burst, then release the rebuild.
-	deadline := time.Now().Add(10 * time.Second)
-	for in := e.input(); len(in.Status.Agents) != 1 || in.Status.Agents[0].Restarts != 99; in = e.input() {
-		if time.Now().After(deadline) {
-			t.Fatalf("the engine never took in the burst: %+v", in.Status.Agents)
-		}
-		time.Sleep(2 * time.Millisecond)
+	var in Input
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
+		in = e.input()
+		return len(in.Status.Agents) == 1 && in.Status.Agents[0].Restarts == 99
+	}) {
+		t.Fatalf("the engine never took in the burst: %+v", in.Status.Agents)
 	}
 	open()
 	m := u.waitMenu(t, "the last state", firstLine("1 stopped"))
@@ -503,17 +494,13 @@ func TestEngineOpen(t *testing.T) {
 	if n := o.waitNotice(t, "no log for bob yet"); !strings.Contains(n.Body, "bob.log") {
 		t.Errorf("notice %+v", n)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var opened []string
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
 		o.mu.Lock()
-		opened := slices.Clone(o.opened)
+		opened = slices.Clone(o.opened)
 		o.mu.Unlock()
-		if len(opened) == 1 && opened[0] == filepath.Join(dir, "alice.log") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("opened %v, want alice's log", opened)
-		}
-		time.Sleep(2 * time.Millisecond)
+		return len(opened) == 1 && opened[0] == filepath.Join(dir, "alice.log")
+	}) {
+		t.Fatalf("opened %v, want alice's log", opened)
 	}
 }

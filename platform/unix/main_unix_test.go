@@ -3,7 +3,6 @@
 package unix
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -15,26 +14,27 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
-// The test binary doubles as every child process the tests need, in the
-// manner of os/exec's tests: TETHER_UNIX_TEST_HELPER selects a role and
-// TestMain runs it instead of the tests. A helper that should report
-// readiness writes one line "TAG PID START" to descriptor 3, a pipe the test
-// reads with a deadline; nothing waits for a child by sleeping.
+// The test binary doubles as every child process the tests need: each
+// role of runHelper is a helper (testproc). A helper that should report
+// readiness announces "TAG PID START" on the readiness pipe it was given,
+// which the test reads with a deadline; nothing waits for a child by
+// sleeping.
 const (
-	helperEnv   = "TETHER_UNIX_TEST_HELPER"   // the role to play
 	tagEnv      = "TETHER_UNIX_TEST_TAG"      // the tag of the readiness line
-	readyEnv    = "TETHER_UNIX_TEST_READY"    // "1" when descriptor 3 is the readiness pipe
 	isolatedEnv = "TETHER_UNIX_TEST_ISOLATED" // name of the test a fresh test binary runs alone
 )
+
+// roles are the helpers runHelper plays.
+var roles = []string{"sleep", "ignore-term", "exit", "leader", "middle", "lock-try", "lock-hold", "lock-pass", "zombie-leader"}
 
 // helperLife bounds the life of every helper, so that nothing a failed or
 // killed test run leaves behind lives on for long.
@@ -47,123 +47,30 @@ const waitLimit = 10 * time.Second
 // double-forked helpers come back to it (Linux only).
 var subreaper bool
 
-// godebug is GODEBUG as the test process found it; helpers get it back.
-var godebug, haveGodebug = os.LookupEnv("GODEBUG")
-
 func init() {
-	if os.Getenv(helperEnv) == "" {
-		// As in os/exec's tests: an exec.Cmd started but never waited
-		// for panics when the collector finds it.
-		v := "execwait=2"
-		if godebug != "" {
-			v = godebug + "," + v
-		}
-		os.Setenv("GODEBUG", v)
+	for _, role := range roles {
+		testproc.Register(role, func(args []string) int { return runHelper(role, args) })
 	}
-	if os.Getenv(helperEnv) == "zombie-leader" {
+	if testproc.Name() == "zombie-leader" {
 		// Called from init, this keeps the main goroutine, and so the
 		// helper, on the main thread, the thread group leader.
 		runtime.LockOSThread()
 	}
 }
 
+// PID 1 on the machines this runs on may not reap: orphans must come back
+// to the test process, where they are reaped, and whatever outlives the
+// tests is a failure.
 func TestMain(m *testing.M) {
-	if role := os.Getenv(helperEnv); role != "" {
-		os.Exit(runHelper(role, os.Args[1:]))
-	}
-	// PID 1 on the machines this runs on may not reap: orphans must come
-	// back here, where they are reaped and counted.
-	var err error
-	subreaper, err = BecomeSubreaper()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "BecomeSubreaper:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	// Give the execwait finalizers their chance.
-	runtime.GC()
-	runtime.GC()
-	if leaked := killLeftovers(); len(leaked) > 0 {
-		fmt.Fprintf(os.Stderr, "FAIL: %d process(es) outlived the tests and were killed:\n", len(leaked))
-		for _, p := range leaked {
-			fmt.Fprintf(os.Stderr, "\tpid %d (ppid %d, state %c): %s\n", p.Pid, p.PPid, p.State, p.cmdline)
-		}
-		code = 1
-	}
-	if err := goleak.Find(); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: goroutines leaked:", err)
-		code = 1
-	}
-	os.Exit(code)
-}
-
-// killLeftovers kills every live descendant of the test process, reaps
-// every zombie child, and returns the live ones it found: each is a leak.
-// It runs after all tests, when nothing else waits for children.
-func killLeftovers() []leak {
-	self := os.Getpid()
-	seen := make(map[Ref]bool)
-	var leaked []leak
-	deadline := time.Now().Add(waitLimit)
-	for {
-		for {
-			var ws unix.WaitStatus
-			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			if err != nil || pid <= 0 {
-				break
-			}
-		}
-		procs, err := Processes()
-		if err != nil {
-			return leaked
-		}
-		pending := false
-		for _, p := range Descendants(procs, self) {
-			pending = true
-			if p.Zombie() {
-				continue
-			}
-			if !seen[p.Ref()] {
-				seen[p.Ref()] = true
-				leaked = append(leaked, leak{p, cmdline(p.Pid)})
-			}
-			if h, err := OpenHandle(p.Ref()); err == nil {
-				_ = h.Signal(syscall.SIGKILL)
-				h.Close()
-			}
-		}
-		if !pending || time.Now().After(deadline) {
-			return leaked
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-type leak struct {
-	Proc
-	cmdline string
-}
-
-// cmdline describes a process by its arguments and, for a helper, its role.
-func cmdline(pid int) string {
-	dir := "/proc/" + strconv.Itoa(pid)
-	b, _ := os.ReadFile(dir + "/cmdline")
-	s := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
-	env, _ := os.ReadFile(dir + "/environ")
-	for kv := range strings.SplitSeq(string(env), "\x00") {
-		if role, ok := strings.CutPrefix(kv, helperEnv+"="); ok {
-			s += " (helper " + role + ")"
-		}
-	}
-	return s
+	testproc.Main(m, testproc.HelperLife(helperLife), testproc.Sweep(), testproc.NoLeaks(),
+		testproc.Before(func() (err error) {
+			subreaper, err = BecomeSubreaper()
+			return err
+		}))
 }
 
 // runHelper plays one helper role and returns the exit code.
 func runHelper(role string, args []string) int {
-	time.AfterFunc(helperLife, func() { os.Exit(98) })
 	switch role {
 	case "sleep":
 		// Waits; SIGTERM kills it (the runtime's default action).
@@ -278,35 +185,24 @@ func idle() int {
 // announce writes the readiness line of this process, if it was given a
 // readiness pipe.
 func announce() {
-	if os.Getenv(readyEnv) != "1" {
-		return
-	}
 	p, err := Stat(os.Getpid())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "announce:", err)
-		os.Exit(3)
+	if err == nil {
+		err = testproc.Announce(fmt.Sprintf("%s %d %d", os.Getenv(tagEnv), p.Pid, p.Start))
 	}
-	// One write of less than PIPE_BUF bytes: lines of several writers
-	// never interleave.
-	line := fmt.Sprintf("%s %d %d\n", os.Getenv(tagEnv), p.Pid, p.Start)
-	if _, err := unix.Write(3, []byte(line)); err != nil {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "announce:", err)
 		os.Exit(3)
 	}
 }
 
 // spawnHelper is how a helper starts another helper, passing its own
-// readiness pipe on as descriptor 3 and extra as 4, 5, ...
+// readiness pipe on and extra as descriptors 3, 4, ...
 func spawnHelper(role, tag string, args []string, attr *syscall.SysProcAttr, wait bool, extra ...*os.File) {
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = helperEnviron(role, tag, os.Getenv(readyEnv) == "1")
+	cmd := helperCommand(role, tag, args...)
 	cmd.SysProcAttr = attr
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	var ready *os.File
-	if os.Getenv(readyEnv) == "1" {
-		ready = os.NewFile(3, "ready")
-	}
-	cmd.ExtraFiles = append([]*os.File{ready}, extra...)
+	cmd.ExtraFiles = extra
+	testproc.PassOn(cmd)
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "spawn:", err)
 		os.Exit(3)
@@ -316,72 +212,42 @@ func spawnHelper(role, tag string, args []string, attr *syscall.SysProcAttr, wai
 	}
 }
 
-// helperEnviron is the environment of a helper child.
-func helperEnviron(role, tag string, ready bool) []string {
-	env := append(childEnviron(), helperEnv+"="+role, tagEnv+"="+tag)
-	if ready {
-		env = append(env, readyEnv+"=1")
+// helperCommand is the command of the helper role with args, whose
+// readiness lines carry tag.
+func helperCommand(role, tag string, args ...string) *exec.Cmd {
+	cmd := testproc.Command(role, args...)
+	cmd.Env = append(childEnviron(), tagEnv+"="+tag)
+	return cmd
+}
+
+// childEnviron is the environment of a helper (testproc.Environ) without
+// this package's settings.
+func childEnviron() []string {
+	var env []string
+	for _, kv := range testproc.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); k != tagEnv && k != isolatedEnv {
+			env = append(env, kv)
+		}
 	}
 	return env
 }
 
-// childEnviron is the environment of the test process without the helper
-// settings. It keeps the caller's race detector options but drops the
-// second a race-enabled binary otherwise sleeps at exit, so that helpers
-// exit as promptly under -race as without it.
-func childEnviron() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case helperEnv, tagEnv, readyEnv, isolatedEnv, "GORACE", "GODEBUG":
-			continue
-		}
-		env = append(env, kv)
-	}
-	if haveGodebug {
-		env = append(env, "GODEBUG="+godebug)
-	}
-	race := "atexit_sleep_ms=0"
-	if old := os.Getenv("GORACE"); old != "" {
-		race = old + " " + race
-	}
-	return append(env, "GORACE="+race)
-}
-
-func testExecutable(t testing.TB) string {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return exe
-}
-
 // readyPipe collects the readiness lines of a test's helpers.
 type readyPipe struct {
-	r, w *os.File
-	br   *bufio.Reader
+	*testproc.Ready
 	seen map[string]Ref
 }
 
 func newReadyPipe(t testing.TB) *readyPipe {
 	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close(); w.Close() })
-	return &readyPipe{r: r, w: w, br: bufio.NewReader(r), seen: make(map[string]Ref)}
+	return &readyPipe{Ready: testproc.NewReady(t), seen: make(map[string]Ref)}
 }
 
 // wait returns the processes that announced tags, reading until each has
 // announced or the deadline passes.
 func (rp *readyPipe) wait(t testing.TB, tags ...string) map[string]Ref {
 	t.Helper()
-	if err := rp.r.SetReadDeadline(time.Now().Add(waitLimit)); err != nil {
-		t.Fatal(err)
-	}
+	deadline := time.Now().Add(waitLimit)
 	out := make(map[string]Ref, len(tags))
 	for _, tag := range tags {
 		for {
@@ -389,7 +255,7 @@ func (rp *readyPipe) wait(t testing.TB, tags ...string) map[string]Ref {
 				out[tag] = r
 				break
 			}
-			line, err := rp.br.ReadString('\n')
+			line, err := rp.Line(time.Until(deadline))
 			if err != nil {
 				t.Fatalf("waiting for %q to announce itself (have %v): %v", tag, rp.seen, err)
 			}
@@ -408,8 +274,8 @@ func (rp *readyPipe) wait(t testing.TB, tags ...string) map[string]Ref {
 type helperOpts struct {
 	tag   string
 	args  []string
-	ready *readyPipe // descriptor 3 when set
-	extra []*os.File // descriptors 4, 5, ...
+	ready *readyPipe // the readiness pipe, when set
+	extra []*os.File // descriptors 3, 4, ...
 	attr  *syscall.SysProcAttr
 }
 
@@ -417,25 +283,14 @@ type helperOpts struct {
 // when the test ends, whatever the outcome.
 func startHelper(t testing.TB, role string, o helperOpts) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(testExecutable(t), o.args...)
-	cmd.Env = helperEnviron(role, o.tag, o.ready != nil)
+	cmd := helperCommand(role, o.tag, o.args...)
 	cmd.SysProcAttr = o.attr
 	cmd.Stderr = os.Stderr
-	var ready *os.File
+	cmd.ExtraFiles = o.extra
 	if o.ready != nil {
-		ready = o.ready.w
+		o.ready.Pass(cmd)
 	}
-	cmd.ExtraFiles = append([]*os.File{ready}, o.extra...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	t.Cleanup(func() {
-		once.Do(func() {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		})
-	})
+	testproc.Start(t, cmd)
 	return cmd
 }
 
@@ -445,17 +300,16 @@ func startHelper(t testing.TB, role string, o helperOpts) *exec.Cmd {
 func startSession(t testing.TB, role string, o helperOpts, cg *Cgroup) (int, error) {
 	t.Helper()
 	spec := SpawnSpec{
-		Path:   testExecutable(t),
-		Argv:   append([]string{testExecutable(t)}, o.args...),
-		Env:    helperEnviron(role, o.tag, o.ready != nil),
+		Path:   testproc.Executable(),
+		Argv:   testproc.Argv(role, o.args...),
+		Env:    append(childEnviron(), tagEnv+"="+o.tag),
 		Stderr: os.Stderr,
 		Cgroup: cg,
+		Extra:  o.extra,
 	}
-	var ready *os.File
 	if o.ready != nil {
-		ready = o.ready.w
+		spec.Extra, spec.Env = o.ready.Inherit(spec.Extra, spec.Env)
 	}
-	spec.Extra = append([]*os.File{ready}, o.extra...)
 	pid, err := StartSession(spec)
 	if err != nil {
 		return 0, err
@@ -483,25 +337,24 @@ func killAndReap(t testing.TB, r Ref) {
 // parent is not the test process, reaping it when it is ours.
 func reapPid(t testing.TB, r Ref) (unix.WaitStatus, bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for {
-		p, err := Stat(r.Pid)
+	var p Proc
+	var ws unix.WaitStatus
+	reaped := false
+	if !testproc.Until(waitLimit, func() bool {
+		var err error
+		p, err = Stat(r.Pid)
 		if err != nil || p.Start != r.Start {
-			return 0, false
+			return true
 		}
 		if p.Zombie() && p.PPid == os.Getpid() {
-			var ws unix.WaitStatus
 			got, err := unix.Wait4(r.Pid, &ws, unix.WNOHANG, nil)
-			if err == nil && got == r.Pid {
-				return ws, true
-			}
+			reaped = err == nil && got == r.Pid
 		}
-		if time.Now().After(deadline) {
-			t.Errorf("process %d (state %c, ppid %d) was not gone after %v", r.Pid, p.State, p.PPid, waitLimit)
-			return 0, false
-		}
-		time.Sleep(time.Millisecond)
+		return reaped
+	}) {
+		t.Errorf("process %d (state %c, ppid %d) was not gone after %v", r.Pid, p.State, p.PPid, waitLimit)
 	}
+	return ws, reaped
 }
 
 // openHandle opens a Handle that is closed when the test ends.
@@ -513,18 +366,6 @@ func openHandle(t testing.TB, r Ref) *Handle {
 	}
 	t.Cleanup(func() { h.Close() })
 	return h
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", waitLimit, what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // afterIsolated run with the pid of an isolated test process once it has
@@ -543,7 +384,7 @@ func isolated(t *testing.T) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*waitLimit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, testExecutable(t),
+	cmd := exec.CommandContext(ctx, testproc.Executable(),
 		"-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.count=1", "-test.v", "-test.timeout=60s")
 	cmd.Env = append(childEnviron(), isolatedEnv+"="+t.Name())
 	var out bytes.Buffer

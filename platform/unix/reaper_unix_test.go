@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // newTestReaper starts the process's one Reaper. When the test ends every
@@ -28,26 +30,21 @@ func newTestReaper(t *testing.T) *Reaper {
 // zombie: everything it started or adopted is gone and reaped.
 func waitNoChildren(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for {
+	var left []Proc
+	if !testproc.Until(waitLimit, func() bool {
 		procs, err := Processes()
 		if err != nil {
 			t.Fatal(err)
 		}
-		var left []Proc
+		left = nil
 		for _, p := range procs {
 			if p.PPid == os.Getpid() {
 				left = append(left, p)
 			}
 		}
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("children left after %v: %+v", waitLimit, left)
-			return
-		}
-		time.Sleep(time.Millisecond)
+		return len(left) == 0
+	}) {
+		t.Errorf("children left after %v: %+v", waitLimit, left)
 	}
 }
 
@@ -79,17 +76,13 @@ func TestReaper(t *testing.T) {
 				if err != nil {
 					return 0, err
 				}
-				deadline := time.Now().Add(waitLimit)
-				for {
+				if !testproc.Until(waitLimit, func() bool {
 					p, err := Stat(pid)
-					if errors.Is(err, ErrNoProcess) || err == nil && p.Zombie() {
-						return pid, nil
-					}
-					if time.Now().After(deadline) {
-						return pid, errors.New("the child did not exit")
-					}
-					time.Sleep(time.Millisecond)
+					return errors.Is(err, ErrNoProcess) || err == nil && p.Zombie()
+				}) {
+					return pid, errors.New("the child did not exit")
 				}
+				return pid, nil
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -202,10 +195,10 @@ func TestReaper(t *testing.T) {
 			t.Errorf("middle process: status %+v", st)
 		}
 		orphan := rp.wait(t, "orphan")["orphan"]
-		waitFor(t, "the orphan to be adopted", func() bool {
+		testproc.Eventually(t, waitLimit, func() bool {
 			p, err := Stat(orphan.Pid)
 			return err == nil && p.PPid == os.Getpid()
-		})
+		}, "timed out after %v waiting for the orphan to be adopted", waitLimit)
 		h, err := OpenHandle(orphan)
 		if err != nil {
 			t.Fatal(err)
@@ -214,10 +207,10 @@ func TestReaper(t *testing.T) {
 		if err := h.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the orphan to be reaped", func() bool {
+		testproc.Eventually(t, waitLimit, func() bool {
 			_, err := Stat(orphan.Pid)
 			return errors.Is(err, ErrNoProcess)
-		})
+		}, "timed out after %v waiting for the orphan to be reaped", waitLimit)
 		// Several at once, exiting by themselves.
 		for i := range 4 {
 			_, ch, err := r.Start(func() (int, error) {

@@ -7,13 +7,13 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 const nobody = 65534
@@ -43,8 +43,8 @@ func TestOtherUIDRefused(t *testing.T) {
 	ts := serveAt(t, f, filepath.Join(dir, "s", "t.sock"))
 	run := func() helperResult {
 		t.Helper()
-		cmd := exec.Command(helper, ts.path)
-		cmd.Env = append(os.Environ(), helperEnv+"=status")
+		cmd := testproc.Command("status", ts.path)
+		cmd.Path = helper
 		cmd.Dir = "/"
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 		var stderr bytes.Buffer

@@ -1,5 +1,3 @@
-//go:build linux
-
 package tests
 
 import (
@@ -12,27 +10,18 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
-// helperEnv names the helper a re-executed test binary is to be (the
-// os/exec tests' pattern): TestMain runs it instead of the tests.
-const helperEnv = "TETHER_E2E_HELPER"
+// The test binary doubles as a client of the local API: the helper
+// "get-status SOCKET".
+func init() { testproc.Register("get-status", helperGetStatus) }
 
-// runHelper runs the helper process name and returns its exit code.
-func runHelper(name string) int {
-	switch name {
-	case "get-status":
-		return helperGetStatus(os.Getenv("TETHER_E2E_SOCKET"))
-	}
-	fmt.Fprintf(os.Stderr, "unknown helper %q\n", name)
-	return 2
-}
-
-// helperGetStatus asks the service at socket for its status and prints
-// the HTTP status code, then the body. It exits 1 when it cannot ask:
-// that is, when something other than the service refused it.
-func helperGetStatus(socket string) int {
-	hc := unixHTTPClient(socket)
+// helperGetStatus asks the service at the socket args[0] for its status
+// and prints the HTTP status code, then the body. It exits 1 when it
+// cannot ask: that is, when something other than the service refused it.
+func helperGetStatus(args []string) int {
+	hc := unixHTTPClient(args[0])
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+api.Host+api.PathStatus, nil)

@@ -1,5 +1,3 @@
-//go:build linux
-
 package tests
 
 import (
@@ -16,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // agentYAML is an agent whose shell carries a marker on its command line
@@ -35,32 +34,25 @@ func marker(t *testing.T) string {
 
 func waitSessions(t *testing.T, mark string, n int) []int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s := sessionsOf(mark)
-		if len(s) == n {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d live trees of %s, want %d", len(s), mark, n)
-		}
-		time.Sleep(2 * time.Millisecond)
+	var s []int
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
+		s = sessionsOf(mark)
+		return len(s) == n
+	}) {
+		t.Fatalf("%d live trees of %s, want %d", len(s), mark, n)
 	}
+	return s
 }
 
 // reap waits for processes adopted by this test process (guardians whose
 // service was killed), so none is left a zombie.
 func reap(pids ...int) {
 	for _, pid := range pids {
-		deadline := time.Now().Add(5 * time.Second)
-		for time.Now().Before(deadline) {
+		testproc.Until(5*time.Second, func() bool {
 			var ws unix.WaitStatus
 			got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
-			if got == pid || err != nil {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
+			return got == pid || err != nil
+		})
 	}
 }
 
@@ -289,16 +281,13 @@ func TestSIGHUPReloads(t *testing.T) {
 	if err := svc.cmd.Process.Signal(unix.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st, err := w.client("default").Status(context.Background())
-		if err == nil && st.ConfigError != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a rejected reload is not reported: %+v %v", st, err)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var st api.Status
+	var err error
+	if !testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
+		st, err = w.client("default").Status(context.Background())
+		return err == nil && st.ConfigError != nil
+	}) {
+		t.Fatalf("a rejected reload is not reported: %+v %v", st, err)
 	}
 	waitSessions(t, m+"-a", 1)
 	waitSessions(t, m+"-b", 1)

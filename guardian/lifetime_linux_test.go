@@ -1,5 +1,3 @@
-//go:build linux
-
 package guardian
 
 import (
@@ -15,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 )
 
@@ -134,16 +133,12 @@ func TestI2OwnerKilled(t *testing.T) {
 				begin := time.Now()
 				o.kill()
 				bound := spec.StopTimeout + 100*time.Millisecond
-				for {
+				if !testproc.UntilEvery(time.Until(begin.Add(bound)), 200*time.Microsecond, func() bool {
 					reapAdopted()
-					if len(alive(rs)) == 0 && gone(r.PrivateDir) && lockFree(t, r.LockPath) {
-						break
-					}
-					if time.Since(begin) > bound {
-						t.Fatalf("I2 breached: after %v alive %v, private dir gone %v, lock free %v\nlog:\n%s",
-							bound, alive(rs), gone(r.PrivateDir), lockFree(t, r.LockPath), e.log())
-					}
-					time.Sleep(200 * time.Microsecond)
+					return len(alive(rs)) == 0 && gone(r.PrivateDir) && lockFree(t, r.LockPath)
+				}) {
+					t.Fatalf("I2 breached: after %v alive %v, private dir gone %v, lock free %v\nlog:\n%s",
+						bound, alive(rs), gone(r.PrivateDir), lockFree(t, r.LockPath), e.log())
 				}
 				t.Logf("%s tree cleaned %v after owner SIGKILL", role, time.Since(begin))
 			})
@@ -179,30 +174,23 @@ func TestI7OwnerKilledWhileGuardianStopped(t *testing.T) {
 	if err := syscall.Kill(r.GuardianPID, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	for {
+	if !testproc.UntilEvery(time.Until(begin.Add(spec.StopTimeout+100*time.Millisecond)), 200*time.Microsecond, func() bool {
 		reapAdopted()
-		if len(alive(rs)) == 0 && gone(r.PrivateDir) && lockFree(t, r.LockPath) {
-			break
-		}
-		if time.Since(begin) > spec.StopTimeout+100*time.Millisecond {
-			t.Fatalf("after SIGCONT: alive %v, private dir gone %v", alive(rs), gone(r.PrivateDir))
-		}
-		time.Sleep(200 * time.Microsecond)
+		return len(alive(rs)) == 0 && gone(r.PrivateDir) && lockFree(t, r.LockPath)
+	}) {
+		t.Fatalf("after SIGCONT: alive %v, private dir gone %v", alive(rs), gone(r.PrivateDir))
 	}
 }
 
 func waitState(t *testing.T, pid int, state byte) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		p, err := punix.Stat(pid)
-		if err == nil && p.State == state {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d never reached state %c (%+v, %v)", pid, state, p, err)
-		}
-		time.Sleep(time.Millisecond)
+	var p punix.Proc
+	var err error
+	if !testproc.Until(5*time.Second, func() bool {
+		p, err = punix.Stat(pid)
+		return err == nil && p.State == state
+	}) {
+		t.Fatalf("pid %d never reached state %c (%+v, %v)", pid, state, p, err)
 	}
 }
 

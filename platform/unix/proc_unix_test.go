@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // sameProc compares the fields Proc documents.
@@ -85,10 +87,10 @@ func TestAlive(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the helper to become a zombie", func() bool {
+	testproc.Eventually(t, waitLimit, func() bool {
 		p, err := Stat(r.Pid)
 		return err == nil && p.Zombie()
-	})
+	}, "timed out after %v waiting for the helper to become a zombie", waitLimit)
 	if Alive(r) {
 		t.Errorf("Alive(zombie) = true")
 	}

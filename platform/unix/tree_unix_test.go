@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 func TestTreeMembersSynthetic(t *testing.T) {
@@ -127,10 +129,10 @@ func startTree(t *testing.T, r *Reaper, children ...string) *testTree {
 			tt.tree.Extra = append(tt.tree.Extra, ref)
 			continue
 		}
-		waitFor(t, tag+" to be adopted by the test process", func() bool {
+		testproc.Eventually(t, waitLimit, func() bool {
 			p, err := Stat(ref.Pid)
 			return err == nil && p.PPid == os.Getpid()
-		})
+		}, "timed out after %v waiting for %s to be adopted by the test process", waitLimit, tag)
 	}
 	return tt
 }
@@ -270,10 +272,10 @@ func TestTreeStopStopped(t *testing.T) {
 		if err := h.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, tag+" to stop", func() bool {
+		testproc.Eventually(t, waitLimit, func() bool {
 			p, err := Stat(ref.Pid)
 			return err == nil && p.State == 'T'
-		})
+		}, "timed out after %v waiting for %s to stop", waitLimit, tag)
 	}
 	rep, err := tt.tree.Stop(waitLimit, time.Second)
 	if err != nil {

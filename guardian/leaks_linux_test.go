@@ -1,5 +1,3 @@
-//go:build linux
-
 package guardian
 
 import (
@@ -11,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"go.uber.org/goleak"
 )
@@ -25,12 +24,13 @@ var (
 // and agent it started must have been waited for.
 func checkNoLeaks(t *testing.T) {
 	t.Cleanup(func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for {
+		var zombies []string
+		var children []int
+		var procs []punix.Proc
+		if !testproc.Until(5*time.Second, func() bool {
 			reapAdopted()
-			var zombies []string
-			var children []int
-			procs, _ := punix.Processes()
+			zombies, children = nil, nil
+			procs, _ = punix.Processes()
 			for _, p := range procs {
 				if p.PPid != os.Getpid() {
 					continue
@@ -42,26 +42,21 @@ func checkNoLeaks(t *testing.T) {
 					children = append(children, p.Pid)
 				}
 			}
-			if len(zombies) == 0 && len(children) == 0 {
-				break
+			return len(zombies) == 0 && len(children) == 0
+		}) {
+			t.Errorf("left behind: unreaped children %v, live children %v", zombies, children)
+			// Clear them, so one failure does not fail every test
+			// after it.
+			for _, pid := range children {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				expectAdopted(pid)
 			}
-			if time.Now().After(deadline) {
-				t.Errorf("left behind: unreaped children %v, live children %v", zombies, children)
-				// Clear them, so one failure does not fail every
-				// test after it.
-				for _, pid := range children {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-					expectAdopted(pid)
+			for _, p := range procs {
+				if p.PPid == os.Getpid() && p.Zombie() {
+					expectAdopted(p.Pid)
 				}
-				for _, p := range procs {
-					if p.PPid == os.Getpid() && p.Zombie() {
-						expectAdopted(p.Pid)
-					}
-				}
-				reapAdopted()
-				break
 			}
-			time.Sleep(time.Millisecond)
+			reapAdopted()
 		}
 		goleak.VerifyNone(t)
 	})
