@@ -495,7 +495,7 @@ func TestTrayWithoutHost(t *testing.T) {
 	cleanupTrees(t, m)
 	w.writeConfig(fmt.Sprintf("agents:\n  - id: alice\n    command: [/bin/sh, -c, 'sleep 1000 & wait', %s]\n    autostart: true\n", m))
 	w.startService("default")
-	w.waitState("default", "alice", "running")
+	w.waitState("default", "alice", api.StateRunning)
 	begin := time.Now()
 	tr := d.startTray(w, "default", false)
 	n := d.waitNotification(30*time.Second, "no tray to show its icon in", "AppIndicator")

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -114,22 +116,23 @@ func (l *notifyLog) all() []notifyCall {
 // server answered.
 func (l *notifyLog) wait(t *testing.T, within time.Duration, summary string) notifyCall {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	var found notifyCall
+	if !testproc.UntilEvery(within, 20*time.Millisecond, func() bool {
 		for _, c := range l.all() {
 			if strings.Contains(c.summary, summary) && c.id != 0 {
-				return c
+				found = c
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			var got []string
-			for _, c := range l.all() {
-				got = append(got, c.summary)
-			}
-			t.Fatalf("no notification %q within %v; sent: %q", summary, within, got)
+		return false
+	}) {
+		var got []string
+		for _, c := range l.all() {
+			got = append(got, c.summary)
 		}
-		time.Sleep(20 * time.Millisecond)
+		t.Fatalf("no notification %q within %v; sent: %q", summary, within, got)
 	}
+	return found
 }
 
 // contextSwitches sums the voluntary and involuntary context switches of
@@ -200,7 +203,7 @@ func TestTrayNotificationActions(t *testing.T) {
 	w.writeConfig(failOnceConfig(m, flag, "bob", "carol", "dave"))
 	w.startService("default")
 	for _, id := range []string{"bob", "carol", "dave"} {
-		w.waitState("default", id, "failed")
+		w.waitState("default", id, api.StateFailed)
 	}
 	pathEnv, opened := fakeOpener(t)
 	tr := d.startTrayEnv(w, "default", pathEnv)
@@ -221,7 +224,7 @@ func TestTrayNotificationActions(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.pickAction("#Start again (tether: bob failed)")
-	w.waitState("default", "bob", "running")
+	w.waitState("default", "bob", api.StateRunning)
 	t.Log("Start again on bob's notice started bob")
 
 	// Open log: the opener gets carol's log.
@@ -233,30 +236,28 @@ func TestTrayNotificationActions(t *testing.T) {
 	if _, err := w.client("default").Start(context.Background(), "dave"); err != nil {
 		t.Fatal(err)
 	}
-	dv := w.waitState("default", "dave", "running")
+	dv := w.waitState("default", "dave", api.StateRunning)
 	if err := os.Remove(flag); err != nil {
 		t.Fatal(err)
 	}
 	if err := syscallKill(dv.PID); err != nil {
 		t.Fatal(err)
 	}
-	w.waitState("default", "dave", "failed")
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		calls := notes.all()
-		i := slices.IndexFunc(calls, func(c notifyCall) bool {
+	w.waitState("default", "dave", api.StateFailed)
+	var again notifyCall
+	if !testproc.UntilEvery(15*time.Second, 20*time.Millisecond, func() bool {
+		i := slices.IndexFunc(notes.all(), func(c notifyCall) bool {
 			return strings.Contains(c.summary, "dave failed") && c.replacesID != 0 && c.id != 0
 		})
 		if i >= 0 {
-			if calls[i].replacesID != dave.id || calls[i].id != dave.id {
-				t.Errorf("dave's second notice replaces %d (answered %d), want its first, %d", calls[i].replacesID, calls[i].id, dave.id)
-			}
-			break
+			again = notes.all()[i]
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dave's second notice never replaced the first: %+v", calls)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return i >= 0
+	}) {
+		t.Fatalf("dave's second notice never replaced the first: %+v", notes.all())
+	}
+	if again.replacesID != dave.id || again.id != dave.id {
+		t.Errorf("dave's second notice replaces %d (answered %d), want its first, %d", again.replacesID, again.id, dave.id)
 	}
 
 	// Copy error: carol's whole error on the clipboard.
@@ -266,18 +267,15 @@ func TestTrayNotificationActions(t *testing.T) {
 	})
 	cp, _ := menu.find("carol: failed", "Copy error")
 	d.click(item, cp.id)
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		out, _, err := runBounded(t, d.command("xclip", "-o", "-selection", "clipboard"), 10*time.Second)
-		if err == nil && strings.HasPrefix(out, "carol (carol): exited") && strings.Contains(out, "exit status 3") {
-			t.Logf("Copy error: %q", out)
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the clipboard has %q (%v), want carol's error", out, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var out string
+	if !testproc.UntilEvery(10*time.Second, 50*time.Millisecond, func() bool {
+		var err error
+		out, _, err = runBounded(t, d.command("xclip", "-o", "-selection", "clipboard"), 10*time.Second)
+		return err == nil && strings.HasPrefix(out, "carol (carol): exited") && strings.Contains(out, "exit status 3")
+	}) {
+		t.Fatalf("the clipboard has %q, want carol's error", out)
 	}
+	t.Logf("Copy error: %q", out)
 
 	// Reload config with a broken config: the cause, on one line.
 	w.writeConfig("agents:\n  - id: bob\n    comand: [x]\n")
@@ -318,7 +316,7 @@ func TestTrayBurstOfFailures(t *testing.T) {
 	w.writeConfig(b.String())
 	w.startService("default")
 	for _, id := range ids {
-		w.waitState("default", id, "running")
+		w.waitState("default", id, api.StateRunning)
 	}
 	tr := d.startTray(w, "default", false)
 	item := d.waitItem(tr.pid, 15*time.Second)
@@ -327,27 +325,23 @@ func TestTrayBurstOfFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
-		w.waitState("default", id, "failed")
+		w.waitState("default", id, api.StateFailed)
 	}
 	summary := notes.wait(t, 15*time.Second, "5 more agents failed")
 	t.Logf("summary: %q / %q", summary.summary, summary.body)
 	// Every agent named in some bubble dunst showed.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		all := strings.Join(d.notifications(), "\n")
-		var missing []string
+	var all string
+	var missing []string
+	if !testproc.UntilEvery(15*time.Second, 100*time.Millisecond, func() bool {
+		all, missing = strings.Join(d.notifications(), "\n"), nil
 		for _, id := range ids {
 			if !strings.Contains(all, id+" failed") && !strings.Contains(all, " "+id+",") && !strings.Contains(all, " "+id+"\n") && !strings.HasSuffix(all, " "+id) {
 				missing = append(missing, id)
 			}
 		}
-		if len(missing) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agents never named in a bubble: %v; dunst showed:\n%s", missing, all)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return len(missing) == 0
+	}) {
+		t.Fatalf("agents never named in a bubble: %v; dunst showed:\n%s", missing, all)
 	}
 	var own int
 	for _, c := range notes.all() {
@@ -370,7 +364,7 @@ func TestTrayIdleAndUptime(t *testing.T) {
 	cleanupTrees(t, m)
 	w.writeConfig(fmt.Sprintf("agents:\n  - id: alice\n    identity: alice@relay\n    command: [/bin/sh, -c, 'sleep 1000 & wait', %s]\n    autostart: true\n    stop_timeout: 300ms\n", m))
 	w.startService("default")
-	alice := w.waitState("default", "alice", "running")
+	alice := w.waitState("default", "alice", api.StateRunning)
 	tr := d.startTray(w, "default", false)
 	item := d.waitItem(tr.pid, 15*time.Second)
 	d.waitMenu(item, "alice running <1m", func(n menuNode) bool { _, ok := n.find("alice: running <1m"); return ok })
@@ -479,7 +473,7 @@ func TestTraySuspendResume(t *testing.T) {
 	cleanupTrees(t, m)
 	w.writeConfig(fmt.Sprintf("agents:\n  - id: alice\n    command: [/bin/sh, -c, 'sleep 1000 & wait', %s]\n    autostart: true\n    stop_timeout: 300ms\n", m))
 	svc := w.startService("default")
-	w.waitState("default", "alice", "running")
+	w.waitState("default", "alice", api.StateRunning)
 	tr := d.startTrayEnv(w, "default", "DBUS_SYSTEM_BUS_ADDRESS="+logind.addr)
 	logind.waitSubscribed(t)
 	item := d.waitItem(tr.pid, 15*time.Second)
@@ -526,9 +520,10 @@ func TestTraySuspendResume(t *testing.T) {
 // geometry.
 func (d *desktop) notifydWindow() image.Rectangle {
 	d.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		out, _, _ := runBounded(d.t, d.command("xdotool", "search", "--class", "Xfce4-notifyd"), 10*time.Second)
+	var out string
+	var r image.Rectangle
+	if !testproc.UntilEvery(15*time.Second, 50*time.Millisecond, func() bool {
+		out, _, _ = runBounded(d.t, d.command("xdotool", "search", "--class", "Xfce4-notifyd"), 10*time.Second)
 		for _, id := range strings.Fields(out) {
 			geo := d.run(10*time.Second, "xdotool", "getwindowgeometry", "--shell", id)
 			v := map[string]int{}
@@ -537,14 +532,15 @@ func (d *desktop) notifydWindow() image.Rectangle {
 				v[k], _ = strconv.Atoi(val)
 			}
 			if v["WIDTH"] > 100 && v["HEIGHT"] > 50 {
-				return image.Rect(v["X"], v["Y"], v["X"]+v["WIDTH"], v["Y"]+v["HEIGHT"])
+				r = image.Rect(v["X"], v["Y"], v["X"]+v["WIDTH"], v["Y"]+v["HEIGHT"])
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("no xfce4-notifyd bubble on screen: %q", out)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		d.t.Fatalf("no xfce4-notifyd bubble on screen: %q", out)
 	}
+	return r
 }
 
 // buttons finds the row of buttons at the bottom of a bubble: the lowest
@@ -603,7 +599,7 @@ func TestTrayNotificationScreenshot(t *testing.T) {
 	flag := filepath.Join(w.dir, "flag")
 	w.writeConfig(failOnceConfig(m, flag, "bob") + fmt.Sprintf("  - id: alice\n    identity: alice@relay\n    command: [/bin/sh, -c, 'sleep 1000 & wait', %s]\n    autostart: true\n    stop_timeout: 300ms\n", m))
 	w.startService("default")
-	w.waitState("default", "bob", "failed")
+	w.waitState("default", "bob", api.StateFailed)
 	tr := d.startTray(w, "default", false)
 	d.waitItem(tr.pid, 15*time.Second)
 	r := d.notifydWindow()
@@ -634,6 +630,6 @@ func TestTrayNotificationScreenshot(t *testing.T) {
 	t.Logf("buttons at %v", btns)
 	d.run(10*time.Second, "xdotool", "mousemove", fmt.Sprint(start.X), fmt.Sprint(start.Y))
 	d.run(10*time.Second, "xdotool", "click", "1")
-	w.waitState("default", "bob", "running")
+	w.waitState("default", "bob", api.StateRunning)
 	t.Log("clicking Start again on the notice started bob")
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // startEngine is newTestEngine with deps of the test's making, and tweak
@@ -39,18 +40,6 @@ func (o *fakeOS) allNotices() []Notice {
 	return slices.Clone(o.notices)
 }
 
-// eventually waits until cond holds.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func failedRow(id string) api.Agent {
 	a := agent(id, api.StateFailed, 0, &api.Error{Code: api.CodeSpawn, Message: fmt.Sprintf(`starting guardian for "%s@relay": spawn: command "/nonexistent" not found`, id)})
 	a.Since = time.Now()
@@ -75,9 +64,9 @@ func TestEngineBurstNamesEveryAgent(t *testing.T) {
 	for _, id := range ids {
 		f.send(failedRow(id))
 	}
-	eventually(t, "a summary", func() bool {
+	testproc.Eventually(t, 10*time.Second, func() bool {
 		return slices.ContainsFunc(o.allNotices(), func(n Notice) bool { return strings.Contains(n.Title, "5 more agents failed") })
-	})
+	}, "never: a summary")
 	got := o.allNotices()
 	if missing := named(got, ids); len(missing) > 0 {
 		t.Errorf("never named: %v in %+v", missing, got)
@@ -115,17 +104,17 @@ func TestEngineNoticeActions(t *testing.T) {
 		t.Fatal("the engine did not hand its actions to the notifier")
 	}
 	r(n.Actions[1].Do) // Start again
-	eventually(t, "start bob", func() bool { return slices.Contains(f.didActions(), "start bob") })
+	testproc.Eventually(t, 10*time.Second, func() bool { return slices.Contains(f.didActions(), "start bob") }, "never: start bob")
 	r(n.Actions[0].Do) // Open log: there is none yet
 	if n := o.waitNotice(t, "no log for bob yet"); n.Urgency != UrgencyLow {
 		t.Errorf("no-log notice %+v, want an informational one", n)
 	}
 	e.act(n.Actions[2].Do) // Open config
-	eventually(t, "the config opened", func() bool {
+	testproc.Eventually(t, 10*time.Second, func() bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		return slices.Contains(o.opened, filepath.Join(dir, "agents.yaml"))
-	})
+	}, "never: the config opened")
 }
 
 // TestEngineServiceBack: a "service is back" notice follows a "service
@@ -210,7 +199,7 @@ func TestEngineReloadAndCopy(t *testing.T) {
 	e := startEngine(t, dir, u, d, nil)
 	m := u.waitMenu(t, "1 running", firstLine("1 running"))
 	e.act(findAction(t, m, TitleReload))
-	eventually(t, "a reload", func() bool { return slices.Contains(f.didActions(), "reload") })
+	testproc.Eventually(t, 10*time.Second, func() bool { return slices.Contains(f.didActions(), "reload") }, "never: a reload")
 
 	f.mu.Lock()
 	f.reloadErr = &api.Error{Code: api.CodeConfig, Message: "config: /x/agents.yaml:3: agents[0]: unknown key \"comand\""}
@@ -222,11 +211,11 @@ func TestEngineReloadAndCopy(t *testing.T) {
 	}
 
 	e.act(Action{Kind: ActCopy, Text: "a (a@relay): spawn: it broke"})
-	eventually(t, "the copy", func() bool {
+	testproc.Eventually(t, 10*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Equal(copied, []string{"a (a@relay): spawn: it broke"})
-	})
+	}, "never: the copy")
 
 	// No clipboard: the error is shown instead.
 	e2 := startEngine(t, dir, &fakeUI{}, o.deps(), nil)
