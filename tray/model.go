@@ -283,7 +283,7 @@ func agentSlot(a api.Agent, in Input, hidden bool) Item {
 	var copied string
 	r, seen := in.LastErrors[a.ID]
 	switch {
-	case a.Error != nil && seen && r.Err == *a.Error:
+	case a.Error != nil && seen && r.Err.Equal(*a.Error):
 		last, copied = errorLine("error at "+clock(r.At), r.Err), copyText(a, r.Err, r.At)
 	case a.Error != nil:
 		last, copied = errorLine("error", *a.Error), copyText(a, *a.Error, time.Time{})
