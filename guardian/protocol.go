@@ -228,16 +228,16 @@ const (
 
 // Cleanup is the outcome of a teardown.
 type Cleanup struct {
-	Code       CleanupCode `json:"code"`
-	Message    string      `json:"message,omitempty"`
-	Left       []int       `json:"left,omitempty"` // pids still alive, for tree_alive
+	Code    CleanupCode `json:"code"`
+	Message string      `json:"message,omitempty"`
+	Left    []int       `json:"left,omitempty"` // pids still alive, for tree_alive
 	// Survivors are the processes of Left with the state the system
 	// reported for each (tree_alive).
-	Survivors []Survivor `json:"survivors,omitempty"`
-	Terminated int         `json:"terminated"`
-	Killed     int         `json:"killed"`
-	Forced     bool        `json:"forced"` // the stop timeout ran out and SIGKILL followed
-	Elapsed    Duration    `json:"elapsed"`
+	Survivors  []Survivor `json:"survivors,omitempty"`
+	Terminated int        `json:"terminated"`
+	Killed     int        `json:"killed"`
+	Forced     bool       `json:"forced"` // the stop timeout ran out and SIGKILL followed
+	Elapsed    Duration   `json:"elapsed"`
 }
 
 // Err returns nil for a clean teardown and a *CleanupError otherwise.
