@@ -267,7 +267,7 @@ func agentSlot(a api.Agent, in Input, hidden bool) Item {
 	if hidden {
 		return Item{Hidden: true, Children: []Item{
 			{Title: TitleStart}, {Title: TitleStop}, {Title: TitleRestart}, {Title: TitleOpenLog}, {Title: TitleCopyError},
-			{Separator: true}, {}, {},
+			{Separator: true}, {}, {Hidden: true}, {},
 		}}
 	}
 	title := a.ID + ": " + stateWord(a.State)
@@ -303,9 +303,19 @@ func agentSlot(a api.Agent, in Input, hidden bool) Item {
 			{Title: TitleCopyError, Tooltip: "Copy the whole error to the clipboard.", Enabled: copied != "", Action: Action{Kind: ActCopy, Text: copied}},
 			{Separator: true},
 			{Title: infoLine(a)},
+			statusLine(a),
 			last,
 		},
 	}
+}
+
+// statusLine is the agent's own word on how it is doing (its STATUS=, or
+// what a starting agent waits for), hidden when there is none.
+func statusLine(a api.Agent) Item {
+	if a.Status == "" {
+		return Item{Hidden: true}
+	}
+	return Item{Title: elide("status: "+a.Status, maxErrorTitle), Tooltip: a.Status}
 }
 
 // infoLine names the agent's identity, its processes and its restarts.

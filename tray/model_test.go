@@ -444,3 +444,20 @@ func TestAge(t *testing.T) {
 		}
 	}
 }
+
+// The agent's own status (STATUS=, or what it waits for) is a line of
+// its submenu, and there is none without one.
+func TestBuildShowsTheAgentsStatus(t *testing.T) {
+	a := agent("redis", api.StateRunning, 0, nil)
+	a.Status = "Ready to accept connections tcp"
+	item := find(t, Build(connected(a)).Items, "redis: running")
+	if s := find(t, item.Children, "status: Ready to accept connections tcp"); s.Hidden {
+		t.Errorf("status line hidden: %+v", s)
+	}
+	a.Status = ""
+	for _, c := range find(t, Build(connected(a)).Items, "redis: running").Children {
+		if strings.HasPrefix(c.Title, "status:") && !c.Hidden {
+			t.Errorf("a status line without a status: %+v", c)
+		}
+	}
+}
