@@ -128,7 +128,10 @@ func (s *pm2Sup) pm2Cmd(args ...string) *exec.Cmd {
 // up spawns the God Daemon as the first pm2 command does: pm2 start
 // ecosystem.config.js for the autostart apps, as a boot would, or else
 // pm2 ping. The API's node process loads PM2 meanwhile (it connects
-// only for a command), and up returns once it has.
+// only for a command). With autostart apps, up does not wait for it, so
+// that it takes as long as PM2's own start (the restart row's window
+// counts it) and the first command waits instead; without, up waits, so
+// that the first start is timed like the others.
 func (s *pm2Sup) up() (err error) {
 	begin := time.Now()
 	defer func() { s.h.t.Logf("pm2: up in %.0f ms", ms(time.Since(begin))) }()
@@ -149,8 +152,8 @@ func (s *pm2Sup) up() (err error) {
 	if s.daemon, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil {
 		return fmt.Errorf("pm2.pid: %w", err)
 	}
-	if _, err := s.bridge.answer(); err != nil {
-		return fmt.Errorf("pm2 API: loading: %w", err)
+	if len(s.auto) == 0 {
+		return s.bridge.load()
 	}
 	return nil
 }
@@ -223,7 +226,7 @@ func (s *pm2Sup) pssPerAgent() (float64, error) { return pssShared(s.h, s, s.dae
 // until it sends 'ready', and the start answers once it is "online".
 func (s *pm2Sup) readyWays() []readyWay {
 	return []readyWay{{
-		how:   "wait_ready, process.send('ready')",
+		how:   "wait_ready, process.send('ready') from a node app, whose boot counts",
 		setup: func() error { return s.setup(readySpecs()) },
 		start: func() error {
 			if err := s.startAgents(readyName); err != nil {
@@ -293,11 +296,12 @@ answer(null);
 // pm2Bridge is a node process that uses PM2's programmatic API. Its
 // first answer says it has loaded PM2.
 type pm2Bridge struct {
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	out  *os.File
-	rd   *bufio.Reader
-	done chan struct{}
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *os.File
+	rd     *bufio.Reader
+	done   chan struct{}
+	loaded bool
 }
 
 func startPM2Bridge(s *pm2Sup) (*pm2Bridge, error) {
@@ -332,6 +336,9 @@ func startPM2Bridge(s *pm2Sup) (*pm2Bridge, error) {
 
 // do sends one command and returns its answer's value.
 func (b *pm2Bridge) do(line string) (string, error) {
+	if err := b.load(); err != nil {
+		return "", err
+	}
 	if _, err := io.WriteString(b.in, line+"\n"); err != nil {
 		return "", err
 	}
@@ -340,6 +347,18 @@ func (b *pm2Bridge) do(line string) (string, error) {
 		return "", fmt.Errorf("pm2 API %s: %w", line, err)
 	}
 	return v, nil
+}
+
+// load waits for the bridge's first answer, once.
+func (b *pm2Bridge) load() error {
+	if b.loaded {
+		return nil
+	}
+	if _, err := b.answer(); err != nil {
+		return fmt.Errorf("pm2 API: loading: %w", err)
+	}
+	b.loaded = true
+	return nil
 }
 
 func (b *pm2Bridge) answer() (string, error) {
