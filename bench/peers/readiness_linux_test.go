@@ -64,8 +64,8 @@ func readyFile(h *harness) string { return filepath.Join(h.dir, "ready.flag") }
 // show "n/a (not built)". To measure one, give it a setup and a start,
 // which makes it a timed way like any peer's:
 //   - setup: s.setup(readySpecs()) writes a config whose last entry is the
-//     ready agent; append that agent's readiness key to it (and its env,
-//     READY_FILE or a port, where the kind needs one).
+//     ready agent; append that agent's readiness key to it (an env the
+//     kind needs, such as a port, goes into the entry's env map).
 //   - start: s.startAgents(readyName), since tether answers a start once
 //     the agent is ready.
 //   - the agent says it is ready in the ready block of agentScript; notify
