@@ -33,7 +33,8 @@ import (
 // that. With "ready" it is the polite agent that becomes ready readyAfter
 // after it starts, and says so each way a supervisor's config asks for
 // (see readiness_linux_test.go): a line on its output, a file that a probe
-// looks for, a newline on an inherited descriptor.
+// looks for, a newline on an inherited descriptor, sd_notify's READY=1,
+// an HTTP listener (started at once, listening after the same 0.2 s).
 const agentScript = `#!/bin/bash
 # peer benchmark agent: $1 is polite, ignore or ready
 [ "$1" = ignore ] && trap '' TERM
@@ -42,8 +43,12 @@ ROLE=worker sleep 100000 &
 set +m
 ( ROLE=grand setsid sleep 100000 & )
 if [ "$1" = ready ]; then
+	[ -z "$READY_HTTP_PORT" ] || python3 -c 'import sys, time, http.server as h
+time.sleep(0.2)
+h.HTTPServer(("127.0.0.1", int(sys.argv[1])), h.SimpleHTTPRequestHandler).serve_forever()' "$READY_HTTP_PORT" &
 	sleep 0.2
 	echo ready
+	[ -z "$READY_NOTIFY" ] || systemd-notify --ready
 	[ -z "$READY_FILE" ] || : >"$READY_FILE"
 	[ -z "$READY_FD" ] || { echo >&"$READY_FD"; eval "exec $READY_FD>&-"; }
 fi

@@ -4,6 +4,7 @@ package peers
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,18 +61,62 @@ func readySpecs() []agentSpec { return []agentSpec{{readyName, readyName, false}
 // when its config sets READY_FILE.
 func readyFile(h *harness) string { return filepath.Join(h.dir, "ready.flag") }
 
-// readyWays is tether's column: readiness is not built yet, so its ways
-// show "n/a (not built)". To measure one, give it a setup and a start,
-// which makes it a timed way like any peer's:
-//   - setup: s.setup(readySpecs()) writes a config whose last entry is the
-//     ready agent; append that agent's readiness key to it (an env the
-//     kind needs, such as a port, goes into the entry's env map).
-//   - start: s.startAgents(readyName), since tether answers a start once
-//     the agent is ready.
-//   - the agent says it is ready in the ready block of agentScript; notify
-//     needs a READY=1 there (systemd-notify --ready), http a listener.
+// readyWays is tether's column: notify (the agent runs systemd-notify
+// --ready) and http (a listener on a free port); tether answers a start
+// once the agent is ready.
 func (s *tetherSup) readyWays() []readyWay {
-	return []readyWay{{how: "notify"}, {how: "http"}}
+	way := func(how string, key func() (env, ready string, err error)) readyWay {
+		return readyWay{
+			how: how,
+			setup: func() error {
+				env, ready, err := key()
+				if err != nil {
+					return err
+				}
+				if err := s.setup(readySpecs()); err != nil {
+					return err
+				}
+				return s.addReadiness(readyName, env, ready)
+			},
+			start: func() error { return s.startAgents(readyName) },
+		}
+	}
+	return []readyWay{
+		way("notify", func() (string, string, error) { return "READY_NOTIFY: 1", "notify", nil }),
+		way("http", func() (string, string, error) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return "", "", err
+			}
+			port := l.Addr().(*net.TCPAddr).Port
+			l.Close()
+			return fmt.Sprintf("READY_HTTP_PORT: %d", port), fmt.Sprintf("{http: \"http://127.0.0.1:%d/\"}", port), nil
+		}),
+	}
+}
+
+// addReadiness gives agent name of the written config an env entry and a
+// ready key.
+func (s *tetherSup) addReadiness(name, env, ready string) error {
+	path := filepath.Join(s.dir, "config", "tether", "agents.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	entry := "  - id: " + name + "\n"
+	i := strings.Index(string(b), entry)
+	if i < 0 {
+		return fmt.Errorf("no agent %s in %s", name, path)
+	}
+	rest := string(b[i:])
+	envAt := strings.Index(rest, "    env: {")
+	if envAt < 0 {
+		return fmt.Errorf("agent %s has no env in %s", name, path)
+	}
+	envAt += len("    env: {")
+	rest = rest[:envAt] + env + ", " + rest[envAt:]
+	rest = strings.Replace(rest, "    restart: never\n", "    restart: never\n    ready: "+ready+"\n", 1)
+	return os.WriteFile(path, append(b[:i:i], rest...), 0o600)
 }
 
 // readyWays is supervisord's column: it has no readiness, only
