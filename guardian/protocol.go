@@ -14,8 +14,8 @@ import (
 // ProtocolVersion is carried by the first line each way on the tether.
 const ProtocolVersion = 1
 
-// maxLine bounds one protocol line; a start request with a large
-// environment fits well inside it.
+// maxLine bounds one protocol line, its newline included; a start
+// request with a large environment fits well inside it.
 const maxLine = 1 << 20
 
 // msgType names a protocol message.
@@ -230,13 +230,16 @@ const (
 
 // Cleanup is the outcome of a teardown.
 type Cleanup struct {
-	Code       CleanupCode `json:"code"`
-	Message    string      `json:"message,omitempty"`
-	Left       []int       `json:"left,omitempty"` // pids still alive, for tree_alive
-	Terminated int         `json:"terminated"`
-	Killed     int         `json:"killed"`
-	Forced     bool        `json:"forced"` // the stop timeout ran out and SIGKILL followed
-	Elapsed    Duration    `json:"elapsed"`
+	Code    CleanupCode `json:"code"`
+	Message string      `json:"message,omitempty"`
+	Left    []int       `json:"left,omitempty"` // pids still alive, for tree_alive
+	// Survivors are the processes of Left with the state the system
+	// reported for each (tree_alive).
+	Survivors  []Survivor `json:"survivors,omitempty"`
+	Terminated int        `json:"terminated"`
+	Killed     int        `json:"killed"`
+	Forced     bool       `json:"forced"` // the stop timeout ran out and SIGKILL followed
+	Elapsed    Duration   `json:"elapsed"`
 }
 
 // Err returns nil for a clean teardown and a *CleanupError otherwise.
@@ -244,7 +247,16 @@ func (c *Cleanup) Err() error {
 	if c == nil || c.Code == CleanupOK {
 		return nil
 	}
-	return &CleanupError{Code: c.Code, Message: c.Message, Left: c.Left}
+	return &CleanupError{Code: c.Code, Message: c.Message, Left: c.Left, Survivors: c.Survivors}
+}
+
+// Survivor is a process still alive after SIGKILL and the kill grace,
+// and its state as the system reports it: on Linux and macOS a process
+// state letter (D: in an uninterruptible wait, which ends only when the
+// kernel call returns; Z: a zombie; T: stopped), empty where unknown.
+type Survivor struct {
+	PID   int    `json:"pid"`
+	State string `json:"state,omitempty"`
 }
 
 // Duration is a time.Duration that travels as a string such as "5s".
@@ -270,12 +282,22 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 }
 
 // lineReader reads protocol lines.
-type lineReader struct{ s *bufio.Scanner }
+type lineReader struct {
+	s     *bufio.Scanner
+	limit int
+	// err ends the stream: a scanner asked again after an error would
+	// hand out what it holds of the line it failed on as a line.
+	err error
+}
 
-func newLineReader(r io.Reader) *lineReader {
+func newLineReader(r io.Reader) *lineReader { return newLineReaderSize(r, maxLine) }
+
+// newLineReaderSize reads lines of at most limit bytes, newline included.
+func newLineReaderSize(r io.Reader, limit int) *lineReader {
 	s := bufio.NewScanner(r)
-	s.Buffer(make([]byte, 0, 4096), maxLine)
-	return &lineReader{s: s}
+	// The scanner's bound is the larger of its buffer's size and limit.
+	s.Buffer(make([]byte, 0, min(4096, limit)), limit)
+	return &lineReader{s: s, limit: limit}
 }
 
 // warmCodecs encodes a message with every field of a pointer type set and
@@ -295,13 +317,25 @@ func warmCodecs() {
 // errProtocol reports a line that is not a protocol message.
 var errProtocol = errors.New("protocol error")
 
-// next returns the next message, io.EOF at a clean end, or an error.
+// next returns the next message, io.EOF at a clean end, or an error. A
+// line that is not a message is an errProtocol, and the next line follows;
+// a line over the limit is an errProtocol too, but, like a failed read,
+// it ends the stream: every later call returns the same error.
 func (r *lineReader) next() (message, error) {
+	if r.err != nil {
+		return message{}, r.err
+	}
 	if !r.s.Scan() {
-		if err := r.s.Err(); err != nil {
-			return message{}, err
+		err := r.s.Err()
+		switch {
+		case errors.Is(err, bufio.ErrTooLong):
+			r.err = fmt.Errorf("%w: a line over %d bytes with its newline (%w)", errProtocol, r.limit, err)
+		case err != nil:
+			r.err = err
+		default:
+			r.err = io.EOF
 		}
-		return message{}, io.EOF
+		return message{}, r.err
 	}
 	var m message
 	if err := json.Unmarshal(r.s.Bytes(), &m); err != nil {

@@ -37,6 +37,9 @@ type fakeService struct {
 	status  api.Status
 	subs    map[chan api.Event]bool
 	actions []string // "stop alice"
+	// reloadErr is what a reload answers; the status event after it
+	// carries it as the config error.
+	reloadErr *api.Error
 }
 
 func startFake(t *testing.T, path string, agents ...api.Agent) *fakeService {
@@ -68,6 +71,16 @@ func startFake(t *testing.T, path string, agents ...api.Agent) *fakeService {
 			json.NewEncoder(w).Encode(res)
 		})
 	}
+	mux.HandleFunc(api.PathReload, func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		e := f.reloadErr
+		f.actions = append(f.actions, "reload")
+		f.mu.Unlock()
+		if e != nil {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			json.NewEncoder(w).Encode(e)
+		}
+	})
 	f.srv = &http.Server{Handler: mux}
 	go func() { f.srv.Serve(l); close(f.done) }()
 	t.Cleanup(f.stop)
@@ -328,7 +341,7 @@ func TestEngineLifecycle(t *testing.T) {
 	// The service goes away.
 	f.stop()
 	m = u.waitMenu(t, "service not running", firstLine("service not running"))
-	if m.Icon != assets.Stopped || !strings.Contains(m.Items[0].Tooltip, sock) {
+	if m.Icon != assets.Unreachable || !strings.Contains(m.Items[0].Tooltip, sock) {
 		t.Errorf("icon %v, tooltip %q", m.Icon, m.Items[0].Tooltip)
 	}
 	o.waitNotice(t, "service stopped")
