@@ -9,7 +9,8 @@ import (
 
 // Stat reads one process from /proc.
 func Stat(pid int) (Proc, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	var buf [512]byte
+	b, err := readSmall("/proc/"+strconv.Itoa(pid)+"/stat", buf[:0])
 	if err != nil {
 		if os.IsNotExist(err) {
 			return Proc{}, ErrNoProcess
@@ -47,18 +48,13 @@ func parseStat(pid int, b []byte) (Proc, error) {
 // Processes scans the process table. Processes that exit during the scan
 // are left out.
 func Processes() ([]Proc, error) {
-	d, err := os.Open("/proc")
+	entries, err := readDir("/proc")
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return nil, err
-	}
-	procs := make([]Proc, 0, len(names))
-	for _, n := range names {
-		pid, err := strconv.Atoi(n)
+	procs := make([]Proc, 0, len(entries))
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.name)
 		if err != nil || pid <= 0 {
 			continue
 		}
@@ -89,14 +85,12 @@ func FileHolders(path string) ([]Proc, error) {
 			continue
 		}
 		dir := "/proc/" + strconv.Itoa(p.Pid) + "/fd/"
-		d, err := os.Open(dir)
+		fds, err := readDir(dir)
 		if err != nil {
 			continue
 		}
-		fds, _ := d.Readdirnames(-1)
-		d.Close()
 		for _, fd := range fds {
-			fi, err := os.Stat(dir + fd)
+			fi, err := os.Stat(dir + fd.name)
 			if err == nil && os.SameFile(fi, want) {
 				out = append(out, p)
 				break
@@ -110,21 +104,16 @@ func FileHolders(path string) ([]Proc, error) {
 // its threads (a child belongs to the thread that forked it).
 func childrenOf(pid int) ([]int, error) {
 	base := "/proc/" + strconv.Itoa(pid) + "/task/"
-	d, err := os.Open(base)
+	tids, err := readDir(base)
 	if err != nil {
-		// Gone, or not ours to read: either way it has no children
-		// we could act on.
-		return nil, nil
-	}
-	tids, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		// The process exited while its directory was open.
+		// Gone, or not ours to read, or it exited while its directory
+		// was read: either way it has no children we could act on.
 		return nil, nil
 	}
 	var out []int
+	var buf [256]byte
 	for _, tid := range tids {
-		b, err := os.ReadFile(base + tid + "/children")
+		b, err := readSmall(base+tid.name+"/children", buf[:0])
 		if err != nil {
 			continue
 		}
