@@ -53,6 +53,10 @@ const statusEvery = 10 * time.Millisecond
 // with them.
 var downEvery = unix.NsecToTimespec(int64(time.Millisecond))
 
+// startGap is the pause before each start of the probe (see
+// BenchmarkService).
+const startGap = 100 * time.Millisecond
+
 // upLimit bounds the wait for every agent to run.
 const upLimit = 60 * time.Second
 
@@ -78,7 +82,8 @@ const upLimit = 60 * time.Second
 // the API (api.Client.Start, which answers once the agent runs) and then
 // through the command line (an exec of "tether --profile bench start
 // probe", measured until it has been reaped), and stops it after each
-// start, untimed. api-start-p50-ms, api-start-max-ms, cli-start-p50-ms
+// start, untimed; each start comes startGap after the last stop, so it
+// meets a warm guardian that is done starting. api-start-p50-ms, api-start-max-ms, cli-start-p50-ms
 // and cli-start-max-ms are their median and maximum; ns/op is the two
 // starts together. api-stop-p50-ms and api-stop-max-ms are those of the
 // stops (api.Client.Stop, which answers once the tree is gone, the
@@ -161,6 +166,10 @@ func BenchmarkService(b *testing.B) {
 	}
 	for b.Loop() {
 		b.StopTimer()
+		// Each start meets a warm guardian that is done starting: the
+		// pool refills 25 ms after a start, and an exec of the guardian
+		// and its start-up take a few ms more on a loaded machine.
+		time.Sleep(startGap)
 		mark, err := markCosts(s.cmd.Process.Pid, exe)
 		if err != nil {
 			b.Fatal(err)
@@ -179,6 +188,9 @@ func BenchmarkService(b *testing.B) {
 		apiCPU, apiSwitches = append(apiCPU, c.cpu), append(apiSwitches, c.switches)
 		b.StartTimer()
 		stop()
+		b.StopTimer()
+		time.Sleep(startGap)
+		b.StartTimer()
 		if d, err = w.startProbeCLI(exe); err != nil {
 			b.Fatalf("%v\nservice log:\n%s", err, s.output())
 		}
