@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,8 +21,30 @@ import (
 // hierarchy (empty on a pure v2 layout). The manager's cgroups are made
 // below them.
 func hierarchies() (v2, v1 string, err error) {
-	type mount struct{ dir, root string }
-	var unified, named *mount
+	if v2, err = punix.OwnCgroupDir(); err != nil {
+		return "", "", err
+	}
+	mount, root, err := namedSystemdMount()
+	if err != nil || mount == "" {
+		return v2, "", err
+	}
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", "", err
+	}
+	// The line is "N:name=systemd:/path".
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		if _, rest, ok := bytes.Cut(line, []byte(":name=systemd:")); ok {
+			rel, _ := strings.CutPrefix(string(rest), strings.TrimSuffix(root, "/"))
+			return v2, filepath.Join(mount, rel), nil
+		}
+	}
+	return "", "", errors.New("/proc/self/cgroup has no name=systemd line")
+}
+
+// namedSystemdMount returns where the v1 name=systemd hierarchy is
+// mounted and the root it shows; empty when it is not.
+func namedSystemdMount() (mount, root string, err error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return "", "", err
@@ -30,54 +53,13 @@ func hierarchies() (v2, v1 string, err error) {
 	s := bufio.NewScanner(f)
 	for s.Scan() {
 		// id parent major:minor root mountpoint options [optional...] - fstype source superopts
-		pre, post, ok := strings.Cut(s.Text(), " - ")
-		fs := strings.Fields(pre)
-		ps := strings.Fields(post)
-		if !ok || len(fs) < 5 || len(ps) < 3 {
-			continue
-		}
-		switch {
-		case ps[0] == "cgroup2" && unified == nil:
-			unified = &mount{fs[4], fs[3]}
-		case ps[0] == "cgroup" && named == nil && hasOption(ps[2], "name=systemd"):
-			named = &mount{fs[4], fs[3]}
+		pre, post, _ := strings.Cut(s.Text(), " - ")
+		fs, ps := strings.Fields(pre), strings.Fields(post)
+		if len(fs) >= 5 && len(ps) >= 3 && ps[0] == "cgroup" && hasOption(ps[2], "name=systemd") {
+			return fs[4], fs[3], nil
 		}
 	}
-	if unified == nil {
-		return "", "", errors.New("no cgroup2 mount in /proc/self/mountinfo")
-	}
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return "", "", err
-	}
-	own := func(m *mount, prefix string) (string, error) {
-		for line := range bytes.SplitSeq(b, []byte("\n")) {
-			if rest, ok := bytes.CutPrefix(line, []byte(prefix)); ok {
-				rel, ok := strings.CutPrefix(string(rest), m.root)
-				if !ok {
-					return "", fmt.Errorf("cgroup %s is outside the mount at %s", rest, m.dir)
-				}
-				return filepath.Join(m.dir, rel), nil
-			}
-		}
-		return "", fmt.Errorf("/proc/self/cgroup has no %q line", prefix)
-	}
-	if v2, err = own(unified, "0::"); err != nil {
-		return "", "", err
-	}
-	if named != nil {
-		// The line is "N:name=systemd:/path".
-		for line := range bytes.SplitSeq(b, []byte("\n")) {
-			if _, rest, ok := bytes.Cut(line, []byte(":name=systemd:")); ok {
-				rel, _ := strings.CutPrefix(string(rest), strings.TrimSuffix(named.root, "/"))
-				v1 = filepath.Join(named.dir, rel)
-			}
-		}
-		if v1 == "" {
-			return "", "", errors.New("/proc/self/cgroup has no name=systemd line")
-		}
-	}
-	return v2, v1, nil
+	return "", "", s.Err()
 }
 
 func hasOption(opts, want string) bool {
