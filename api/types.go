@@ -46,17 +46,33 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
 
+// Containment is how a running agent's tree is held together, from the
+// strongest rung to the weakest; every rung starts the agent in a session
+// of its own.
+type Containment string
+
+// The containment rungs.
+const (
+	ContainmentCgroup  Containment = "cgroup"  // a cgroup v2 of its own; teardown ends with cgroup.kill
+	ContainmentScope   Containment = "scope"   // the same, inside a transient scope of the user's systemd manager
+	ContainmentSession Containment = "session" // no cgroup: the session, and child subreapers in the guardian and the service
+	ContainmentJob     Containment = "job"     // Windows: a kill-on-close job object
+)
+
 // Agent is one row of the status.
 type Agent struct {
-	ID          string    `json:"id"`
-	Identity    string    `json:"identity"`
-	State       string    `json:"state"`
-	Enabled     bool      `json:"enabled"`
-	PID         int       `json:"pid"`
-	GuardianPID int       `json:"guardian_pid"`
-	Since       time.Time `json:"since"`
-	Restarts    int       `json:"restarts"`
-	Error       *Error    `json:"error"`
+	ID          string `json:"id"`
+	Identity    string `json:"identity"`
+	State       string `json:"state"`
+	Enabled     bool   `json:"enabled"`
+	PID         int    `json:"pid"`
+	GuardianPID int    `json:"guardian_pid"`
+	// Containment is the rung the running tree got; empty while none
+	// runs.
+	Containment Containment `json:"containment,omitempty"`
+	Since       time.Time   `json:"since"`
+	Restarts    int         `json:"restarts"`
+	Error       *Error      `json:"error"`
 }
 
 // Status is the answer of GET /localapi/v0/status.

@@ -95,17 +95,20 @@ func (e *env) status(args []string) int {
 		return e.statusJSON(st)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tIDENTITY\tSTATE\tPID\tSINCE\tRESTARTS\tERROR")
+	fmt.Fprintln(tw, "ID\tIDENTITY\tSTATE\tPID\tCONTAINMENT\tSINCE\tRESTARTS\tERROR")
 	for _, a := range st.Agents {
-		pid := "-"
+		pid, containment := "-", "-"
 		if a.PID > 0 {
 			pid = strconv.Itoa(a.PID)
+		}
+		if a.Containment != "" {
+			containment = string(a.Containment)
 		}
 		msg := ""
 		if a.Error != nil {
 			msg = a.Error.Code + ": " + oneLine(a.Error.Message, 80)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", a.ID, a.Identity, a.State, pid, ago(a.Since), a.Restarts, msg)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", a.ID, a.Identity, a.State, pid, containment, ago(a.Since), a.Restarts, msg)
 	}
 	tw.Flush()
 	if st.StateError != nil {
@@ -124,6 +127,7 @@ type statusRow struct {
 	State       string     `json:"state"`
 	PID         int        `json:"pid"`
 	GuardianPID int        `json:"guardian_pid"`
+	Containment string     `json:"containment,omitempty"`
 	Since       time.Time  `json:"since"`
 	Restarts    int        `json:"restarts"`
 	Error       *api.Error `json:"error"`
@@ -135,7 +139,7 @@ func (e *env) statusJSON(st api.Status) int {
 		StateError *api.Error  `json:"state_error,omitempty"`
 	}{Agents: []statusRow{}, StateError: st.StateError}
 	for _, a := range st.Agents {
-		out.Agents = append(out.Agents, statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error})
+		out.Agents = append(out.Agents, statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, string(a.Containment), a.Since, a.Restarts, a.Error})
 	}
 	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")

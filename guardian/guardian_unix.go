@@ -40,6 +40,7 @@ type osGuardian struct {
 	subreaper bool
 	lock      *os.File
 	cgroup    *punix.Cgroup
+	scope     string // the transient scope unit the cgroup is in, if any
 	tree      *punix.Tree
 	agent     punix.Ref
 }
@@ -115,11 +116,14 @@ func (g *guardian) settle() { _ = punix.ReleaseExecutablePages() }
 // owner's death.
 func (g *guardian) ownerGone() <-chan struct{} { return nil }
 
-func (g *guardian) containment() string {
-	if g.cgroup != nil {
-		return "cgroup+session"
+func (g *guardian) containment() Containment {
+	switch {
+	case g.cgroup == nil:
+		return ContainmentSession
+	case g.scope != "":
+		return ContainmentScope
 	}
-	return "session"
+	return ContainmentCgroup
 }
 
 func (g *guardian) ready() *Ready {
@@ -129,6 +133,7 @@ func (g *guardian) ready() *Ready {
 		SessionID:   g.agent.Pid,
 		Containment: g.containment(),
 		Cgroup:      cgroupPath(g.cgroup),
+		Scope:       g.scope,
 		Subreaper:   g.subreaper,
 		PrivateDir:  g.privateDir,
 		LockPath:    g.lock.Name(),
@@ -218,13 +223,10 @@ func (g *guardian) start() *failure {
 	}
 	g.privateDir = planned
 
-	if !g.req.NoCgroup {
-		if cg, err := punix.NewCgroup("tether-" + name); err == nil {
-			g.cgroup = cg
-			self.Cgroup = cg.Path
-			if err := rec.write(self); err != nil {
-				return &failure{Code: CodeLock, Path: rec.f.Name(), Message: "writing the owner record: " + err.Error()}
-			}
+	if g.cgroup, g.scope = g.contain("tether-" + name); g.cgroup != nil {
+		self.Cgroup = g.cgroup.Path
+		if err := rec.write(self); err != nil {
+			return &failure{Code: CodeLock, Path: rec.f.Name(), Message: "writing the owner record: " + err.Error()}
 		}
 	}
 

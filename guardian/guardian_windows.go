@@ -188,7 +188,7 @@ func (g *guardian) ownerGone() <-chan struct{} {
 	return g.ownerDead
 }
 
-func (g *guardian) containment() string { return "job" }
+func (g *guardian) containment() Containment { return ContainmentJob }
 
 func (g *guardian) ready() *Ready {
 	return &Ready{

@@ -47,3 +47,10 @@ func guardianCommand(exe string, end tetherEnd) *exec.Cmd {
 		},
 	}
 }
+
+// startGuardian starts the guardian. Windows has no orphans to tell it
+// from: the job object ends a dead guardian's tree.
+func startGuardian(cmd *exec.Cmd) error { return cmd.Start() }
+
+// guardianReaped has nothing to undo on Windows.
+func guardianReaped(int) {}

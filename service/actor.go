@@ -54,6 +54,8 @@ type actor struct {
 	startedAt  time.Time
 	contention time.Time // when contention began
 	contDelay  time.Duration
+	leftover   bool         // processes its dead guardian left could not be stopped
+	unclaimed  bool         // its guardian died and no guardian has freed the identity since
 	startWait  []chan error // answered when a start settles
 	stopWait   []chan error // answered when a stop settles
 }
@@ -187,6 +189,13 @@ func (a *actor) handle(cmd command) bool {
 			}
 		}
 		if a.session == nil {
+			// A dead guardian's tree, waiting for a restart to take
+			// it over, is stopped now.
+			if e := a.claim(); e != nil {
+				a.setState(api.StateCleanupFailed, e)
+				a.answer(&a.stopWait, e)
+				return a.ending
+			}
 			if a.row.State != api.StateFailed || cmd.kind == cmdStop {
 				a.setState(api.StateStopped, nil)
 			}
@@ -272,6 +281,16 @@ func (a *actor) spec(env []string) guardian.Spec {
 	}
 }
 
+// stopLeft is the stop timeout what a dead guardian left gets: all of it,
+// or, when the guardian died in the middle of a stop, what is left of it
+// (at least a millisecond: zero would mean the default).
+func (a *actor) stopLeft() time.Duration {
+	if a.stopAsked {
+		return max(a.cfg.StopTimeout-time.Since(a.stopSince), time.Millisecond)
+	}
+	return a.cfg.StopTimeout
+}
+
 // reclaim frees the identity after its guardian died: the tree it
 // abandoned still runs and holds the lock. It blocks the actor for at
 // most the tree's stop timeout and the kill grace. A guardian that died
@@ -279,10 +298,7 @@ func (a *actor) spec(env []string) guardian.Spec {
 // gets what is left of its stop timeout, not a second one.
 func (a *actor) reclaim() *api.Error {
 	spec := a.spec(nil)
-	if a.stopAsked {
-		// At least a millisecond: zero would mean the default.
-		spec.StopTimeout = max(a.cfg.StopTimeout-time.Since(a.stopSince), time.Millisecond)
-	}
+	spec.StopTimeout = a.stopLeft()
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.StopTimeout+30*time.Second)
 	defer cancel()
 	if err := guardian.Reclaim(ctx, spec); err != nil {
@@ -291,9 +307,44 @@ func (a *actor) reclaim() *api.Error {
 	return nil
 }
 
+// stopOrphans stops what a dead guardian's tree left with the service
+// (see Options.Orphans), giving it timeout between SIGTERM and SIGKILL,
+// and describes what it stopped ("" for nothing). A failure leaves the
+// agent unable to start until a retry succeeds (leftover).
+func (a *actor) stopOrphans(timeout time.Duration) (string, *api.Error) {
+	rep, err := a.c.stopOrphans(timeout)
+	if err != nil {
+		a.leftover = true
+		return "", &api.Error{Code: api.CodeCleanupFailed, Message: "stopping what the dead guardian left: " + err.Error()}
+	}
+	if rep == nil {
+		return "", nil
+	}
+	return rep.String(), nil
+}
+
+// claim frees the identity if its guardian died and nothing has freed it
+// since (see reclaim).
+func (a *actor) claim() *api.Error {
+	if !a.unclaimed {
+		return nil
+	}
+	a.unclaimed = false
+	return a.reclaim()
+}
+
 // start asks for a guardian. It blocks the actor for at most the
 // handshake: commands queue meanwhile.
 func (a *actor) start() {
+	if a.leftover {
+		// Never a second tree beside what the last one left.
+		if _, e := a.stopOrphans(0); e != nil {
+			a.setState(api.StateCleanupFailed, e)
+			a.answer(&a.startWait, e)
+			return
+		}
+		a.leftover = false
+	}
 	a.setState(api.StateStarting, a.row.Error)
 	env, err := a.cfg.Environ(a.c.opts.BaseEnv)
 	if err != nil {
@@ -314,11 +365,13 @@ func (a *actor) start() {
 		return
 	}
 	a.session, a.events = s, s.Events()
+	a.unclaimed = false // the new guardian took over whatever was left
 	a.stopAsked = false
 	a.contention, a.contDelay = time.Time{}, 0
 	a.startedAt = time.Now()
 	r := s.Ready()
 	a.row.PID, a.row.GuardianPID = r.AgentPID, r.GuardianPID
+	a.row.Containment = api.Containment(r.Containment)
 	a.setState(api.StateRunning, nil)
 	a.recordRun(func(run *state.Run) { *run = state.Run{Started: a.startedAt.UTC(), PID: r.AgentPID} })
 	a.answer(&a.startWait, nil)
@@ -392,8 +445,9 @@ func (a *actor) event(ev guardian.Event) bool {
 		return false
 	}
 	// stopped or lost: the session is over.
+	containment := a.session.Ready().Containment
 	a.session, a.events = nil, nil
-	a.row.PID, a.row.GuardianPID = 0, 0
+	a.row.PID, a.row.GuardianPID, a.row.Containment = 0, 0, ""
 	now := time.Now()
 	a.recordRun(func(run *state.Run) {
 		run.Stopped = now.UTC()
@@ -408,11 +462,21 @@ func (a *actor) event(ev guardian.Event) bool {
 	switch {
 	case ev.Type == guardian.EventLost:
 		e = &api.Error{Code: api.CodeInternal, Message: ev.Err.Error()}
+		if containment == guardian.ContainmentSession {
+			// No cgroup holds the tree: what left the session came
+			// back here, and only here can it be found.
+			if note, oe := a.stopOrphans(a.stopLeft()); oe != nil {
+				e = oe
+			} else if note != "" {
+				e.Message += "; " + note
+			}
+		}
 		restarting := !a.stopAsked && a.want && a.cfg.Restart != "never"
+		a.unclaimed = true
 		if !restarting || a.restartArm {
 			// Nobody will start the identity again soon (which would
 			// take the tree over): free it now.
-			if rerr := a.reclaim(); rerr != nil {
+			if rerr := a.claim(); rerr != nil {
 				e = rerr
 			}
 		}
@@ -421,7 +485,11 @@ func (a *actor) event(ev guardian.Event) bool {
 	}
 	if a.stopAsked {
 		a.stopAsked = false
-		a.setState(api.StateStopped, e)
+		if a.leftover {
+			a.setState(api.StateCleanupFailed, e)
+		} else {
+			a.setState(api.StateStopped, e)
+		}
 		a.answer(&a.stopWait, errOrNil(e))
 		if a.ending {
 			return true
@@ -436,6 +504,10 @@ func (a *actor) event(ev guardian.Event) bool {
 		return false
 	}
 	// The agent ended on its own (or its guardian died).
+	if a.leftover {
+		a.setState(api.StateCleanupFailed, e)
+		return false
+	}
 	failed := ev.Type == guardian.EventLost || ev.Exit == nil || ev.Exit.Code != 0
 	if e == nil && failed {
 		what := "the agent ended"

@@ -24,6 +24,29 @@ type world struct {
 	t   *testing.T
 	dir string
 	env []string
+	// command starts a program as the world's user (nil: exec.Command,
+	// as the test's own user); see userWorld.
+	command func(name string, args ...string) *exec.Cmd
+	// foreign says that user is not the test's: the service refuses the
+	// test's own API client, so it is asked through the command line.
+	foreign bool
+}
+
+// cmd is exec.Command in the world's user's way.
+func (w *world) cmd(name string, args ...string) *exec.Cmd {
+	if w.command != nil {
+		return w.command(name, args...)
+	}
+	return exec.Command(name, args...)
+}
+
+// answers reports whether profile's service answers its status.
+func (w *world) answers(profile string) bool {
+	if w.foreign {
+		return w.run(10*time.Second, "--profile", profile, "status").code == 0
+	}
+	_, err := w.client(profile).Status(context.Background())
+	return err == nil
 }
 
 func newWorld(t *testing.T) *world {
@@ -93,7 +116,7 @@ func (w *world) startServiceArgs(profile string, flags ...string) *service {
 		w.t.Fatal(err)
 	}
 	args := append([]string{"--profile", profile}, flags...)
-	cmd := exec.Command(tether, append(args, "service", "run")...)
+	cmd := w.cmd(tether, append(args, "service", "run")...)
 	cmd.Env = w.env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
@@ -117,7 +140,7 @@ func (w *world) startServiceArgs(profile string, flags ...string) *service {
 	})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := w.client(profile).Status(context.Background()); err == nil {
+		if w.answers(profile) {
 			return s
 		}
 		select {
@@ -171,6 +194,7 @@ type statusRow struct {
 	State       string     `json:"state"`
 	PID         int        `json:"pid"`
 	GuardianPID int        `json:"guardian_pid"`
+	Containment string     `json:"containment"`
 	Since       time.Time  `json:"since"`
 	Restarts    int        `json:"restarts"`
 	Error       *api.Error `json:"error"`
@@ -184,7 +208,7 @@ func (w *world) waitState(profile, id, state string) statusRow {
 		if err == nil {
 			for _, a := range st.Agents {
 				if a.ID == id && a.State == state {
-					return statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error}
+					return statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, string(a.Containment), a.Since, a.Restarts, a.Error}
 				}
 			}
 		}

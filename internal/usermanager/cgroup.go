@@ -72,9 +72,12 @@ func hasOption(opts, want string) bool {
 }
 
 // delegate makes parent/name with children manager and session, and
-// hands it to the user the way systemd delegates a cgroup: the directory
-// and the files that move processes and enable controllers are the
-// user's, and so is everything below.
+// hands the directory and manager to the user the way systemd delegates
+// a cgroup: the directory and the files that move processes and enable
+// controllers are the user's, and so is everything in manager. session,
+// like a login's session scope, stays root's: a process there can leave
+// it for the manager's cgroups (their common ancestor is the user's) but
+// cannot make cgroups of its own.
 func delegate(parent, name string, uid, gid int) (string, error) {
 	dir := filepath.Join(parent, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -84,9 +87,9 @@ func delegate(parent, name string, uid, gid int) (string, error) {
 		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
 			return dir, err
 		}
-		if err := chownTree(filepath.Join(dir, sub), uid, gid); err != nil {
-			return dir, err
-		}
+	}
+	if err := chownTree(filepath.Join(dir, "manager"), uid, gid); err != nil {
+		return dir, err
 	}
 	for _, f := range []string{"", "cgroup.procs", "cgroup.threads", "cgroup.subtree_control", "tasks"} {
 		err := os.Chown(filepath.Join(dir, f), uid, gid)

@@ -17,7 +17,9 @@
 //     uses (cgroup v2, and on a hybrid layout the v1 name=systemd one), with
 //     the manager in its "manager" child and the processes a test starts
 //     through Command in its "session" child, as a login session sits
-//     beside user@UID.service;
+//     beside user@UID.service: session stays root's, as a login's session
+//     scope does, so a process there has no cgroup it may write but can
+//     be moved into a scope of the manager's;
 //   - a private session bus: a dbus-daemon --session that the manager
 //     starts on demand from dbus.socket at $XDG_RUNTIME_DIR/bus, written
 //     into the user's temporary HOME. A user manager exposes its API on the
@@ -28,6 +30,10 @@
 // manager is stopped (and its cgroup killed if it does not stop), every
 // process is waited for, the cgroups and temporary directories are removed.
 // The mounts live and die with the namespace.
+//
+// A test that adopts orphans as a child subreaper and reaps them should
+// call Start after registering that cleanup, so the manager is stopped
+// (and waited for) first.
 //
 // Where this cannot be set up (not root, no systemd, no writable cgroup v2,
 // a tool missing) Start skips the test with a line saying why; with
@@ -322,8 +328,9 @@ func (m *Manager) launch(systemd string) {
 	}
 	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script)
 	cmd.Env = env
+	// In the test's own session: a test that reaps what it adopts as a
+	// child subreaper leaves the processes of its session alone.
 	cmd.Stdout, cmd.Stderr = m.log, m.log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		m.t.Fatalf("starting systemd --user: %v", err)
 	}
