@@ -190,8 +190,15 @@ func (a *actor) handle(cmd command) bool {
 		}
 		if a.session == nil {
 			// A dead guardian's tree, waiting for a restart to take
-			// it over, is stopped now.
-			if e := a.claim(); e != nil {
+			// it over, is stopped now, and so is what it left here
+			// that could not be stopped before.
+			e := a.claim()
+			if e == nil && a.leftover {
+				if _, e = a.stopOrphans(0); e == nil {
+					a.leftover = false
+				}
+			}
+			if e != nil {
 				a.setState(api.StateCleanupFailed, e)
 				a.answer(&a.stopWait, e)
 				return a.ending

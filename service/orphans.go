@@ -48,6 +48,6 @@ func (r *OrphanReport) String() string {
 			parts = append(parts, fmt.Sprintf("%d of %q", r.ByIdentity[id], id))
 		}
 	}
-	return fmt.Sprintf("%d process(es) it left outside the agent's session came back to the service and were stopped (%s; %d killed)",
+	return fmt.Sprintf("%d process(es) of its tree came back to the service and were stopped (%s; %d killed)",
 		n, strings.Join(parts, ", "), r.Killed)
 }

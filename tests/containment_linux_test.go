@@ -116,9 +116,12 @@ func (w *world) waitRow(profile, id, state string, pred func(statusRow) bool) st
 	}
 }
 
-// beside watches, until stopped, for a moment when a process of the old
-// tree lives beside a process of a newer tree of the same marker: two
-// trees of one identity.
+// beside watches, until stopped, for a moment when a process of an old
+// tree lives beside a newer tree of the same marker: two trees of one
+// identity. A new tree begins with an agent process (the script, or what
+// it execs) that is not old's; every process of it starts no earlier, so
+// a marked process that started before it belongs to an old tree, even
+// one whose pid the test never saw (a fork of the old tmux server).
 type beside struct {
 	stop chan struct{}
 	done chan struct{}
@@ -128,9 +131,8 @@ type beside struct {
 
 func watchBeside(marker string, old escapingTree) *beside {
 	b := &beside{stop: make(chan struct{}), done: make(chan struct{})}
-	oldPids := map[int]bool{}
-	for _, p := range old.pids() {
-		oldPids[p] = true
+	isAgent := func(c string) bool {
+		return strings.HasPrefix(c, marker+"-agent\x00") || strings.Contains(c, "\x00"+marker+"\x00")
 	}
 	go func() {
 		defer close(b.done)
@@ -141,18 +143,28 @@ func watchBeside(marker string, old escapingTree) *beside {
 			default:
 			}
 			procs := procsWith(marker)
-			var olds, news []int
-			for pid := range procs {
-				if oldPids[pid] {
-					olds = append(olds, pid)
-				} else {
-					news = append(news, pid)
+			stats := map[int]punix.Proc{}
+			newStart := uint64(0)
+			for pid, c := range procs {
+				p, err := punix.Stat(pid)
+				if err != nil || p.Zombie() {
+					continue
+				}
+				stats[pid] = p
+				if isAgent(c) && pid != old.agent && (newStart == 0 || p.Start < newStart) {
+					newStart = p.Start
 				}
 			}
-			if len(olds) > 0 && len(news) > 0 {
+			var olds []int
+			for pid, p := range stats {
+				if newStart != 0 && p.Start < newStart {
+					olds = append(olds, pid)
+				}
+			}
+			if len(olds) > 0 {
 				b.mu.Lock()
 				if b.seen == "" {
-					b.seen = fmt.Sprintf("old %v beside new %v: %s", olds, news, describe(procs))
+					b.seen = fmt.Sprintf("%v, started before the new tree, live beside it: %s", olds, describe(procs))
 				}
 				b.mu.Unlock()
 			}
@@ -178,6 +190,7 @@ func (b *beside) end() string {
 // stop, and a shutdown while a dead guardian's tree waits for the restart
 // that would take it over, leave nothing behind.
 func escapeeScenario(t *testing.T, w *world, marker, rung string, inCgroup func(t *testing.T, agent int)) {
+	identity := marker + "@relay"
 	needTools(t, "bash", "setsid", "sleep", "tmux")
 	bash, _ := exec.LookPath("bash")
 	script := filepath.Join(w.dir, "agent.sh")
@@ -188,11 +201,11 @@ func escapeeScenario(t *testing.T, w *world, marker, rung string, inCgroup func(
 	const stop = time.Second
 	w.writeConfig(fmt.Sprintf(`agents:
   - id: x
-    identity: x@relay
+    identity: %s
     command: [%s, %s, %s, %s]
     restart: on-failure
     stop_timeout: %v
-`, bash, script, marker, sock, stop))
+`, identity, bash, script, marker, sock, stop))
 	if w.foreign {
 		// The config is the user's too.
 		uid, gid := ownerOf(t, w.dir)
@@ -243,7 +256,13 @@ func escapeeScenario(t *testing.T, w *world, marker, rung string, inCgroup func(
 	if err := unix.Kill(row.GuardianPID, unix.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	w.waitRow("default", "x", "backoff", nil)
+	lost := w.waitRow("default", "x", "backoff", nil)
+	if rung == "session" {
+		// The service stopped the tree itself, and says whose it was.
+		if lost.Error == nil || !strings.Contains(lost.Error.Message, fmt.Sprintf("came back to the service and were stopped (4 of %q", identity)) {
+			t.Errorf("the lost guardian's error does not say what the service stopped: %+v", lost.Error)
+		}
+	}
 	if err := svc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -391,6 +410,12 @@ func TestContainmentCgroupEscapee(t *testing.T) {
 		_ = cg.Remove()
 	}
 	m := uniqueMarker()
+	t.Cleanup(func() {
+		// What a failed run left; rmdir takes only empty ones.
+		for _, cg := range agentCgroups(m + "@relay") {
+			_ = os.Remove(cg)
+		}
+	})
 	cleanupTrees(t, m)
 	w := newWorld(t)
 	// The service, and so its guardians, share the test's cgroup.

@@ -265,6 +265,33 @@ func runHelper(role string, args []string) int {
 		<-done
 		syscall.Syscall(syscall.SYS_EXIT, 0, 0, 0)
 		return 97 // not reached
+	case "enter-scope":
+		// Enters the scope unit args[0] of the user manager on the
+		// session bus of its environment and prints the cgroup it is
+		// in then, and the one NewCgroup makes below it.
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		if err := EnterScope(ctx, SessionBusAddress(os.LookupEnv), args[0], "tether platform test"); err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		own, err := OwnCgroupDir()
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		cg, err := NewCgroup("child")
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		fmt.Println(own)
+		fmt.Println(cg.Path)
+		if err := cg.Remove(); err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		return 0
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper role", role)
 	return 2
