@@ -3,7 +3,7 @@ package unix
 import (
 	"context"
 	"errors"
-	"os"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -34,7 +34,14 @@ func TestEnterScopeWithoutManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitFor(t, "the bus socket", func() bool { _, err := os.Stat(sock); return err == nil })
+	// The socket file is there before the daemon listens on it.
+	waitFor(t, "the bus to listen", func() bool {
+		c, err := net.Dial("unix", sock)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
 	before, _ := OwnCgroupDir()
 	address := SessionBusAddress(func(k string) (string, bool) {
 		if k == "XDG_RUNTIME_DIR" {
