@@ -127,7 +127,6 @@ type statusRow struct {
 	State       string     `json:"state"`
 	PID         int        `json:"pid"`
 	GuardianPID int        `json:"guardian_pid"`
-	Containment string     `json:"containment,omitempty"`
 	Since       time.Time  `json:"since"`
 	Restarts    int        `json:"restarts"`
 	Error       *api.Error `json:"error"`
@@ -139,7 +138,7 @@ func (e *env) statusJSON(st api.Status) int {
 		StateError *api.Error  `json:"state_error,omitempty"`
 	}{Agents: []statusRow{}, StateError: st.StateError}
 	for _, a := range st.Agents {
-		out.Agents = append(out.Agents, statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, string(a.Containment), a.Since, a.Restarts, a.Error})
+		out.Agents = append(out.Agents, statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error})
 	}
 	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")

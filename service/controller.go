@@ -141,6 +141,13 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 // saves an autostart as intent (for agents added by a reload).
 func (c *Controller) addLocked(a config.Agent, enabled, record bool) {
 	act := newActor(c, a)
+	if enabled {
+		// Until its actor takes the start, the row already says what
+		// is under way: a status answered meanwhile never shows an
+		// enabled agent as stopped and disabled.
+		act.want = true
+		act.row.State, act.row.Enabled = api.StateStarting, true
+	}
 	c.actors[a.ID] = act
 	c.rows[a.ID] = act.row
 	go act.run()

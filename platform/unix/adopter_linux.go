@@ -52,20 +52,21 @@ func (a *Adopter) loop() {
 // reap reaps every adopted child that has exited. A live one is left as
 // it is: wait4 with WNOHANG only takes a zombie.
 func (a *Adopter) reap() {
-	own.Lock()
-	defer own.Unlock()
-	kids, _ := childrenOf(os.Getpid())
-	for _, pid := range kids {
-		if ownChild(pid) {
-			continue
-		}
-		var ws unix.WaitStatus
-		for {
-			if _, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil); !errors.Is(err, unix.EINTR) {
-				break
+	scanChildren(func() struct{} {
+		kids, _ := childrenOf(os.Getpid())
+		for _, pid := range kids {
+			if ownChild(pid) {
+				continue
+			}
+			var ws unix.WaitStatus
+			for {
+				if _, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil); !errors.Is(err, unix.EINTR) {
+					break
+				}
 			}
 		}
-	}
+		return struct{}{}
+	})
 }
 
 // Adopted returns the live adopted processes and everything below them.
@@ -74,9 +75,15 @@ func (a *Adopter) Adopted() ([]Proc, error) { return adoptedProcs() }
 // adoptedProcs walks below the calling process, leaving out the
 // children it started itself and their trees.
 func adoptedProcs() ([]Proc, error) {
-	own.Lock()
-	defer own.Unlock()
-	return stableWalk(os.Getpid(), ownChild)
+	type walk struct {
+		procs []Proc
+		err   error
+	}
+	w := scanChildren(func() walk {
+		procs, err := stableWalk(os.Getpid(), ownChild)
+		return walk{procs, err}
+	})
+	return w.procs, w.err
 }
 
 // Stop stops every adopted process and everything below it, as Tree.Stop
@@ -103,15 +110,15 @@ func (a *Adopter) Stop(timeout, grace time.Duration) (StopReport, error) {
 // anyAdopted reports whether any child that StartChild did not start is
 // left, live or not yet reaped.
 func (a *Adopter) anyAdopted() bool {
-	own.Lock()
-	defer own.Unlock()
-	kids, _ := childrenOf(os.Getpid())
-	for _, pid := range kids {
-		if !ownChild(pid) {
-			return true
+	return scanChildren(func() bool {
+		kids, _ := childrenOf(os.Getpid())
+		for _, pid := range kids {
+			if !ownChild(pid) {
+				return true
+			}
 		}
-	}
-	return false
+		return false
+	})
 }
 
 // Close stops reaping; adopted children that exit afterwards stay
@@ -120,4 +127,18 @@ func (a *Adopter) Close() {
 	signal.Stop(a.sigs)
 	close(a.quit)
 	<-a.done
+}
+
+// scanChildren runs f with no start under way; f may call ownChild.
+func scanChildren[T any](f func() T) T {
+	own.starting.Lock()
+	defer own.starting.Unlock()
+	return f()
+}
+
+// ownChild reports whether pid is a child StartChild started.
+func ownChild(pid int) bool {
+	own.mu.Lock()
+	defer own.mu.Unlock()
+	return own.pids[pid] > 0
 }

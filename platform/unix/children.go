@@ -9,21 +9,27 @@ import "sync"
 // orphan it adopted. A count, not a set: a pid reaped and reused before
 // ForgetChild ran is counted twice, never lost.
 var own = struct {
-	sync.Mutex
-	pids map[int]int
+	// starting is held for reading across each start, so starts run
+	// side by side, and for writing across each scan of the children,
+	// so a scan never sees a child whose start has not been counted.
+	starting sync.RWMutex
+	mu       sync.Mutex // guards pids
+	pids     map[int]int
 }{pids: make(map[int]int)}
 
 // StartChild runs start, which starts one child and returns its pid, and
-// counts that child as this process's own until ForgetChild. The count is
-// taken under the lock an Adopter scans under, so a child being started
-// is never seen unaccounted for. Every child of a process with an
-// Adopter must be started this way.
+// counts that child as this process's own until ForgetChild. No Adopter
+// scan runs while a start is under way, so a child being started is
+// never seen unaccounted for. Every child of a process with an Adopter
+// must be started this way.
 func StartChild(start func() (int, error)) (int, error) {
-	own.Lock()
-	defer own.Unlock()
+	own.starting.RLock()
+	defer own.starting.RUnlock()
 	pid, err := start()
 	if err == nil {
+		own.mu.Lock()
 		own.pids[pid]++
+		own.mu.Unlock()
 	}
 	return pid, err
 }
@@ -31,15 +37,11 @@ func StartChild(start func() (int, error)) (int, error) {
 // ForgetChild ends the count of a child StartChild started, once it has
 // been waited for.
 func ForgetChild(pid int) {
-	own.Lock()
-	defer own.Unlock()
+	own.mu.Lock()
+	defer own.mu.Unlock()
 	if own.pids[pid] <= 1 {
 		delete(own.pids, pid)
 	} else {
 		own.pids[pid]--
 	}
 }
-
-// ownChild reports whether pid is a child StartChild started; the caller
-// holds own's lock.
-func ownChild(pid int) bool { return own.pids[pid] > 0 }
