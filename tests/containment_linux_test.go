@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -219,8 +220,8 @@ func escapeeScenario(t *testing.T, w *world, marker, rung string, inCgroup func(
 	svc := w.startService("default")
 	w.mustRun("start", "x")
 	row := w.waitRow("default", "x", "running", nil)
-	if row.Containment != rung {
-		t.Fatalf("containment %q, want %q; the agent's log:\n%s", row.Containment, rung, w.agentLog("x"))
+	if got := w.containment("default", "x"); got != rung {
+		t.Fatalf("containment %q, want %q; the agent's log:\n%s", got, rung, w.agentLog("x"))
 	}
 	old := waitEscapingTree(t, marker)
 	checkEscaped(t, old)
@@ -272,6 +273,22 @@ func escapeeScenario(t *testing.T, w *world, marker, rung string, inCgroup func(
 		t.Fatalf("the service did not exit after SIGTERM:\n%s", svc.output())
 	}
 	w.waitOwnerGone("default", marker, time.Now(), 5*time.Second)
+}
+
+// containment is the CONTAINMENT column of agent id in profile's human
+// status (status --json keeps to the command-line contract's keys).
+func (w *world) containment(profile, id string) string {
+	w.t.Helper()
+	out := w.mustRun("--profile", profile, "status").stdout
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	col := slices.Index(strings.Fields(lines[0]), "CONTAINMENT")
+	for _, line := range lines[1:] {
+		if f := strings.Fields(line); len(f) > col && col >= 0 && f[0] == id {
+			return f[col]
+		}
+	}
+	w.t.Fatalf("no containment of %s in:\n%s", id, out)
+	return ""
 }
 
 // ownerOf returns the owner of path.

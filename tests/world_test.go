@@ -194,7 +194,6 @@ type statusRow struct {
 	State       string     `json:"state"`
 	PID         int        `json:"pid"`
 	GuardianPID int        `json:"guardian_pid"`
-	Containment string     `json:"containment"`
 	Since       time.Time  `json:"since"`
 	Restarts    int        `json:"restarts"`
 	Error       *api.Error `json:"error"`
@@ -208,7 +207,7 @@ func (w *world) waitState(profile, id, state string) statusRow {
 		if err == nil {
 			for _, a := range st.Agents {
 				if a.ID == id && a.State == state {
-					return statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, string(a.Containment), a.Since, a.Restarts, a.Error}
+					return statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error}
 				}
 			}
 		}
