@@ -23,10 +23,6 @@ type Orphans interface {
 	Close()
 }
 
-// orphanGrace is how long the kernel gets to finish off leftovers after
-// SIGKILL, as a guardian's kill grace.
-const orphanGrace = 2 * time.Second
-
 // OrphanReport says what Orphans.Stop stopped.
 type OrphanReport struct {
 	// ByIdentity counts the processes by the identity their environment

@@ -9,6 +9,10 @@ import (
 	punix "github.com/tether-dev/tether/platform/unix"
 )
 
+// orphanGrace is how long the kernel gets to finish off leftovers after
+// SIGKILL, as a guardian's kill grace.
+const orphanGrace = 2 * time.Second
+
 // adopted is Orphans on Unix: the service is a child subreaper whose
 // Adopter reaps what comes to it and stops it on request.
 type adopted struct{ a *punix.Adopter }
