@@ -271,6 +271,7 @@ func runHelper(role string, args []string) int {
 		// in then, and the one NewCgroup makes below it.
 		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 		defer cancel()
+		begin := time.Now()
 		if err := EnterScope(ctx, SessionBusAddress(os.LookupEnv), args[0], "tether platform test"); err != nil {
 			fmt.Println("error", err)
 			return 1
@@ -285,8 +286,10 @@ func runHelper(role string, args []string) int {
 			fmt.Println("error", err)
 			return 1
 		}
+		took := time.Since(begin)
 		fmt.Println(own)
 		fmt.Println(cg.Path)
+		fmt.Println(took)
 		if err := cg.Remove(); err != nil {
 			fmt.Println("error", err)
 			return 1

@@ -36,10 +36,11 @@ func TestEnterScopeUnderUserManager(t *testing.T) {
 		t.Fatalf("entering the scope: %v\n%s", err, out)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != 2 {
+	if len(lines) != 3 {
 		t.Fatalf("helper output %q", out)
 	}
 	scope, child := lines[0], lines[1]
+	t.Logf("EnterScope took %s (connect, Hello, StartTransientUnit, JobRemoved)", lines[2])
 	if filepath.Base(scope) != unit || !strings.HasPrefix(scope, m.Cgroup+"/manager/") {
 		t.Errorf("in cgroup %s, want %s below %s/manager", scope, unit, m.Cgroup)
 	}
