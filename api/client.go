@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/tether-dev/tether/platform"
 )
 
 // ErrNotRunning reports that no service listens on the socket: there is no
@@ -59,6 +61,17 @@ func NewClient(socketPath string) *Client {
 	return &Client{path: socketPath, hc: &http.Client{Transport: tr}}
 }
 
+// dialSocket connects to the service's socket or pipe (platform.Dial: on
+// Windows the client lets the service identify it, and refuses a pipe
+// another user created). Nothing listening there is ErrNotRunning.
+func dialSocket(ctx context.Context, path string) (net.Conn, error) {
+	c, err := platform.Dial(ctx, path)
+	if errors.Is(err, platform.ErrNoListener) {
+		return nil, fmt.Errorf("%w: %w", ErrNotRunning, err)
+	}
+	return c, err
+}
+
 // SocketPath returns the socket of this client.
 func (c *Client) SocketPath() string { return c.path }
 
@@ -87,8 +100,14 @@ func (c *Client) Restart(ctx context.Context, ids ...string) (Results, error) {
 }
 
 func (c *Client) action(ctx context.Context, path string, ids []string) (Results, error) {
+	return c.Action(ctx, path, IDsRequest{IDs: ids})
+}
+
+// Action posts req to path (PathStart, PathStop or PathRestart): Start,
+// Stop and Restart with the request's options, such as NoWait.
+func (c *Client) Action(ctx context.Context, path string, req IDsRequest) (Results, error) {
 	var res Results
-	body, err := json.Marshal(IDsRequest{IDs: ids})
+	body, err := json.Marshal(req)
 	if err != nil {
 		return res, err
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	pwindows "github.com/tether-dev/tether/platform/windows"
+	pwin "github.com/tether-dev/tether/platform/windows"
 )
 
 var pipeSeq atomic.Int64
@@ -20,7 +20,7 @@ var pipeSeq atomic.Int64
 func testListener(t *testing.T) (net.Listener, string) {
 	t.Helper()
 	path := fmt.Sprintf(`\\.\pipe\tether-api-test-%d-%d`, os.Getpid(), pipeSeq.Add(1))
-	l, err := pwindows.ListenPipe(path)
+	l, err := pwin.ListenPipe(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,47 @@
-// Package api holds the local API's wire types and its client, shared by
-// the tray and the command line. The service serves these types over a
-// user-only socket; this package owns no agent and imports nothing of the
-// service.
+// Package api is the local API's contract: its versioned paths, wire
+// types, error codes and agent states, the client that speaks it, and where
+// a profile's service listens (SocketPath: a unix socket, or a named pipe
+// on Windows) and what a profile may be called (ValidateProfile).
+//
+// The service serves these types (service/localapi); the command line, the
+// tray and the demo are its clients. It owns no agent and imports nothing
+// of the service; on Windows it uses the platform package's pipe dial.
+//
+// # Paths
+//
+// Every path starts with Version (/localapi/v0) and is named by a Path
+// constant: GET status (a Status), GET events (newline-delimited Events:
+// a hello with the whole Status, then a row per change of an agent, the
+// whole Status again after a reload, and log lines when asked for), POST
+// agents/start, agents/stop and agents/restart (an IDsRequest, answered
+// by Results, one per id), GET logs (Logs), POST reload and POST quit.
+//
+// # States
+//
+// An Agent's State is one of the State constants, listed by States:
+// stopped, starting, running, stopping, backoff, failed, cleanup_failed.
+// Each constant's comment says what the service means by it.
+//
+// # Error codes
+//
+// An Error's Code is one of the Code constants, listed by Codes; each
+// constant's comment says what it means, and Code's which exit code of the
+// command line it becomes. Where each can appear:
+//
+//   - On an Agent row: the AgentCodes, that is contention,
+//     cleanup_failed, spawn, config, internal, exited and crash_loop.
+//   - In an action's Result: why the start or stop failed, as on the
+//     row; not_found for an unknown id (the Result has no row); state when
+//     the action went through but its intent could not be saved;
+//     internal when the agent was removed, the service is shutting down
+//     or the request was given up.
+//   - In Status.StateError: state. In Status.ConfigError: config.
+//   - In the body of a failed request: bad_request (HTTP 400, 405, 413),
+//     forbidden (403), not_found (404), config for a rejected reload
+//     (422), cleanup_failed for a quit whose stops could not be
+//     confirmed, internal (500).
+//
+// A client shows a state or code it does not know by its name: the sets
+// are closed for a version of the service, but a newer service may add to
+// them.
 package api

@@ -3,15 +3,11 @@
 package api
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"syscall"
 )
 
 // SocketPath returns where the service of profile listens:
@@ -53,24 +49,4 @@ func maxSocketPath() int {
 		return 107
 	}
 	return 103
-}
-
-// dialSocket connects to the service's socket. No socket file, or one
-// nobody listens on, is ErrNotRunning.
-func dialSocket(ctx context.Context, path string) (net.Conn, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", path)
-	if err != nil && (errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)) {
-		return nil, fmt.Errorf("%w: nothing listens on %s (%w)", ErrNotRunning, path, unwrapOpError(err))
-	}
-	return c, err
-}
-
-// unwrapOpError drops the *net.OpError around a dial's cause: its text
-// repeats the path.
-func unwrapOpError(err error) error {
-	if oe, ok := errors.AsType[*net.OpError](err); ok {
-		return oe.Err
-	}
-	return err
 }

@@ -1,17 +1,10 @@
 package api
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"io/fs"
-	"net"
 	"os"
 	"os/user"
 	"strings"
-	"time"
-
-	pwindows "github.com/tether-dev/tether/platform/windows"
 )
 
 // SocketPath returns the named pipe of the service of profile,
@@ -42,21 +35,4 @@ func pipeSafe(s string) string {
 		}
 		return '.'
 	}, s)
-}
-
-// dialTimeout bounds how long a dial waits while every instance of the
-// pipe is taken: a unix socket's connect does not wait for a full backlog
-// either, and a service that accepts nobody for this long is stuck.
-const dialTimeout = 5 * time.Second
-
-// dialSocket connects to the service's named pipe (see
-// platform/windows.DialPipe: the client lets the service identify it, and
-// refuses a pipe another user created). No pipe of that name is
-// ErrNotRunning.
-func dialSocket(ctx context.Context, path string) (net.Conn, error) {
-	c, err := pwindows.DialPipe(ctx, path, dialTimeout)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: nothing listens on %s", ErrNotRunning, path)
-	}
-	return c, err
 }

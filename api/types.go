@@ -14,33 +14,9 @@ const Version = "/localapi/v0"
 // by something else, such as a browser or a proxy.
 const Host = "tether"
 
-// Agent states, as in the command-line contract.
-const (
-	StateStopped       = "stopped"
-	StateStarting      = "starting"
-	StateRunning       = "running"
-	StateStopping      = "stopping"
-	StateBackoff       = "backoff"
-	StateFailed        = "failed"
-	StateCleanupFailed = "cleanup_failed"
-)
-
-// Error codes. Each maps to one exit code of the command line.
-const (
-	CodeNotFound      = "not_found"      // no agent with that id
-	CodeBadRequest    = "bad_request"    // malformed request
-	CodeContention    = "contention"     // the identity is held elsewhere
-	CodeCleanupFailed = "cleanup_failed" // a stop could not be confirmed
-	CodeSpawn         = "spawn"          // the agent could not be started
-	CodeConfig        = "config"         // the config is invalid
-	CodeState         = "state"          // the durable state file is unusable
-	CodeForbidden     = "forbidden"      // not the service's user, or a browser
-	CodeInternal      = "internal"
-)
-
 // Error is a typed failure, in a response body or attached to an agent.
 type Error struct {
-	Code    string `json:"code"`
+	Code    Code   `json:"code"`
 	Message string `json:"message"`
 }
 
@@ -61,18 +37,21 @@ const (
 
 // Agent is one row of the status.
 type Agent struct {
-	ID          string `json:"id"`
-	Identity    string `json:"identity"`
-	State       string `json:"state"`
-	Enabled     bool   `json:"enabled"`
-	PID         int    `json:"pid"`
-	GuardianPID int    `json:"guardian_pid"`
+	ID          string    `json:"id"`
+	Identity    string    `json:"identity"`
+	State       State     `json:"state"`
+	Enabled     bool      `json:"enabled"`
+	PID         int       `json:"pid"`
+	GuardianPID int       `json:"guardian_pid"`
+	Since       time.Time `json:"since"`
+	Restarts    int       `json:"restarts"`
+	Error       *Error    `json:"error"`
+	// Status is the agent's own word on how it is doing: its last
+	// STATUS= text (ready: notify), or what a starting agent waits for.
+	Status string `json:"status,omitempty"`
 	// Containment is the rung the running tree got; empty while none
 	// runs.
 	Containment Containment `json:"containment,omitempty"`
-	Since       time.Time   `json:"since"`
-	Restarts    int         `json:"restarts"`
-	Error       *Error      `json:"error"`
 }
 
 // Status is the answer of GET /localapi/v0/status.
@@ -128,6 +107,9 @@ const (
 // IDsRequest is the body of start, stop and restart.
 type IDsRequest struct {
 	IDs []string `json:"ids"`
+	// NoWait answers a start or restart once the agent is spawned,
+	// without waiting for it to be ready.
+	NoWait bool `json:"no_wait,omitempty"`
 }
 
 // Results is the answer of start, stop and restart: one Result per id,

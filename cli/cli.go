@@ -1,6 +1,17 @@
 // Package cli is tether's command line: it parses the command-line
 // contract and hands each command to the package that owns it. It holds
-// no state of its own; the service is reached through package api.
+// no state of its own.
+//
+// A running service is reached only through package api, its client over
+// the local socket (status, start, stop, restart, logs, reload, and
+// "service stop" where no OS service manager can stop it). Package service
+// is used in this process for what needs no running service: the profile's
+// paths, "check" (the config loaded as the service loads it), and
+// "service run", which becomes the service. Package install registers the
+// service with the OS, package config writes the default config, and
+// "guardian", "demo" and "tray" are handed to their packages whole.
+//
+// Only main imports it.
 package cli
 
 import (
@@ -32,8 +43,8 @@ commands:
   demo                       self-contained crash-survival demo in a temp dir
   service run                run the service in the foreground
   service install|uninstall|start|stop|status [--print]
-  status [--json]            one row per agent
-  start|stop|restart ID...
+  status [--json]            one row per agent (status --help: its states and codes)
+  start|stop|restart ID...   start and restart answer once ready (--no-wait: once spawned)
   logs ID [-f] [-n N]
   check                      validate the config
   reload                     apply config changes (also SIGHUP to the service)
@@ -53,8 +64,9 @@ type globals struct {
 	profile string
 }
 
-// env is what a command needs from its surroundings.
-type env struct {
+// invocation is one run of the command line: its global flags and where
+// its output goes. Each command is a method on it.
+type invocation struct {
 	g      globals
 	stdout io.Writer
 	stderr io.Writer
@@ -63,15 +75,15 @@ type env struct {
 // Main runs the command line and returns the exit code.
 func Main(args []string) int {
 	g, args, err := parseGlobals(args)
-	e := &env{g: g, stdout: os.Stdout, stderr: os.Stderr}
+	inv := &invocation{g: g, stdout: os.Stdout, stderr: os.Stderr}
 	if err != nil {
-		return e.usage(err)
+		return inv.usage(err)
 	}
 	if len(args) == 0 {
 		if os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != "" {
-			return e.tray(nil)
+			return inv.tray(nil)
 		}
-		fmt.Fprint(e.stdout, usage)
+		fmt.Fprint(inv.stdout, usage)
 		return ExitOK
 	}
 	cmd, rest := args[0], args[1:]
@@ -83,53 +95,53 @@ func Main(args []string) int {
 	case "demo-agent":
 		return demo.Agent(rest)
 	case "version", "--version":
-		fmt.Fprintln(e.stdout, "tether", Version)
+		fmt.Fprintln(inv.stdout, "tether", Version)
 		return ExitOK
 	case "help", "-h", "--help":
-		fmt.Fprint(e.stdout, usage)
+		fmt.Fprint(inv.stdout, usage)
 		return ExitOK
 	case "tray":
-		return e.tray(rest)
+		return inv.tray(rest)
 	case "service":
-		return e.service(rest)
+		return inv.service(rest)
 	case "status":
-		return e.status(rest)
+		return inv.status(rest)
 	case "start", "stop", "restart":
-		return e.action(cmd, rest)
+		return inv.action(cmd, rest)
 	case "logs":
-		return e.logs(rest)
+		return inv.logs(rest)
 	case "check":
-		return e.check(rest)
+		return inv.check(rest)
 	case "reload":
-		return e.reload(rest)
+		return inv.reload(rest)
 	case "config":
-		return e.configCmd(rest)
+		return inv.configCmd(rest)
 	default:
-		return e.usage(fmt.Errorf("unknown command %q", cmd))
+		return inv.usage(fmt.Errorf("unknown command %q", cmd))
 	}
 }
 
-func (e *env) usage(err error) int {
-	fmt.Fprintln(e.stderr, "tether:", err)
-	fmt.Fprint(e.stderr, usage)
+func (inv *invocation) usage(err error) int {
+	fmt.Fprintln(inv.stderr, "tether:", err)
+	fmt.Fprint(inv.stderr, usage)
 	return ExitUsage
 }
 
 // tray runs the system tray of the profile's service.
-func (e *env) tray(args []string) int {
-	p, err := e.paths()
+func (inv *invocation) tray(args []string) int {
+	p, err := inv.paths()
 	if err != nil {
-		return e.fail("%v", err)
+		return inv.fail("%v", err)
 	}
 	return tray.Main(tray.Options{
-		Profile: e.g.profile, ConfigFlag: e.g.config, ConfigFile: p.Config,
+		Profile: inv.g.profile, ConfigFlag: inv.g.config, ConfigFile: p.Config,
 		LogDir: p.LogDir, ServiceLog: filepath.Join(p.StateDir, "service.log"),
-		Socket: p.Socket, Args: args, Stderr: e.stderr,
+		Socket: p.Socket, Args: args, Stderr: inv.stderr,
 	})
 }
 
-func (e *env) fail(format string, args ...any) int {
-	fmt.Fprintf(e.stderr, "tether: "+format+"\n", args...)
+func (inv *invocation) fail(format string, args ...any) int {
+	fmt.Fprintf(inv.stderr, "tether: "+format+"\n", args...)
 	return ExitFailure
 }
 

@@ -13,18 +13,19 @@ import (
 	"github.com/tether-dev/tether/service"
 )
 
-// serviceManager handles "service install|uninstall|start|stop|status".
-func (e *env) serviceManager(p service.Paths, args []string) int {
+// serviceManager handles "service install|uninstall|start|stop|status",
+// the registration of the profile's service with the OS.
+func (inv *invocation) serviceManager(p service.Paths, args []string) int {
 	verb := args[0]
 	fs := flag.NewFlagSet("service "+verb, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs.SetOutput(inv.stderr)
 	printOnly := fs.Bool("print", false, "show exactly what would be written, and write nothing")
 	if err := fs.Parse(args[1:]); err != nil || fs.NArg() > 0 {
-		return e.usage(fmt.Errorf("usage: tether service %s [--print]", verb))
+		return inv.usage(fmt.Errorf("usage: tether service %s [--print]", verb))
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return e.fail("%v", err)
+		return inv.fail("%v", err)
 	}
 	o := install.Options{Executable: exe, Profile: p.Profile}
 	if p.ConfigSet {
@@ -32,78 +33,95 @@ func (e *env) serviceManager(p service.Paths, args []string) int {
 	}
 	if *printOnly {
 		if verb != "install" {
-			return e.usage(fmt.Errorf("--print goes with install"))
+			return inv.usage(fmt.Errorf("--print goes with install"))
 		}
-		files, err := install.Plan(o)
-		if err != nil {
-			return e.fail("%v", err)
-		}
-		for _, f := range files {
-			fmt.Fprintf(e.stdout, "# %s (mode %v)\n%s\n", f.Path, f.Mode, f.Content)
-		}
-		return ExitOK
+		return inv.printPlan(o)
 	}
 	switch verb {
 	case "install":
-		r, err := install.Install(o)
-		if err != nil {
-			return e.installFailure(err)
-		}
-		fmt.Fprintln(e.stdout, r.Message)
+		return inv.installed(install.Install(o))
 	case "uninstall":
-		r, err := install.Uninstall(o)
-		if err != nil {
-			return e.installFailure(err)
-		}
-		fmt.Fprintln(e.stdout, r.Message)
+		return inv.installed(install.Uninstall(o))
 	case "start":
 		if err := install.Start(o); err != nil {
-			return e.installFailure(err)
+			return inv.installFailure(err)
 		}
-		fmt.Fprintln(e.stdout, "started")
+		fmt.Fprintln(inv.stdout, "started")
+		return ExitOK
 	case "stop":
-		err := install.Stop(o)
-		if errors.Is(err, install.ErrNoServiceManager) {
-			// No manager to ask (Windows Run key): ask the service
-			// itself to quit through the local API.
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			if qerr := api.NewClient(p.Socket).Quit(ctx); qerr != nil {
-				return e.apiFailure(p, qerr)
-			}
-			err = nil
-		}
-		if err != nil {
-			return e.installFailure(err)
-		}
-		fmt.Fprintln(e.stdout, "stopped")
+		return inv.stopService(p, o)
 	case "status":
-		st, err := install.Status(o)
-		if err != nil {
-			return e.installFailure(err)
-		}
-		installed := "not installed"
-		if st.Installed {
-			installed = "installed"
-			if !st.Current {
-				installed += " (out of date: run tether service install again)"
-			}
-		}
-		fmt.Fprintf(e.stdout, "%s %s (%s): %s, %s", st.Manager, st.Name, st.Path, installed, st.State)
-		if st.Detail != "" {
-			fmt.Fprintf(e.stdout, " (%s)", st.Detail)
-		}
-		fmt.Fprintln(e.stdout)
-	default:
-		return e.usage(fmt.Errorf("unknown service command %q", verb))
+		return inv.serviceStatus(o)
+	}
+	return inv.usage(fmt.Errorf("unknown service command %q", verb))
+}
+
+// printPlan shows the files "service install" would write.
+func (inv *invocation) printPlan(o install.Options) int {
+	files, err := install.Plan(o)
+	if err != nil {
+		return inv.fail("%v", err)
+	}
+	for _, f := range files {
+		fmt.Fprintf(inv.stdout, "# %s (mode %v)\n%s\n", f.Path, f.Mode, f.Content)
 	}
 	return ExitOK
 }
 
-func (e *env) installFailure(err error) int {
-	fmt.Fprintln(e.stderr, "tether service:", err)
+// installed reports the outcome of an install or an uninstall.
+func (inv *invocation) installed(r install.Result, err error) int {
+	if err != nil {
+		return inv.installFailure(err)
+	}
+	fmt.Fprintln(inv.stdout, r.Message)
+	return ExitOK
+}
+
+// stopService stops the registered service through its manager or, where
+// there is none to ask (Windows Run key), through the local API.
+func (inv *invocation) stopService(p service.Paths, o install.Options) int {
+	err := install.Stop(o)
 	if errors.Is(err, install.ErrNoServiceManager) {
-		fmt.Fprintln(e.stderr, "Run the service in the foreground instead: tether service run")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if qerr := api.NewClient(p.Socket).Quit(ctx); qerr != nil {
+			return inv.apiFailure(p, qerr)
+		}
+		err = nil
+	}
+	if err != nil {
+		return inv.installFailure(err)
+	}
+	fmt.Fprintln(inv.stdout, "stopped")
+	return ExitOK
+}
+
+// serviceStatus prints one line: the manager, the unit and its file,
+// whether it is installed and current, and whether it runs.
+func (inv *invocation) serviceStatus(o install.Options) int {
+	st, err := install.Status(o)
+	if err != nil {
+		return inv.installFailure(err)
+	}
+	installed := "not installed"
+	if st.Installed {
+		installed = "installed"
+		if !st.Current {
+			installed += " (out of date: run tether service install again)"
+		}
+	}
+	fmt.Fprintf(inv.stdout, "%s %s (%s): %s, %s", st.Manager, st.Name, st.Path, installed, st.State)
+	if st.Detail != "" {
+		fmt.Fprintf(inv.stdout, " (%s)", st.Detail)
+	}
+	fmt.Fprintln(inv.stdout)
+	return ExitOK
+}
+
+func (inv *invocation) installFailure(err error) int {
+	fmt.Fprintln(inv.stderr, "tether service:", err)
+	if errors.Is(err, install.ErrNoServiceManager) {
+		fmt.Fprintln(inv.stderr, "Run the service in the foreground instead: tether service run")
 	}
 	return ExitFailure
 }
@@ -112,21 +130,21 @@ func (e *env) installFailure(err error) int {
 // as the service streams it, until interrupted. A stream the service ends
 // (it quit, or this reader fell too far behind) is an error: the output
 // would otherwise stop without a word.
-func (e *env) followLogs(c *api.Client, p service.Paths, id string, n int) int {
+func (inv *invocation) followLogs(c *api.Client, p service.Paths, id string, n int) int {
 	events, err := c.FollowLog(context.Background(), id, n)
 	if err != nil {
-		return e.apiFailure(p, err)
+		return inv.apiFailure(p, err)
 	}
 	for ev, err := range events {
 		if err != nil {
 			if errors.Is(err, api.ErrStreamClosed) {
-				fmt.Fprintf(e.stderr, "tether logs: the service ended the stream (%v)\n", err)
+				fmt.Fprintf(inv.stderr, "tether logs: the service ended the stream (%v)\n", err)
 				return ExitFailure
 			}
-			return e.apiFailure(p, err)
+			return inv.apiFailure(p, err)
 		}
 		if ev.Type == api.EventLog && ev.ID == id {
-			fmt.Fprintln(e.stdout, ev.Line)
+			fmt.Fprintln(inv.stdout, ev.Line)
 		}
 	}
 	return ExitOK

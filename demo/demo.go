@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/logline"
+	"github.com/tether-dev/tether/platform"
 	punix "github.com/tether-dev/tether/platform/unix"
 )
 
@@ -38,26 +40,69 @@ func Run(args []string) int {
 	return 0
 }
 
-type env struct {
+type sandbox struct {
 	dir      string
 	exe      string
 	environ  []string
 	services map[string]*exec.Cmd
+	say      func(format string, args ...any)
 }
 
 func run(out io.Writer) (err error) {
 	// Adopt orphaned guardians so they are reaped here, not left as
 	// zombies under an init that does not reap.
 	_, _ = punix.BecomeSubreaper()
+	e, err := newEnv(out)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := e.cleanup(); err == nil {
+			err = cerr
+		}
+	}()
+	e.say("tether demo: crash survival, in %s", e.dir)
+	e.say("")
+	a, members, err := e.startFirst()
+	if err != nil {
+		return err
+	}
+	if err := e.killService(a, members); err != nil {
+		return err
+	}
+	a2, err := e.relaunch()
+	if err != nil {
+		return err
+	}
+	if err := e.secondProfile(a2); err != nil {
+		return err
+	}
+	if err := e.stopBoth(a2); err != nil {
+		return err
+	}
+	e.say("")
+	e.say("ok: one identity ran exactly once at a time, and nothing was left behind.")
+	return nil
+}
+
+// newEnv makes the demo's world in a temp dir: its own XDG config, state
+// and runtime directories, in an environment without the user's XDG_*.
+func newEnv(out io.Writer) (_ *sandbox, err error) {
 	dir, err := os.MkdirTemp("", "tether-demo-")
 	if err != nil {
-		return err
+		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			_ = os.RemoveAll(dir)
+		}
+	}()
 	exe, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	e := &env{dir: dir, exe: exe, services: map[string]*exec.Cmd{}}
+	e := &sandbox{dir: dir, exe: exe, services: map[string]*exec.Cmd{},
+		say: func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "XDG_") {
 			e.environ = append(e.environ, kv)
@@ -65,71 +110,80 @@ func run(out io.Writer) (err error) {
 	}
 	for _, d := range []string{"config", "state", "run"} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	e.environ = append(e.environ,
 		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
 		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
 		"XDG_RUNTIME_DIR="+filepath.Join(dir, "run"))
-	defer func() {
-		if cerr := e.cleanup(); err == nil {
-			err = cerr
-		}
-	}()
-	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+	return e, nil
+}
 
-	say("tether demo: crash survival, in %s", dir)
-	say("")
-	say("1. Start the service (profile \"demo\") with the built-in demo agent: it starts a worker in")
-	say("   its own process group and a double-forked escapee in its own session.")
+// startFirst is step 1: the service with the demo agent, whose tree it
+// shows.
+func (e *sandbox) startFirst() (api.Agent, []punix.Proc, error) {
+	e.say("1. Start the service (profile \"demo\") with the built-in demo agent: it starts a worker in")
+	e.say("   its own process group and a double-forked escapee in its own session.")
 	svc, err := e.startService("demo")
 	if err != nil {
-		return err
+		return api.Agent{}, nil, err
 	}
 	a, err := e.waitRunning("demo")
 	if err != nil {
-		return err
+		return api.Agent{}, nil, err
 	}
-	say("   service pid %d -> guardian pid %d -> agent pid %d (identity %q)", svc.Process.Pid, a.GuardianPID, a.PID, a.Identity)
+	e.say("   service pid %d -> guardian pid %d -> agent pid %d (identity %q)", svc.Process.Pid, a.GuardianPID, a.PID, a.Identity)
 	tree := &punix.Tree{Leader: punix.Ref{Pid: a.PID}, Root: a.GuardianPID}
 	members, err := waitTree(tree, a.PID, 10*time.Second)
 	if err != nil {
-		return err
+		return api.Agent{}, nil, err
 	}
 	for _, p := range members {
-		say("   %s", describe(p, a.PID))
+		e.say("   %s", describe(p, a.PID))
 	}
-	say("")
+	e.say("")
+	return a, members, nil
+}
 
-	say("2. SIGKILL the service (pid %d). Nothing tells the guardian but EOF on its tether.", svc.Process.Pid)
+// killService is step 2: SIGKILL the service and time the teardown.
+func (e *sandbox) killService(a api.Agent, members []punix.Proc) error {
+	e.say("2. SIGKILL the service (pid %d). Nothing tells the guardian but EOF on its tether.", e.services["demo"].Process.Pid)
 	took, err := e.killAndMeasure("demo", a, members)
 	if err != nil {
 		return err
 	}
-	say("   tree gone, private dir removed and lock free after %.1f ms", float64(took.Microseconds())/1000)
-	if line := lastLogLine(filepath.Join(dir, "state", "tether", "demo", "logs", agentID+".log"), "stopped (owner_lost)"); line != "" {
-		say("   the guardian's log: %s", line)
+	e.say("   tree gone, private dir removed and lock free after %.1f ms", float64(took.Microseconds())/1000)
+	if line := lastLogLine(filepath.Join(e.dir, "state", "tether", "demo", "logs", agentID+".log"), "stopped (owner_lost)"); line != "" {
+		e.say("   the guardian's log: %s", line)
 	}
-	say("")
+	e.say("")
+	return nil
+}
 
-	say("3. Relaunch the service: the agent was enabled, so it comes back, exactly once.")
-	svc, err = e.startService("demo")
+// relaunch is step 3: the agent comes back, exactly once.
+func (e *sandbox) relaunch() (api.Agent, error) {
+	e.say("3. Relaunch the service: the agent was enabled, so it comes back, exactly once.")
+	svc, err := e.startService("demo")
 	if err != nil {
-		return err
+		return api.Agent{}, err
 	}
-	a2, err := e.waitRunning("demo")
+	a, err := e.waitRunning("demo")
 	if err != nil {
-		return err
+		return api.Agent{}, err
 	}
-	n, err := treesOf(a2.PID)
+	n, err := treesOf(a.PID)
 	if err != nil {
-		return err
+		return api.Agent{}, err
 	}
-	say("   service pid %d, agent pid %d; live trees of %q: %d", svc.Process.Pid, a2.PID, identity, n)
-	say("")
+	e.say("   service pid %d, agent pid %d; live trees of %q: %d", svc.Process.Pid, a.PID, identity, n)
+	e.say("")
+	return a, nil
+}
 
-	say("4. A second profile (\"other\") on the same identity: tether --profile other start %s", agentID)
+// secondProfile is step 4: another profile is refused the same identity.
+func (e *sandbox) secondProfile(a api.Agent) error {
+	e.say("4. A second profile (\"other\") on the same identity: tether --profile other start %s", agentID)
 	if _, err := e.startService("other"); err != nil {
 		return err
 	}
@@ -140,32 +194,32 @@ func run(out io.Writer) (err error) {
 	if code != 4 {
 		return fmt.Errorf("the second profile's start exited %d, want 4 (contention): %s", code, msg)
 	}
-	say("   exit %d: %s", code, strings.TrimSpace(msg))
-	if n, err := treesOf(a2.PID); err != nil || n != 1 {
+	e.say("   exit %d: %s", code, strings.TrimSpace(msg))
+	if n, err := treesOf(a.PID); err != nil || n != 1 {
 		return fmt.Errorf("%d trees of %q after the second profile tried (%v)", n, identity, err)
 	}
-	say("")
+	e.say("")
+	return nil
+}
 
-	say("5. Stop both services: every agent stops, nothing is left behind.")
+// stopBoth is step 5: both services quit, and the tree goes with them.
+func (e *sandbox) stopBoth(a api.Agent) error {
+	e.say("5. Stop both services: every agent stops, nothing is left behind.")
 	for _, p := range []string{"other", "demo"} {
 		if err := e.quit(p); err != nil {
 			return err
 		}
 	}
-	if _, err := waitGone(&punix.Tree{Leader: punix.Ref{Pid: a2.PID}, Root: a2.GuardianPID}, 10*time.Second); err != nil {
-		return err
-	}
-	say("")
-	say("ok: one identity ran exactly once at a time, and nothing was left behind.")
-	return nil
+	_, err := waitGone(&punix.Tree{Leader: punix.Ref{Pid: a.PID}, Root: a.GuardianPID}, 10*time.Second)
+	return err
 }
 
-func (e *env) client(profile string) *api.Client {
+func (e *sandbox) client(profile string) *api.Client {
 	return api.NewClient(filepath.Join(e.dir, "run", "tether", profile+".sock"))
 }
 
 // startService runs "tether --profile P service run" in the demo's world.
-func (e *env) startService(profile string) (*exec.Cmd, error) {
+func (e *sandbox) startService(profile string) (*exec.Cmd, error) {
 	cmd := exec.Command(e.exe, "--profile", profile, "service", "run")
 	cmd.Env = e.environ
 	logf, err := os.OpenFile(filepath.Join(e.dir, "service-"+profile+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -191,7 +245,7 @@ func (e *env) startService(profile string) (*exec.Cmd, error) {
 	}
 }
 
-func (e *env) waitRunning(profile string) (api.Agent, error) {
+func (e *sandbox) waitRunning(profile string) (api.Agent, error) {
 	deadline := time.Now().Add(15 * time.Second)
 	var last api.Status
 	for {
@@ -212,7 +266,7 @@ func (e *env) waitRunning(profile string) (api.Agent, error) {
 }
 
 // cli runs the tether command line in the demo's world.
-func (e *env) cli(args ...string) (int, string) {
+func (e *sandbox) cli(args ...string) (int, string) {
 	cmd := exec.Command(e.exe, args...)
 	cmd.Env = e.environ
 	var out bytes.Buffer
@@ -227,7 +281,7 @@ func (e *env) cli(args ...string) (int, string) {
 
 // killAndMeasure SIGKILLs a service and measures until its agent's tree
 // is gone, its private directory removed and its lock free.
-func (e *env) killAndMeasure(profile string, a api.Agent, members []punix.Proc) (time.Duration, error) {
+func (e *sandbox) killAndMeasure(profile string, a api.Agent, members []punix.Proc) (time.Duration, error) {
 	cmd := e.services[profile]
 	privRoot := filepath.Join(e.dir, "state", "tether", profile, "private")
 	tree := &punix.Tree{Leader: punix.Ref{Pid: a.PID}, Root: a.GuardianPID}
@@ -255,7 +309,7 @@ func (e *env) killAndMeasure(profile string, a api.Agent, members []punix.Proc) 
 	}
 }
 
-func (e *env) lockFree() bool {
+func (e *sandbox) lockFree() bool {
 	locks, _ := filepath.Glob(filepath.Join(e.dir, "state", "tether", "locks", "*.lock"))
 	for _, l := range locks {
 		if !lockFree(l) {
@@ -266,7 +320,7 @@ func (e *env) lockFree() bool {
 }
 
 // quit asks a service to stop every agent and exit, and waits for it.
-func (e *env) quit(profile string) error {
+func (e *sandbox) quit(profile string) error {
 	cmd := e.services[profile]
 	if err := e.client(profile).Quit(context.Background()); err != nil {
 		return fmt.Errorf("quitting profile %q: %w", profile, err)
@@ -325,7 +379,7 @@ func waitGone(t *punix.Tree, within time.Duration) (time.Duration, error) {
 	}
 }
 
-func (e *env) cleanup() error {
+func (e *sandbox) cleanup() error {
 	for _, cmd := range e.services {
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		_ = cmd.Wait()
@@ -369,8 +423,8 @@ func lastLogLine(path, substr string) string {
 	var found string
 	for line := range strings.SplitSeq(string(b), "\n") {
 		if strings.Contains(line, substr) {
-			if _, after, ok := strings.Cut(line, "]: "); ok {
-				found = after
+			if msg, ok := logline.Message(line); ok {
+				found = msg
 			}
 		}
 	}
@@ -378,15 +432,15 @@ func lastLogLine(path, substr string) string {
 }
 
 func lockFree(path string) bool {
-	f, err := punix.OpenLockFile(path)
+	f, err := platform.OpenLockFile(path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	if punix.TryLock(f) != nil {
+	if platform.TryLock(f) != nil {
 		return false
 	}
-	_ = punix.Unlock(f)
+	_ = platform.Unlock(f)
 	return true
 }
 

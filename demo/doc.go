@@ -4,5 +4,7 @@
 // user's.
 //
 // The crash demo (Run) runs on Linux and macOS; the demo agent (Agent)
-// everywhere.
+// everywhere. Only the command line imports it; it drives the services it
+// starts as any client would (package api and the command line), and reads
+// their process trees and locks through the Unix platform package.
 package demo

@@ -13,14 +13,14 @@ import (
 // does not answer in time is as good as none.
 const scopeWait = 5 * time.Second
 
-// contain returns the strongest containment the agent can get, name
+// cgroupOrScope returns the strongest containment the agent can get, name
 // naming its cgroup (see Containment): a cgroup of its own below the
 // guardian's when that is writable; else the same below a transient scope
 // with Delegate=yes that the user's systemd manager, on the session bus
 // of the agent's environment, puts the guardian in (and then scope names
 // that unit); else none, and the session and the subreapers hold the
 // tree. Whatever is not the strongest rung is logged with the reason.
-func (g *guardian) contain(name string) (cg *punix.Cgroup, scope string) {
+func (g *guardian) cgroupOrScope(name string) (cg *punix.Cgroup, scope string) {
 	if g.req.NoCgroup {
 		g.logf("containment: %s (cgroups are turned off for this agent)", ContainmentSession)
 		return nil, ""

@@ -14,16 +14,26 @@
 // containment a kill-on-close job object the agent enters before it runs,
 // and the tether one end of a duplex named pipe whose handle value is on
 // the guardian's command line; the owner's process handle is a second
-// sign of its death (guardian_windows.go). What the platforms share, the
-// request handling, the watch, the staged teardown, the owner record and
-// the whole owner side, is written once (guardian.go, record.go, owner.go,
-// pool.go).
+// sign of its death. What the platforms share is written once: the start
+// sequence (start.go), the request handling, the watch and the staged
+// teardown (guardian.go), the owner record (record.go), the command
+// lookup (lookpath.go) and the owner side (owner.go, pool.go). What
+// differs is the osSteps interface (guardian.go), implemented in
+// guardian_unix.go and guardian_windows.go, and the guardian's command
+// and tether (owner_unix.go, owner_windows.go). Portable operations (lock
+// files, private directories, process references) come from package
+// platform; the per-OS files alone reach into its halves.
 //
-// The owner side is Start, which returns a Session. The two speak the
-// protocol in protocol.go: typed JSON lines, the first each way carrying a
-// version.
+// The owner side is Start, which returns a Session; Pool keeps guardians
+// started ahead of need, and Reclaim frees an identity whose guardian died.
+// The two sides speak the protocol of protocol.go: typed JSON lines, the
+// first each way carrying a version.
 //
 // This package knows nothing of the service, its config or its state; it
 // takes paths and argv from its caller and leaves policy (restarts,
-// backoff) to it.
+// backoff) to it. Of tether's packages it imports only the platform
+// halves and two leaves that import nothing of tether's: identity (what an
+// identity may be) and internal/logline (the format of its log lines). The
+// service is its owner, and the benchmarks and end-to-end tests use the
+// owner side.
 package guardian

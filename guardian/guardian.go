@@ -6,11 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tether-dev/tether/internal/logline"
+	"github.com/tether-dev/tether/platform"
 )
 
 const (
@@ -46,9 +51,62 @@ type guardian struct {
 	agentExit  <-chan Exit
 	since      time.Time
 	tookOver   *Holder
+	readiness  *readiness // nil without a readiness or health check
 
 	osGuardian
 }
+
+// osSteps are the steps of a guardian's life that differ by OS.
+// guardian_unix.go (flock, session, cgroup, reaper) and
+// guardian_windows.go (named mutex, job object, owner handle) implement
+// them on *guardian; start, watch, teardown and release call them and are
+// written once. Beside them each OS has its Main and run (how the tether
+// arrives, which signals end the agent's life), redirectOutput,
+// platformEnv, containmentCleanupCode, and the command lookup's pieces
+// (lookpath.go).
+type osSteps interface {
+	// acquire takes the identity's ownership lock, with the owner record
+	// locked and prev the record read under it (nil when there is
+	// none). A lock held by a live guardian is contention; on Unix, one
+	// held only by the tree of a dead guardian is taken over.
+	acquire(prev *record) *failure
+	// clearEarlier runs once the lock is held: it stops and removes
+	// what an earlier holder that died left behind (its tree, private
+	// directory, containment) and sets tookOver when there was one.
+	clearEarlier(prev *record) *failure
+	// contain creates the agent's containment, if any, named after the
+	// private directory's name, and notes it in self, the record about
+	// to be written.
+	contain(name string, self *record) *failure
+	// spawn starts the agent in its containment and returns its
+	// reference and a channel that yields its exit.
+	spawn(c *agentCommand) (procRef, <-chan Exit, *failure)
+
+	// stopTree stops the whole tree within timeout and the kill grace;
+	// an error means it could not be confirmed empty (*treeAliveError
+	// when members are left).
+	stopTree(timeout time.Duration) (stopReport, error)
+	// afterStop runs once the tree is confirmed empty.
+	afterStop()
+	// removeContainment removes what contain created.
+	removeContainment() error
+	// unlockOwnership releases what acquire took; closeOwnership closes
+	// its handles, held or not.
+	unlockOwnership() error
+	closeOwnership()
+
+	// containment names the rung of containment in use; describe adds
+	// the OS's details to a ready.
+	containment() Containment
+	describe(r *Ready)
+	// ownerGone is closed when the owner is seen dead by other means
+	// than the tether's EOF (nil when there are none).
+	ownerGone() <-chan struct{}
+	// settle runs a moment after ready, when the start is over.
+	settle()
+}
+
+var _ osSteps = (*guardian)(nil)
 
 // stopReport says how a tree went down.
 type stopReport struct {
@@ -129,6 +187,22 @@ func (g *guardian) serve(term <-chan os.Signal) int {
 	return g.watch(rd, term)
 }
 
+// ready is the answer to a start that succeeded.
+func (g *guardian) ready() *Ready {
+	r := &Ready{
+		GuardianPID: os.Getpid(),
+		AgentPID:    g.agentPid,
+		SessionID:   g.agentPid, // the agent leads its own session or process group
+		Containment: g.containment(),
+		PrivateDir:  g.privateDir,
+		Since:       g.since,
+		TookOver:    g.tookOver,
+		Pending:     g.req.Readiness != nil && g.req.Readiness.Ready != nil,
+	}
+	g.describe(r)
+	return r
+}
+
 // openLog opens the agent's log and makes it the guardian's stdout and
 // stderr too, so nothing the guardian prints from now on goes to the
 // owner's pipe.
@@ -138,7 +212,7 @@ func (g *guardian) openLog() *failure {
 		g.log, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	} else {
 		if err = os.MkdirAll(filepath.Dir(g.req.LogPath), 0o700); err == nil {
-			g.log, err = openAppendNoFollow(g.req.LogPath)
+			g.log, err = platform.OpenAppendNoFollow(g.req.LogPath)
 		}
 	}
 	if err != nil {
@@ -154,9 +228,7 @@ func (g *guardian) logf(format string, args ...any) {
 	if g.log == nil {
 		return
 	}
-	line := fmt.Sprintf("%s tether guardian[%d]: %s\n",
-		time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"), os.Getpid(), fmt.Sprintf(format, args...))
-	_, _ = g.log.WriteString(line)
+	logline.Printf(g.log, "guardian", format, args...)
 }
 
 func (g *guardian) send(m message) {
@@ -183,7 +255,7 @@ func (g *guardian) removeOldDir(prev *record) {
 		return
 	}
 	if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
-		if err := removeAll(d); err != nil {
+		if err := platform.RemoveAll(d); err != nil {
 			g.logf("removing the private directory %s left by an earlier tree: %v", d, err)
 		}
 	}
@@ -213,84 +285,11 @@ func agentEnv(env []string, set map[string]string) []string {
 			out = append(out, kv)
 		}
 	}
-	for _, k := range []string{"TMPDIR", "TMP", "TEMP", "TETHER_PRIVATE_DIR", "TETHER_IDENTITY"} {
-		if v, ok := set[k]; ok {
-			out = append(out, k+"="+v)
-		}
+	keys := slices.Sorted(maps.Keys(set))
+	for _, k := range keys {
+		out = append(out, k+"="+set[k])
 	}
 	return out
-}
-
-// lookupEnv returns the value of key in env, compared as the platform
-// compares keys; the last entry wins.
-func lookupEnv(env []string, key string) (string, bool) {
-	var v string
-	var found bool
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && envKey(k) == envKey(key) {
-			v, found = val, true
-		}
-	}
-	return v, found
-}
-
-// resolveCommand finds argv0 the way the platform's own search would
-// (execvp's PATH walk; on Windows also PATHEXT), in the PATH of the
-// agent's environment, and says precisely why it cannot be run.
-func resolveCommand(argv0, dir string, env []string) (string, *failure) {
-	check := func(p string) (string, *failure) {
-		var missing *failure
-		for _, c := range commandCandidates(p, env) {
-			fi, err := os.Stat(c)
-			switch {
-			case err != nil && errors.Is(err, os.ErrNotExist):
-				if missing == nil {
-					missing = &failure{Code: CodeSpawn, Cause: CauseNotFound, Path: p, Message: "command " + quote(p) + " not found"}
-				}
-				continue
-			case err != nil:
-				return "", &failure{Code: CodeSpawn, Cause: CauseNotExecutable, Path: c, Message: err.Error()}
-			case fi.IsDir():
-				return "", &failure{Code: CodeSpawn, Cause: CauseNotExecutable, Path: c, Message: "command " + quote(c) + " is a directory"}
-			}
-			if why := notExecutable(c, fi, env); why != "" {
-				return "", &failure{Code: CodeSpawn, Cause: CauseNotExecutable, Path: c, Message: why}
-			}
-			return c, nil
-		}
-		return "", missing
-	}
-	if commandHasDir(argv0) {
-		p := argv0
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		return check(p)
-	}
-	pathEnv, ok := lookupEnv(env, "PATH")
-	if !ok {
-		pathEnv = defaultPath()
-	}
-	var firstBad *failure
-	for _, d := range filepath.SplitList(pathEnv) {
-		if d == "" {
-			d = "."
-		}
-		if !filepath.IsAbs(d) {
-			d = filepath.Join(dir, d)
-		}
-		p, fl := check(filepath.Join(d, argv0))
-		if fl == nil {
-			return p, nil
-		}
-		if fl.Cause == CauseNotExecutable && firstBad == nil {
-			firstBad = fl
-		}
-	}
-	if firstBad != nil {
-		return "", firstBad
-	}
-	return "", &failure{Code: CodeSpawn, Cause: CauseNotFound, Path: argv0, Message: fmt.Sprintf("command %q not found in PATH %q", argv0, pathEnv)}
 }
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }
@@ -298,6 +297,7 @@ func quote(s string) string { return fmt.Sprintf("%q", s) }
 // agentCommand is what every platform needs to start the agent.
 type agentCommand struct {
 	path, dir string
+	argv      []string
 	env       []string
 	stdin     *os.File // the null device; closed by the caller once the agent runs
 }
@@ -307,10 +307,14 @@ type agentCommand struct {
 // builds its environment: the request's, with the private directory as
 // its temporary directory and its identity named.
 func (g *guardian) command() (*agentCommand, *failure) {
-	env := platformEnv(agentEnv(g.req.Env, map[string]string{
+	set := map[string]string{
 		"TMPDIR": g.privateDir, "TMP": g.privateDir, "TEMP": g.privateDir,
 		"TETHER_PRIVATE_DIR": g.privateDir, "TETHER_IDENTITY": g.req.Identity,
-	}))
+	}
+	if fl := g.prepareReadiness(set); fl != nil {
+		return nil, fl
+	}
+	env := platformEnv(agentEnv(g.req.Env, set))
 	dir := g.req.Dir
 	if dir == "" {
 		dir = g.privateDir
@@ -329,19 +333,24 @@ func (g *guardian) command() (*agentCommand, *failure) {
 	if err != nil {
 		return nil, &failure{Code: CodeInternal, Message: err.Error()}
 	}
-	return &agentCommand{path: path, dir: dir, env: env, stdin: null}, nil
+	c := &agentCommand{path: path, argv: g.req.Argv, dir: dir, env: env, stdin: null}
+	if g.readiness != nil && g.readiness.spec.Watchdog > 0 {
+		c.withWatchdogPID()
+	}
+	return c, nil
 }
 
 // abort undoes a failed start: whatever it made, it removes, so a failed
 // start leaves no lock, no directory and no process behind.
 func (g *guardian) abort() {
+	g.readiness.close()
 	if g.agentPid > 0 {
 		if _, err := g.stopTree(g.req.StopTimeout.d()); err != nil {
 			g.logf("stopping the agent after a failed start: %v", err)
 		}
 	}
 	if g.privateDir != "" {
-		_ = removeAll(g.privateDir)
+		_ = platform.RemoveAll(g.privateDir)
 	}
 	_ = g.removeContainment()
 	g.release()
@@ -394,8 +403,17 @@ func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
 	timeout := g.req.StopTimeout.d()
 	var reason StopReason
 	var exit *Exit
+	var detail string
+	rw := g.readyWatch()
+	defer rw.stop()
 	for reason == "" {
 		select {
+		case ev := <-rw.events:
+			reason, detail = rw.handle(ev)
+		case <-rw.startC:
+			reason, detail = ReasonNotReady, rw.notReady()
+		case <-rw.dogC:
+			reason, detail = ReasonWatchdog, fmt.Sprintf("no WATCHDOG=1 for %v", rw.dog)
 		case m := <-msgs:
 			if m.Type == msgStop {
 				reason = ReasonStopRequested
@@ -424,14 +442,18 @@ func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
 			g.send(message{Type: msgExited, Exit: exit})
 		}
 	}
-	return g.teardown(reason, timeout, exit)
+	if detail != "" {
+		g.logf("%s: %s", reason, detail)
+	}
+	g.readiness.close()
+	return g.teardown(reason, timeout, exit, detail)
 }
 
 // teardown stops the tree, removes the private directory and the
 // containment, and only then releases the lock. A tree that cannot be
 // confirmed empty keeps the lock and is retried with backoff, reported
 // each time.
-func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit) int {
+func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit, detail string) int {
 	begin := time.Now()
 	g.logf("stopping (%s), stop timeout %v", reason, timeout)
 	rep, err := g.stopTree(timeout)
@@ -462,7 +484,7 @@ func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit
 		}
 	}
 	c := &Cleanup{Code: CleanupOK, Terminated: rep.Terminated, Killed: rep.Killed, Forced: rep.Forced}
-	if err := removeAll(g.privateDir); err != nil {
+	if err := platform.RemoveAll(g.privateDir); err != nil {
 		c.Code, c.Message = CleanupPrivateDir, err.Error()
 	}
 	if err := g.removeContainment(); err != nil && c.Code == CleanupOK {
@@ -475,7 +497,7 @@ func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit
 	} else {
 		g.logf("stopped (%s) in %v with a cleanup error: %s: %s", reason, c.Elapsed.d(), c.Code, c.Message)
 	}
-	g.send(message{Type: msgStopped, Cleanup: c, Reason: reason, Exit: exit})
+	g.send(message{Type: msgStopped, Cleanup: c, Reason: reason, Exit: exit, Detail: detail})
 	return 0
 }
 

@@ -8,12 +8,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/tether-dev/tether/platform"
 	punix "github.com/tether-dev/tether/platform/unix"
-	sys "golang.org/x/sys/unix"
+	"golang.org/x/sys/unix"
 )
 
 // tetherFD is the descriptor the owner passes the guardian's end of the
@@ -25,9 +25,6 @@ The tether service starts it with a socket on descriptor 3 and sends it the
 agent to run; it is not meant to be run by hand. To run an agent, use
 "tether start ID".
 `
-
-// procRef names a process in the owner record.
-type procRef = punix.Ref
 
 // containmentCleanupCode is the cleanup code of a containment that could
 // not be removed: the agent's cgroup.
@@ -42,7 +39,6 @@ type osGuardian struct {
 	cgroup    *punix.Cgroup
 	scope     string // the transient scope unit the cgroup is in, if any
 	tree      *punix.Tree
-	agent     punix.Ref
 }
 
 // Main runs the guardian process; args are the arguments after
@@ -56,11 +52,11 @@ func Main(args []string) int {
 }
 
 func tetherPresent() bool {
-	var st sys.Stat_t
-	if err := sys.Fstat(tetherFD, &st); err != nil {
+	var st unix.Stat_t
+	if err := unix.Fstat(tetherFD, &st); err != nil {
 		return false
 	}
-	return st.Mode&sys.S_IFMT == sys.S_IFSOCK
+	return st.Mode&unix.S_IFMT == unix.S_IFSOCK
 }
 
 func run() int {
@@ -72,7 +68,7 @@ func run() int {
 	signal.Notify(term, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 
 	// The agent must never inherit the tether (I6).
-	sys.CloseOnExec(tetherFD)
+	unix.CloseOnExec(tetherFD)
 	conn, err := punix.Pollable(tetherFD, "tether")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tether guardian: descriptor %d: %v\n", tetherFD, err)
@@ -86,8 +82,6 @@ func run() int {
 	return g.serve(term)
 }
 
-func openAppendNoFollow(path string) (*os.File, error) { return punix.OpenAppendNoFollow(path) }
-
 func redirectOutput(f *os.File) error {
 	for _, fd := range []int{1, 2} {
 		if err := punix.DupOnto(int(f.Fd()), fd); err != nil {
@@ -96,16 +90,6 @@ func redirectOutput(f *os.File) error {
 	}
 	return nil
 }
-
-// The owner record's lock.
-var (
-	openLockFile = punix.OpenLockFile
-	lockFile     = punix.TryLock
-	unlockFile   = punix.Unlock
-	errFileBusy  = punix.ErrLocked
-)
-
-func removeAll(path string) error { return os.RemoveAll(path) }
 
 // settle runs once the agent is ready: from here the guardian mostly
 // sleeps, so it lets go of the pages that start-up touched (see
@@ -126,20 +110,11 @@ func (g *guardian) containment() Containment {
 	return ContainmentCgroup
 }
 
-func (g *guardian) ready() *Ready {
-	return &Ready{
-		GuardianPID: os.Getpid(),
-		AgentPID:    g.agent.Pid,
-		SessionID:   g.agent.Pid,
-		Containment: g.containment(),
-		Cgroup:      cgroupPath(g.cgroup),
-		Scope:       g.scope,
-		Subreaper:   g.subreaper,
-		PrivateDir:  g.privateDir,
-		LockPath:    g.lock.Name(),
-		Since:       g.since,
-		TookOver:    g.tookOver,
-	}
+func (g *guardian) describe(r *Ready) {
+	r.Cgroup = cgroupPath(g.cgroup)
+	r.Scope = g.scope
+	r.Subreaper = g.subreaper
+	r.LockPath = g.lock.Name()
 }
 
 func cgroupPath(c *punix.Cgroup) string {
@@ -149,94 +124,29 @@ func cgroupPath(c *punix.Cgroup) string {
 	return c.Path
 }
 
-func selfRef() punix.Ref {
-	p, err := punix.Stat(os.Getpid())
-	if err != nil {
-		return punix.Ref{Pid: os.Getpid()}
+// acquire takes the flock on <key>.lock. A held lock is contention, or
+// the tree of a dead guardian that holds it still: see takeOver.
+func (g *guardian) acquire(prev *record) *failure {
+	lockPath := filepath.Join(g.req.LockDir, g.key+".lock")
+	var err error
+	if g.lock, err = platform.OpenLockFile(lockPath); err != nil {
+		return &failure{Code: CodeLock, Path: lockPath, Message: err.Error()}
 	}
-	return p.Ref()
+	err = platform.TryLock(g.lock)
+	if errors.Is(err, platform.ErrLocked) {
+		return g.takeOver(prev, lockPath)
+	}
+	if err != nil {
+		return &failure{Code: CodeLock, Path: lockPath, Message: err.Error()}
+	}
+	return nil
 }
 
-// start takes the lock, makes the private directory and starts the agent.
-// On failure it leaves what it made for abort to undo.
-func (g *guardian) start() *failure {
-	lockPath := filepath.Join(g.req.LockDir, g.key+".lock")
-	if err := punix.SecureDir(g.req.LockDir); err != nil {
-		return &failure{Code: CodeLock, Path: g.req.LockDir, Message: "lock directory: " + err.Error()}
-	}
-	rec, err := openRecord(g.req.LockDir, g.key)
-	if err != nil {
-		return &failure{Code: CodeLock, Path: filepath.Join(g.req.LockDir, g.key+".owner"), Message: err.Error()}
-	}
-	g.rec = rec
-	if g.lock, err = punix.OpenLockFile(lockPath); err != nil {
-		return &failure{Code: CodeLock, Path: lockPath, Message: err.Error()}
-	}
-	if err := rec.lock(recordWait); err != nil {
-		prev, _ := rec.read()
-		return &failure{Code: CodeContention, Message: err.Error(), Holder: prev.holder()}
-	}
-	defer rec.unlock()
-	prev, perr := rec.read()
-	if perr != nil {
-		g.logf("ignoring unreadable owner record %s: %v", rec.f.Name(), perr)
-		prev = nil
-	}
-
-	err = punix.TryLock(g.lock)
-	if errors.Is(err, punix.ErrLocked) {
-		if fl := g.takeOver(prev, lockPath); fl != nil {
-			return fl
-		}
-	} else if err != nil {
-		return &failure{Code: CodeLock, Path: lockPath, Message: err.Error()}
-	}
-	g.locked = true
-
-	// The lock was free, but an earlier tree may live on after closing
-	// its inherited lock descriptor: stop it before starting another.
+// clearEarlier: the lock was free, but an earlier tree may live on after
+// closing its inherited lock descriptor: stop it before starting another.
+func (g *guardian) clearEarlier(prev *record) *failure {
 	if prev != nil && (prev.Agent.Pid > 0 || prev.Cgroup != "") {
-		if fl := g.stopLeftover(prev); fl != nil {
-			return fl
-		}
-	}
-
-	if g.req.Reclaim {
-		return nil // the identity is free again; nothing to start
-	}
-	g.since = time.Now().UTC()
-	name, err := randomName(g.key)
-	if err != nil {
-		return &failure{Code: CodeInternal, Message: err.Error()}
-	}
-	planned := filepath.Join(g.req.PrivateRoot, name)
-	self := &record{Version: 1, Identity: g.req.Identity, Profile: g.req.Profile, Guardian: selfRef(), PrivateDir: planned, Since: g.since}
-	if err := rec.write(self); err != nil {
-		return &failure{Code: CodeLock, Path: rec.f.Name(), Message: "writing the owner record: " + err.Error()}
-	}
-
-	if err := punix.SecureDir(g.req.PrivateRoot); err != nil {
-		return &failure{Code: CodePrivateDir, Path: g.req.PrivateRoot, Message: err.Error()}
-	}
-	if err := os.Mkdir(planned, 0o700); err != nil {
-		return &failure{Code: CodePrivateDir, Path: planned, Message: err.Error()}
-	}
-	g.privateDir = planned
-
-	if g.cgroup, g.scope = g.contain("tether-" + name); g.cgroup != nil {
-		self.Cgroup = g.cgroup.Path
-		if err := rec.write(self); err != nil {
-			return &failure{Code: CodeLock, Path: rec.f.Name(), Message: "writing the owner record: " + err.Error()}
-		}
-	}
-
-	if fl := g.spawn(); fl != nil {
-		return fl
-	}
-	g.cgroup.CloseSpawnFD()
-	self.Agent = g.agent
-	if err := rec.write(self); err != nil {
-		g.logf("writing the owner record: %v", err)
+		return g.stopLeftover(prev)
 	}
 	return nil
 }
@@ -245,7 +155,7 @@ func (g *guardian) start() *failure {
 // a dead one means its tree was abandoned, so stop that tree and take the
 // lock once it is free.
 func (g *guardian) takeOver(prev *record, lockPath string) *failure {
-	if prev != nil && prev.Guardian.Pid > 0 && punix.Alive(prev.Guardian) {
+	if prev != nil && prev.Guardian.Pid > 0 && platform.Alive(prev.Guardian) {
 		return &failure{Code: CodeContention, Message: "identity " + quote(g.req.Identity) + " is held by " + prev.holder().String(), Holder: prev.holder()}
 	}
 	holders, _ := punix.FileHolders(lockPath)
@@ -271,11 +181,11 @@ func (g *guardian) takeOver(prev *record, lockPath string) *failure {
 	}
 	deadline := time.Now().Add(g.req.KillGrace.d())
 	for {
-		err := punix.TryLock(g.lock)
+		err := platform.TryLock(g.lock)
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, punix.ErrLocked) {
+		if !errors.Is(err, platform.ErrLocked) {
 			return &failure{Code: CodeLock, Path: lockPath, Message: err.Error()}
 		}
 		if time.Now().After(deadline) {
@@ -320,20 +230,24 @@ func (g *guardian) removeOld(prev *record) {
 	}
 }
 
+// contain creates the agent's cgroup on the strongest rung it can get
+// (see cgroupOrScope); without one the agent's session is its
+// containment.
+func (g *guardian) contain(name string, self *record) *failure {
+	if g.cgroup, g.scope = g.cgroupOrScope("tether-" + name); g.cgroup != nil {
+		self.Cgroup = g.cgroup.Path
+	}
+	return nil
+}
+
 // spawn starts the agent in its own session (and cgroup), with the lock
 // descriptor inherited so the lock lives as long as any process of the
 // tree keeps it.
-func (g *guardian) spawn() *failure {
-	c, fl := g.command()
-	if fl != nil {
-		return fl
-	}
-	defer c.stdin.Close()
-	path := c.path
+func (g *guardian) spawn(c *agentCommand) (procRef, <-chan Exit, *failure) {
 	spec := punix.SpawnSpec{
-		Path: path, Argv: g.req.Argv, Dir: c.dir, Env: c.env,
+		Path: c.path, Argv: c.argv, Dir: c.dir, Env: c.env,
 		Stdin: c.stdin, Stdout: g.log, Stderr: g.log,
-		Extra:  []*os.File{g.lock},
+		Extra:  g.inherited(),
 		Cgroup: g.cgroup,
 	}
 	pid, exit, err := g.reaper.Start(func() (int, error) { return punix.StartSession(spec) })
@@ -347,22 +261,42 @@ func (g *guardian) spawn() *failure {
 		pid, exit, err = g.reaper.Start(func() (int, error) { return punix.StartSession(spec) })
 	}
 	if err != nil {
-		return &failure{Code: CodeSpawn, Cause: CauseExec, Path: path, Message: err.Error()}
+		return procRef{}, nil, &failure{Code: CodeSpawn, Cause: CauseExec, Path: c.path, Message: err.Error()}
 	}
-	g.agent = punix.Ref{Pid: pid}
+	g.cgroup.CloseSpawnFD()
+	agent := punix.Ref{Pid: pid}
 	if p, err := punix.Stat(pid); err == nil {
-		g.agent = p.Ref()
+		agent = p.Ref()
 	}
-	g.agentPid = pid
 	exits := make(chan Exit, 1)
 	go func() {
 		if st, ok := <-exit; ok {
 			exits <- toExit(st)
 		}
 	}()
-	g.agentExit = exits
-	g.tree = &punix.Tree{Leader: g.agent, Root: os.Getpid(), RootSubreaper: g.subreaper, Cgroup: g.cgroup}
-	return nil
+	g.tree = &punix.Tree{Leader: agent, Root: os.Getpid(), RootSubreaper: g.subreaper, Cgroup: g.cgroup}
+	return agent, exits, nil
+}
+
+// inherited lists the descriptors the agent gets from 3 on: the lock
+// (which keeps the identity held while any process of the tree lives)
+// and, for ready: {fd: N}, the notification pipe at N. A gap between
+// them is a closed descriptor.
+func (g *guardian) inherited() []*os.File {
+	r := g.readiness
+	if r == nil || r.fdWrite == nil {
+		return []*os.File{g.lock}
+	}
+	n := r.spec.Ready.FD - punix.FirstExtraFD
+	files := make([]*os.File, max(n+1, 2))
+	files[n] = r.fdWrite
+	for i := range files {
+		if files[i] == nil {
+			files[i] = g.lock
+			break
+		}
+	}
+	return files
 }
 
 func toExit(st punix.ExitStatus) Exit {
@@ -375,18 +309,15 @@ func toExit(st punix.ExitStatus) Exit {
 // stopTree stops the tree: SIGTERM, timeout, SIGKILL, the kill grace.
 func (g *guardian) stopTree(timeout time.Duration) (stopReport, error) {
 	rep, err := g.tree.Stop(timeout, g.req.KillGrace.d())
+	out := treeReport(rep)
 	// A scan of /proc is not atomic: a process reparented to the
 	// guardian in the middle of it can be missed. The guardian is a
 	// subreaper, so its having no children at all is the proof that no
 	// descendant is left; a live child means a member was missed.
 	for i := 0; err == nil && g.subreaper && g.reaper.ReapNow() && i < 20; i++ {
-		var more punix.StopReport
-		more, err = g.tree.Stop(timeout, g.req.KillGrace.d())
-		rep.Terminated += more.Terminated
-		rep.Killed += more.Killed
-		rep.Forced = rep.Forced || more.Forced
+		rep, err = g.tree.Stop(timeout, g.req.KillGrace.d())
+		out.add(treeReport(rep))
 	}
-	out := stopReport{Terminated: rep.Terminated, Killed: rep.Killed, Forced: rep.Forced}
 	var alive *punix.TreeAliveError
 	if errors.As(err, &alive) {
 		left := make([]int, 0, len(alive.Left))
@@ -396,6 +327,10 @@ func (g *guardian) stopTree(timeout time.Duration) (stopReport, error) {
 		return out, &treeAliveError{left: left, err: err}
 	}
 	return out, err
+}
+
+func treeReport(r punix.StopReport) stopReport {
+	return stopReport{Terminated: r.Terminated, Killed: r.Killed, Forced: r.Forced}
 }
 
 // afterStop reaps the members that died as zombies reparented here before
@@ -413,7 +348,7 @@ func (g *guardian) removeContainment() error {
 	return g.cgroup.Remove()
 }
 
-func (g *guardian) unlockOwnership() error { return punix.Unlock(g.lock) }
+func (g *guardian) unlockOwnership() error { return platform.Unlock(g.lock) }
 
 func (g *guardian) closeOwnership() {
 	if g.lock != nil {
@@ -421,24 +356,14 @@ func (g *guardian) closeOwnership() {
 	}
 }
 
-// commandHasDir says argv0 names a file rather than a command to look up
-// in PATH, as execvp decides.
-func commandHasDir(argv0 string) bool { return strings.Contains(argv0, "/") }
-
-func defaultPath() string { return "/usr/local/bin:/usr/bin:/bin" }
-
-// commandCandidates is the file itself: Unix adds no extensions.
-func commandCandidates(p string, _ []string) []string { return []string{p} }
-
-func notExecutable(p string, fi os.FileInfo, _ []string) string {
-	if sys.Access(p, sys.X_OK) != nil {
-		return fmt.Sprintf("command %q is not executable (mode %v)", p, fi.Mode().Perm())
-	}
-	return ""
+// withWatchdogPID starts the agent through sh, which sets WATCHDOG_PID
+// to its own pid and then becomes the agent with exec: the pid is the
+// agent's, and sd_watchdog_enabled(3) in the agent finds it its own.
+// Only agents with a watchdog pay for the extra exec.
+func (c *agentCommand) withWatchdogPID() {
+	argv := append([]string{"sh", "-c", `WATCHDOG_PID=$$; export WATCHDOG_PID; exec "$@"`, c.argv[0], c.path}, c.argv[1:]...)
+	c.path, c.argv = "/bin/sh", argv
 }
 
 // platformEnv adds nothing on Unix.
 func platformEnv(env []string) []string { return env }
-
-// envKey is the environment key as Unix compares it: exactly.
-func envKey(k string) string { return k }

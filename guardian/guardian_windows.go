@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,9 +23,6 @@ The tether service starts it with an inherited pipe handle and sends it the
 agent to run; it is not meant to be run by hand. To run an agent, use
 "tether start ID".
 `
-
-// procRef names a process in the owner record.
-type procRef = pwin.Ref
 
 // containmentCleanupCode is the cleanup code of a containment that could
 // not be removed: closing the job object failed.
@@ -48,7 +44,7 @@ type osGuardian struct {
 // reference. Neither is a secret.
 type guardianArgs struct {
 	tether uintptr
-	owner  pwin.Ref
+	owner  procRef
 }
 
 func parseArgs(args []string) (guardianArgs, error) {
@@ -69,7 +65,7 @@ func parseArgs(args []string) (guardianArgs, error) {
 			if !ok || err1 != nil || err2 != nil || p <= 0 {
 				return a, fmt.Errorf("bad owner %q", v)
 			}
-			a.owner, haveOwner = pwin.Ref{Pid: p, Start: s}, true
+			a.owner, haveOwner = procRef{Pid: p, Start: s}, true
 		default:
 			return a, fmt.Errorf("unknown argument %q", arg)
 		}
@@ -101,7 +97,7 @@ func Main(args []string) int {
 	return run(conn, a.owner)
 }
 
-func run(conn *os.File, owner pwin.Ref) int {
+func run(conn *os.File, owner procRef) int {
 	// The agent shares the guardian's console: a CTRL_C or CTRL_BREAK
 	// for the whole console reaches the guardian too. It is not the
 	// guardian's to act on, and an unhandled one would kill it, so it is
@@ -134,8 +130,6 @@ func run(conn *os.File, owner pwin.Ref) int {
 	return g.serve(term)
 }
 
-func openAppendNoFollow(path string) (*os.File, error) { return pwin.OpenAppendNoFollow(path) }
-
 // redirectOutput makes f the guardian's standard output and error, for
 // the runtime's own crash output too (it asks for the standard handle at
 // each write), and closes the handles they replace, among them the
@@ -156,29 +150,6 @@ func redirectOutput(f *os.File) error {
 	return nil
 }
 
-// The owner record's lock.
-var (
-	openLockFile = pwin.OpenLockFile
-	lockFile     = pwin.TryLockFile
-	unlockFile   = pwin.UnlockFile
-	errFileBusy  = pwin.ErrFileLocked
-)
-
-// removeAll removes a private directory. A process's handles are closed
-// as it dies, but Windows may finish closing them a moment after the job
-// counts the process gone, and a file still open cannot be removed: retry
-// for a short while.
-func removeAll(path string) error {
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		err := pwin.RemoveAll(path)
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func (g *guardian) settle() {}
 
 func (g *guardian) ownerGone() <-chan struct{} {
@@ -190,18 +161,9 @@ func (g *guardian) ownerGone() <-chan struct{} {
 
 func (g *guardian) containment() Containment { return ContainmentJob }
 
-func (g *guardian) ready() *Ready {
-	return &Ready{
-		GuardianPID: os.Getpid(),
-		AgentPID:    g.agentPid,
-		SessionID:   g.agentPid, // the agent leads its own process group
-		Containment: g.containment(),
-		Job:         g.job.Name(),
-		PrivateDir:  g.privateDir,
-		LockPath:    g.mutexName,
-		Since:       g.since,
-		TookOver:    g.tookOver,
-	}
+func (g *guardian) describe(r *Ready) {
+	r.Job = g.job.Name()
+	r.LockPath = g.mutexName
 }
 
 // MutexName returns the name of the named mutex that is an identity's
@@ -225,28 +187,11 @@ func userTag() (string, error) {
 	return hex.EncodeToString(sum[:8]), nil
 }
 
-// start takes the lock, makes the private directory and starts the agent.
-// On failure it leaves what it made for abort to undo.
-func (g *guardian) start() *failure {
-	if err := pwin.SecureDir(g.req.LockDir); err != nil {
-		return &failure{Code: CodeLock, Path: g.req.LockDir, Message: "lock directory: " + err.Error()}
-	}
-	rec, err := openRecord(g.req.LockDir, g.key)
-	if err != nil {
-		return &failure{Code: CodeLock, Path: filepath.Join(g.req.LockDir, g.key+".owner"), Message: err.Error()}
-	}
-	g.rec = rec
-	if err := rec.lock(recordWait); err != nil {
-		prev, _ := rec.read()
-		return &failure{Code: CodeContention, Message: err.Error(), Holder: prev.holder()}
-	}
-	defer rec.unlock()
-	prev, perr := rec.read()
-	if perr != nil {
-		g.logf("ignoring unreadable owner record %s: %v", rec.f.Name(), perr)
-		prev = nil
-	}
-
+// acquire takes the named mutex of the identity. A held mutex is
+// contention: its holder is alive, since a mutex is abandoned, and so
+// free, when its holding thread dies.
+func (g *guardian) acquire(prev *record) *failure {
+	var err error
 	if g.mutexName, err = MutexName(g.req.Identity); err != nil {
 		return &failure{Code: CodeLock, Message: err.Error()}
 	}
@@ -258,13 +203,15 @@ func (g *guardian) start() *failure {
 	if err != nil {
 		return &failure{Code: CodeLock, Path: g.mutexName, Message: err.Error()}
 	}
-	g.locked = true
+	return nil
+}
 
-	// The mutex was free. A record left behind means its holder died
-	// without releasing (a mutex whose object outlived its holder also
-	// says so, as abandoned). Its job took its tree down with it, but
-	// make sure before starting another: the job outlives the guardian
-	// for as long as Windows takes to end its processes.
+// clearEarlier: the mutex was free. A record left behind means its holder
+// died without releasing (a mutex whose object outlived its holder also
+// says so, as abandoned). Its job took its tree down with it, but make
+// sure before starting another: the job outlives the guardian for as long
+// as Windows takes to end its processes.
+func (g *guardian) clearEarlier(prev *record) *failure {
 	if prev != nil {
 		g.logf("identity was held by %s, which ended without releasing it (mutex abandoned: %v)", prev.holder(), g.mutex.Abandoned)
 		if fl := g.stopLeftover(prev); fl != nil {
@@ -275,50 +222,20 @@ func (g *guardian) start() *failure {
 		g.logf("mutex %s was abandoned by a holder that left no record", g.mutexName)
 		g.tookOver = &Holder{Identity: g.req.Identity, Unknown: true}
 	}
-
-	if g.req.Reclaim {
-		return nil // the identity is free again; nothing to start
-	}
-	g.since = time.Now().UTC()
-	name, err := randomName(g.key)
-	if err != nil {
-		return &failure{Code: CodeInternal, Message: err.Error()}
-	}
-	tag, _ := userTag()
-	planned := filepath.Join(g.req.PrivateRoot, name)
-	self := &record{Version: 1, Identity: g.req.Identity, Profile: g.req.Profile, Guardian: selfRef(),
-		Job: `Local\tether-` + tag + "-" + name, PrivateDir: planned, Since: g.since}
-	if err := rec.write(self); err != nil {
-		return &failure{Code: CodeLock, Path: rec.f.Name(), Message: "writing the owner record: " + err.Error()}
-	}
-	if g.job, err = pwin.NewJob(self.Job); err != nil {
-		return &failure{Code: CodeInternal, Message: "creating the job object: " + err.Error()}
-	}
-
-	if err := pwin.SecureDir(g.req.PrivateRoot); err != nil {
-		return &failure{Code: CodePrivateDir, Path: g.req.PrivateRoot, Message: err.Error()}
-	}
-	if err := pwin.MkdirPrivate(planned); err != nil {
-		return &failure{Code: CodePrivateDir, Path: planned, Message: err.Error()}
-	}
-	g.privateDir = planned
-
-	if fl := g.spawn(); fl != nil {
-		return fl
-	}
-	self.Agent = g.agent.Ref()
-	if err := rec.write(self); err != nil {
-		g.logf("writing the owner record: %v", err)
-	}
 	return nil
 }
 
-func selfRef() pwin.Ref {
-	r, err := pwin.RefOf(os.Getpid())
+// contain creates the agent's kill-on-close job object, named after the
+// private directory: Local\tether-<user>-<name>.
+func (g *guardian) contain(name string, self *record) *failure {
+	tag, _ := userTag()
+	job, err := pwin.NewJob(`Local\tether-` + tag + "-" + name)
 	if err != nil {
-		return pwin.Ref{Pid: os.Getpid()}
+		return &failure{Code: CodeInternal, Message: "creating the job object: " + err.Error()}
 	}
-	return r
+	g.job = job
+	self.Job = job.Name()
+	return nil
 }
 
 // stopLeftover stops what is left of the job of a holder that died, and
@@ -346,15 +263,9 @@ func (g *guardian) stopLeftover(prev *record) *failure {
 }
 
 // spawn starts the agent inside the job, suspended until it is in it.
-func (g *guardian) spawn() *failure {
-	c, fl := g.command()
-	if fl != nil {
-		return fl
-	}
-	defer c.stdin.Close()
-	path := c.path
+func (g *guardian) spawn(c *agentCommand) (procRef, <-chan Exit, *failure) {
 	p, err := pwin.StartInJob(pwin.SpawnSpec{
-		Path: path, Argv: g.req.Argv, Dir: c.dir, Env: c.env,
+		Path: c.path, Argv: c.argv, Dir: c.dir, Env: c.env,
 		Stdin: c.stdin, Stdout: g.log, Stderr: g.log,
 	}, g.job)
 	if err != nil {
@@ -365,18 +276,16 @@ func (g *guardian) spawn() *failure {
 		case errors.Is(err, windows.ERROR_BAD_EXE_FORMAT), errors.Is(err, os.ErrPermission):
 			cause = CauseNotExecutable
 		}
-		return &failure{Code: CodeSpawn, Cause: cause, Path: path, Message: err.Error()}
+		return procRef{}, nil, &failure{Code: CodeSpawn, Cause: cause, Path: c.path, Message: err.Error()}
 	}
 	g.agent = p
-	g.agentPid = p.Pid
 	exits := make(chan Exit, 1)
 	go func() {
 		<-p.Exited()
 		code, _ := p.ExitCode()
 		exits <- Exit{Code: int(code)}
 	}()
-	g.agentExit = exits
-	return nil
+	return p.Ref(), exits, nil
 }
 
 // stopTree asks the agent's process group to stop (CTRL_BREAK), gives the
@@ -417,66 +326,6 @@ func (g *guardian) unlockOwnership() error { return g.mutex.Unlock() }
 
 func (g *guardian) closeOwnership() {}
 
-// commandHasDir says argv0 names a file rather than a command to look up
-// in PATH.
-func commandHasDir(argv0 string) bool {
-	return strings.ContainsAny(argv0, `/\`) || filepath.VolumeName(argv0) != ""
-}
-
-func defaultPath() string {
-	root := os.Getenv("SYSTEMROOT")
-	if root == "" {
-		root = `C:\Windows`
-	}
-	return root + `\System32;` + root
-}
-
-// pathExt returns the extensions that make a file a program, from the
-// agent's PATHEXT.
-func pathExt(env []string) []string {
-	v, ok := lookupEnv(env, "PATHEXT")
-	if !ok || v == "" {
-		v = ".COM;.EXE;.BAT;.CMD"
-	}
-	var out []string
-	for _, e := range strings.Split(strings.ToLower(v), ";") {
-		if strings.HasPrefix(e, ".") {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// commandCandidates are the files a command may name, as the Windows
-// search tries them: the name itself when its extension makes it a
-// program, otherwise the name with each PATHEXT extension, then the bare
-// name (so that an existing file of another type is reported as not a
-// program rather than not found).
-func commandCandidates(p string, env []string) []string {
-	exts := pathExt(env)
-	ext := strings.ToLower(filepath.Ext(p))
-	for _, e := range exts {
-		if e == ext {
-			return []string{p}
-		}
-	}
-	out := make([]string, 0, len(exts)+1)
-	for _, e := range exts {
-		out = append(out, p+e)
-	}
-	return append(out, p)
-}
-
-func notExecutable(p string, _ os.FileInfo, env []string) string {
-	ext := strings.ToLower(filepath.Ext(p))
-	for _, e := range pathExt(env) {
-		if e == ext {
-			return ""
-		}
-	}
-	return fmt.Sprintf("command %q is not a program (its extension is not one of PATHEXT %v)", p, pathExt(env))
-}
-
 // platformEnv adds SYSTEMROOT when the agent's environment lacks it:
 // Windows programs need it (Winsock, among others, fails without it), and
 // os/exec adds it for the same reason.
@@ -488,6 +337,3 @@ func platformEnv(env []string) []string {
 	}
 	return env
 }
-
-// envKey is the environment key as Windows compares it: without case.
-func envKey(k string) string { return strings.ToUpper(k) }

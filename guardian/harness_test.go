@@ -18,27 +18,20 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/internal/testdir"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // The test binary doubles as the guardian ("guardian"), as misbehaving
 // agents ("helper ROLE") and as an owner process that can be killed
-// ("owner"), in the manner of os/exec's tests.
+// ("owner").
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "guardian":
-			os.Exit(Main(os.Args[2:]))
-		case "helper":
-			os.Exit(runHelper(os.Args[2:]))
-		case "owner":
-			os.Exit(runOwner())
-		}
-	}
-	if err := setUpTestProcess(); err != nil {
-		fmt.Fprintln(os.Stderr, "setting up the test process:", err)
-		os.Exit(1)
-	}
-	os.Exit(m.Run())
+	testproc.Main(m, testproc.Before(setUpTestProcess))
+}
+
+func init() {
+	testproc.Register("guardian", Main)
+	testproc.Register("helper", runHelper)
+	testproc.Register("owner", runOwner)
 }
 
 // Helper agents announce each process by creating "<role>.<pid>" in
@@ -66,7 +59,7 @@ type ownerReply struct {
 }
 
 // runOwner starts sessions as told on stdin and holds them until killed.
-func runOwner() int {
+func runOwner([]string) int {
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(nil, 1<<20)
 	sessions := map[string]*Session{}
@@ -102,8 +95,9 @@ func runOwner() int {
 	return 0
 }
 
-// env is one test's world: its lock dir, private root, log and helper dir.
-type env struct {
+// world is what one test runs in: its lock dir, private root, log and
+// helper dir.
+type world struct {
 	t      *testing.T
 	dir    string
 	locks  string
@@ -112,10 +106,10 @@ type env struct {
 	exe    string
 }
 
-func newEnv(t *testing.T) *env {
+func newWorld(t *testing.T) *world {
 	t.Helper()
 	dir := testdir.Temp(t)
-	e := &env{t: t, dir: dir, locks: filepath.Join(dir, "locks"), priv: filepath.Join(dir, "private"), helper: filepath.Join(dir, "helper")}
+	e := &world{t: t, dir: dir, locks: filepath.Join(dir, "locks"), priv: filepath.Join(dir, "private"), helper: filepath.Join(dir, "helper")}
 	if err := os.MkdirAll(e.helper, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -128,11 +122,11 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-func (e *env) spec(identity string, argv ...string) Spec {
+func (e *world) spec(identity string, argv ...string) Spec {
 	return Spec{
 		Identity:    identity,
 		Profile:     "test",
-		Argv:        append([]string{e.exe, "helper"}, argv...),
+		Argv:        testproc.Argv("helper", argv...),
 		Env:         []string{"HELPER_DIR=" + e.helper, agentPath},
 		StopTimeout: 2 * time.Second,
 		LockDir:     e.locks,
@@ -143,7 +137,7 @@ func (e *env) spec(identity string, argv ...string) Spec {
 }
 
 // start starts a session and registers its teardown.
-func (e *env) start(spec Spec) *Session {
+func (e *world) start(spec Spec) *Session {
 	e.t.Helper()
 	s, err := Start(context.Background(), spec)
 	if err != nil {
@@ -167,18 +161,18 @@ func stopSession(t *testing.T, s *Session) {
 	}
 }
 
-func (e *env) log() string {
+func (e *world) log() string {
 	b, _ := os.ReadFile(filepath.Join(e.dir, "agent.log"))
 	return string(b)
 }
 
 // waitAnnounced waits until the helper dir holds want entries per role,
 // and returns their pids by role.
-func (e *env) waitAnnounced(want map[string]int) map[string][]int {
+func (e *world) waitAnnounced(want map[string]int) map[string][]int {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := map[string][]int{}
+	var got map[string][]int
+	if !testproc.Until(10*time.Second, func() bool {
+		got = map[string][]int{}
 		ents, _ := os.ReadDir(e.helper)
 		for _, d := range ents {
 			role, pidS, ok := strings.Cut(d.Name(), ".")
@@ -186,20 +180,16 @@ func (e *env) waitAnnounced(want map[string]int) map[string][]int {
 				got[role] = append(got[role], pid)
 			}
 		}
-		done := true
 		for role, n := range want {
 			if len(got[role]) < n {
-				done = false
+				return false
 			}
 		}
-		if done {
-			return got
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("helpers announced %v, want %v\nlog:\n%s", got, want, e.log())
-		}
-		time.Sleep(time.Millisecond)
+		return true
+	}) {
+		e.t.Fatalf("helpers announced %v, want %v\nlog:\n%s", got, want, e.log())
 	}
+	return got
 }
 
 // refs turns announced pids into references with start times.
@@ -233,16 +223,13 @@ func alive(rs []procRef) []procRef {
 func waitGone(t *testing.T, rs []procRef, within time.Duration) time.Duration {
 	t.Helper()
 	begin := time.Now()
-	for {
+	if !testproc.UntilEvery(within, 200*time.Microsecond, func() bool {
 		reapAdopted()
-		if len(alive(rs)) == 0 {
-			return time.Since(begin)
-		}
-		if time.Since(begin) > within {
-			t.Fatalf("still alive after %v: %v", within, alive(rs))
-		}
-		time.Sleep(200 * time.Microsecond)
+		return len(alive(rs)) == 0
+	}) {
+		t.Fatalf("still alive after %v: %v", within, alive(rs))
 	}
+	return time.Since(begin)
 }
 
 func gone(path string) bool {
@@ -251,7 +238,7 @@ func gone(path string) bool {
 }
 
 // privateDirs lists what is in the private root.
-func (e *env) privateDirs() []string {
+func (e *world) privateDirs() []string {
 	ents, _ := os.ReadDir(e.priv)
 	var out []string
 	for _, d := range ents {
@@ -268,9 +255,9 @@ type owner struct {
 	out *bufio.Reader
 }
 
-func (e *env) newOwner() *owner {
+func (e *world) newOwner() *owner {
 	e.t.Helper()
-	cmd := exec.Command(e.exe, "owner")
+	cmd := testproc.Command("owner")
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		e.t.Fatal(err)
@@ -280,15 +267,8 @@ func (e *env) newOwner() *owner {
 		e.t.Fatal(err)
 	}
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
-	o := &owner{t: e.t, cmd: cmd, in: in, out: bufio.NewReader(out)}
-	e.t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return o
+	testproc.Start(e.t, cmd)
+	return &owner{t: e.t, cmd: cmd, in: in, out: bufio.NewReader(out)}
 }
 
 func (o *owner) do(op ownerOp) ownerReply {

@@ -11,12 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/testproc"
 	pwin "github.com/tether-dev/tether/platform/windows"
 	"golang.org/x/sys/windows"
 )
 
 // tree waits for a polite agent's leader and worker and returns them.
-func (e *env) tree(want map[string]int) []procRef {
+func (e *world) tree(want map[string]int) []procRef {
 	e.t.Helper()
 	return refs(e.t, e.waitAnnounced(want))
 }
@@ -29,7 +30,7 @@ var politeWant = map[string]int{"leader": 1, "sleeper": 1}
 func gracefulWorks() bool { return !underWine() }
 
 func TestStartStopLeavesNothing(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	s := e.start(e.spec("alice@relay", "polite"))
 	r := s.Ready()
 	rs := e.tree(politeWant)
@@ -80,7 +81,7 @@ func TestStartStopLeavesNothing(t *testing.T) {
 func TestI2OwnerKilled(t *testing.T) {
 	for _, role := range []string{"polite", "stubborn"} {
 		t.Run(role, func(t *testing.T) {
-			e := newEnv(t)
+			e := newWorld(t)
 			o := e.newOwner()
 			spec := e.spec("i2", role)
 			spec.StopTimeout = 300 * time.Millisecond
@@ -98,15 +99,11 @@ func TestI2OwnerKilled(t *testing.T) {
 			begin := time.Now()
 			o.kill()
 			bound := spec.StopTimeout + 100*time.Millisecond
-			for {
-				if len(alive(rs)) == 0 && gone(r.PrivateDir) && lockFree(t, r.LockPath) {
-					break
-				}
-				if time.Since(begin) > bound {
-					t.Fatalf("I2 breached: after %v alive %v, private dir gone %v, lock free %v\nlog:\n%s",
-						bound, alive(rs), gone(r.PrivateDir), lockFree(t, r.LockPath), e.log())
-				}
-				time.Sleep(time.Millisecond)
+			if !testproc.Until(time.Until(begin.Add(bound)), func() bool {
+				return len(alive(rs)) == 0 && gone(r.PrivateDir) && lockFree(t, r.LockPath)
+			}) {
+				t.Fatalf("I2 breached: after %v alive %v, private dir gone %v, lock free %v\nlog:\n%s",
+					bound, alive(rs), gone(r.PrivateDir), lockFree(t, r.LockPath), e.log())
 			}
 			t.Logf("%s tree cleaned %v after the owner's TerminateProcess", role, time.Since(begin))
 			if !strings.Contains(e.log(), "stopped (owner_lost)") {
@@ -118,7 +115,7 @@ func TestI2OwnerKilled(t *testing.T) {
 
 // Closing the tether is the owner's death too.
 func TestSessionCloseTearsDown(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	s, err := Start(context.Background(), e.spec("closer", "polite"))
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +139,7 @@ func TestSessionCloseTearsDown(t *testing.T) {
 // contender would), removes the dead guardian's private directory, and
 // names it in ready.
 func TestGuardianTerminatedKillsTreeAndNextTakesOver(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	spec := e.spec("killed-guardian", "stubborn")
 	s := e.start(spec)
 	r := s.Ready()
@@ -181,7 +178,7 @@ func TestGuardianTerminatedKillsTreeAndNextTakesOver(t *testing.T) {
 // Reclaim frees an identity whose guardian died, and refuses one held by
 // a live guardian.
 func TestReclaim(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	spec := e.spec("reclaimed", "polite")
 	s := e.start(spec)
 	r := s.Ready()
@@ -207,7 +204,7 @@ func TestReclaim(t *testing.T) {
 // one identity: exactly one agent runs, and every loser is told who holds
 // it.
 func TestRaceOneWinner(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	spec := e.spec("raced", "polite")
 	owners := []*owner{e.newOwner(), e.newOwner()}
 	var mu sync.Mutex
@@ -276,7 +273,7 @@ func TestRaceOneWinner(t *testing.T) {
 // I6: the agent inherits no pipe, so no tether end: the test's own
 // process shows that the scan sees pipes where there are some.
 func TestAgentInheritsNoTether(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	e.start(e.spec("no-tether", "pipes"))
 	e.waitAnnounced(map[string]int{"leader": 1})
 	b, err := os.ReadFile(filepath.Join(e.helper, "pipes"))
@@ -294,7 +291,7 @@ func TestAgentInheritsNoTether(t *testing.T) {
 // The private directory admits the user alone (see the platform test for
 // what Wine can show of a DACL).
 func TestPrivateDirIsUserOnly(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	s := e.start(e.spec("acl", "polite"))
 	user, err := pwin.UserSID()
 	if err != nil {
@@ -322,7 +319,7 @@ func TestPrivateDirIsUserOnly(t *testing.T) {
 }
 
 func TestAgentExitsOnItsOwn(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	s := e.start(e.spec("exits", "exit", "3"))
 	var types []EventType
 	for ev := range s.Events() {
@@ -343,7 +340,7 @@ func TestAgentExitsOnItsOwn(t *testing.T) {
 }
 
 func TestSpawnFailureLeavesNothing(t *testing.T) {
-	e := newEnv(t)
+	e := newWorld(t)
 	spec := e.spec("missing")
 	spec.Argv = []string{filepath.Join(e.dir, "no-such-agent")}
 	_, err := Start(context.Background(), spec)

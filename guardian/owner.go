@@ -52,7 +52,7 @@ func prepare(spec *Spec) (*request, string, error) {
 	req := &request{
 		Identity: spec.Identity, Profile: spec.Profile, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env,
 		StopTimeout: Duration(spec.StopTimeout), KillGrace: Duration(spec.KillGrace), LockDir: spec.LockDir, PrivateRoot: spec.PrivateRoot,
-		LogPath: spec.LogPath, NoCgroup: spec.NoCgroup,
+		LogPath: spec.LogPath, NoCgroup: spec.NoCgroup, Readiness: spec.Readiness,
 	}
 	if err := req.validate(); err != nil {
 		return nil, "", &StartError{Identity: spec.Identity, Code: CodeConfig, Message: err.Error()}
@@ -72,8 +72,8 @@ type spawned struct {
 // spawn starts a guardian process, tied to this one by the tether.
 func spawn(exe string) (*spawned, error) {
 	// This process's end is never inheritable, and the guardian's end is
-	// handed to the guardian alone (I6): see tetherPair.
-	conn, guardEnd, err := tetherPair()
+	// handed to the guardian alone (I6): see guardianCommand.
+	cmd, conn, guardEnd, err := guardianCommand(exe)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,6 @@ func spawn(exe string) (*spawned, error) {
 		conn.Close()
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
-	cmd := guardianCommand(exe, guardEnd)
 	cmd.Stderr = stderrW
 	err = startGuardian(cmd)
 	guardEnd.Close()

@@ -3,6 +3,7 @@
 package guardian
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"syscall"
@@ -10,26 +11,26 @@ import (
 	punix "github.com/tether-dev/tether/platform/unix"
 )
 
-// tetherEnd is the guardian's end of the tether as the owner holds it
-// until the guardian has started.
-type tetherEnd = *os.File
-
-// tetherPair returns the two ends of a socket pair. Both are
-// close-on-exec from birth, so no other child spawned concurrently can
-// inherit them (I6); os/exec dups the guardian's end to descriptor 3 for
-// that one child only.
-func tetherPair() (*os.File, tetherEnd, error) { return punix.SocketPair() }
-
-func guardianCommand(exe string, end tetherEnd) *exec.Cmd {
+// guardianCommand returns the command that starts a guardian, tied to this
+// process by a new tether: a socket pair whose ends are both close-on-exec
+// from birth, so no other child spawned concurrently can inherit them
+// (I6); os/exec dups the guardian's end to descriptor 3 for that one
+// child only. It returns this process's end, and the guardian's, which
+// the caller closes once the guardian has started or failed to.
+func guardianCommand(exe string) (cmd *exec.Cmd, conn *os.File, end io.Closer, err error) {
+	conn, guardEnd, err := punix.SocketPair()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	return &exec.Cmd{
 		Path:       exe,
 		Args:       []string{exe, "guardian"},
 		Env:        []string{"GOMAXPROCS=1"},
-		ExtraFiles: []*os.File{end},
+		ExtraFiles: []*os.File{guardEnd},
 		// Its own session: signals for the owner's terminal or process
 		// group never reach it.
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
-	}
+	}, conn, guardEnd, nil
 }
 
 // startGuardian starts the guardian as a child this process counts as its

@@ -12,8 +12,8 @@ import (
 // ProtocolVersion is carried by the first line each way on the tether.
 const ProtocolVersion = 1
 
-// maxLine bounds one protocol line; a start request with a large
-// environment fits well inside it.
+// maxLine bounds one protocol line, its newline included; a start
+// request with a large environment fits well inside it.
 const maxLine = 1 << 20
 
 // msgType names a protocol message.
@@ -27,6 +27,35 @@ const (
 	msgExited        msgType = "exited"         // the agent exited on its own
 	msgStopped       msgType = "stopped"        // teardown finished; the guardian exits next
 	msgCleanupFailed msgType = "cleanup_failed" // the tree could not be confirmed dead; retrying
+	msgAgentReady    msgType = "agent_ready"    // the agent passed its readiness check (after ready with Pending)
+	msgStatus        msgType = "status"         // the agent's own status text changed (STATUS=)
+)
+
+// EventType names what a Session reports after ready. Each but EventLost
+// is the message of the same name.
+type EventType string
+
+// The session events.
+const (
+	// EventExited: the agent exited on its own; the guardian is tearing
+	// down the rest of the tree and an EventStopped follows.
+	EventExited = EventType(msgExited)
+	// EventCleanupFailed: the tree could not be confirmed dead. The
+	// guardian keeps the lock and retries; Err says what is left.
+	EventCleanupFailed = EventType(msgCleanupFailed)
+	// EventStopped: teardown finished and the lock is free. Err is nil
+	// or a *CleanupError for a warning such as an unremovable directory.
+	EventStopped = EventType(msgStopped)
+	// EventLost: the guardian exited without a stopped report (it was
+	// killed). Its tree may live on with the lock; the next guardian for
+	// the identity takes it over.
+	EventLost EventType = "lost"
+	// EventAgentReady: an agent whose Ready said Pending passed its
+	// readiness check. Status is its STATUS= text, if any.
+	EventAgentReady = EventType(msgAgentReady)
+	// EventStatus: the agent's status text (Status) or main process
+	// (MainPID) changed.
+	EventStatus = EventType(msgStatus)
 )
 
 // Code is the closed set of reasons a guardian gives for not starting.
@@ -80,6 +109,9 @@ type request struct {
 	PrivateRoot string   `json:"private_root"`
 	LogPath     string   `json:"log_path,omitempty"`
 	NoCgroup    bool     `json:"no_cgroup,omitempty"`
+	// Readiness, when set, says how the agent is found ready and kept
+	// healthy; nil: ready once spawned.
+	Readiness *Readiness `json:"readiness,omitempty"`
 	// Reclaim asks only to free the identity: stop an abandoned or
 	// leftover tree, release the lock, answer stopped and exit.
 	Reclaim bool `json:"reclaim,omitempty"`
@@ -98,6 +130,13 @@ type message struct {
 	Cleanup *Cleanup   `json:"cleanup,omitempty"`
 	Retry   *Duration  `json:"retry_in,omitempty"` // cleanup_failed
 	Reason  StopReason `json:"reason,omitempty"`   // stopped, cleanup_failed
+	// Detail says more of the reason: what the readiness or health check
+	// last saw (stopped), or the agent's status text (agent_ready,
+	// status).
+	Detail string `json:"detail,omitempty"`
+	// MainPID is the agent's main process when it named another one
+	// (MAINPID=) (agent_ready, status).
+	MainPID int `json:"main_pid,omitempty"`
 }
 
 // failure is the body of a failed answer.
@@ -125,6 +164,9 @@ type Ready struct {
 	// TookOver names the guardian whose abandoned tree was stopped
 	// before this start, if any.
 	TookOver *Holder `json:"took_over,omitempty"`
+	// Pending says the agent has a readiness check that has not passed
+	// yet: an agent_ready message, or a stop with ReasonNotReady, follows.
+	Pending bool `json:"pending,omitempty"`
 }
 
 // Containment names the rung of the containment ladder an agent's tree
@@ -199,6 +241,14 @@ const (
 	ReasonSignal        StopReason = "signal"
 	ReasonAgentExited   StopReason = "agent_exited"
 	ReasonReclaimed     StopReason = "reclaimed"
+	// ReasonNotReady: the readiness check did not pass within the start
+	// timeout.
+	ReasonNotReady StopReason = "not_ready"
+	// ReasonWatchdog: a notify agent missed its watchdog ping, or asked
+	// for the watchdog's action (WATCHDOG=trigger).
+	ReasonWatchdog StopReason = "watchdog"
+	// ReasonUnhealthy: the health check failed too many times in a row.
+	ReasonUnhealthy StopReason = "unhealthy"
 )
 
 // Cleanup is the outcome of a teardown.
@@ -243,24 +293,46 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 }
 
 // lineReader reads protocol lines.
-type lineReader struct{ s *bufio.Scanner }
+type lineReader struct {
+	s     *bufio.Scanner
+	limit int
+	// err ends the stream: a scanner asked again after an error would
+	// hand out what it holds of the line it failed on as a line.
+	err error
+}
 
-func newLineReader(r io.Reader) *lineReader {
+func newLineReader(r io.Reader) *lineReader { return newLineReaderSize(r, maxLine) }
+
+// newLineReaderSize reads lines of at most limit bytes, newline included.
+func newLineReaderSize(r io.Reader, limit int) *lineReader {
 	s := bufio.NewScanner(r)
-	s.Buffer(make([]byte, 0, 4096), maxLine)
-	return &lineReader{s: s}
+	// The scanner's bound is the larger of its buffer's size and limit.
+	s.Buffer(make([]byte, 0, min(4096, limit)), limit)
+	return &lineReader{s: s, limit: limit}
 }
 
 // errProtocol reports a line that is not a protocol message.
 var errProtocol = errors.New("protocol error")
 
-// next returns the next message, io.EOF at a clean end, or an error.
+// next returns the next message, io.EOF at a clean end, or an error. A
+// line that is not a message is an errProtocol, and the next line follows;
+// a line over the limit is an errProtocol too, but, like a failed read,
+// it ends the stream: every later call returns the same error.
 func (r *lineReader) next() (message, error) {
+	if r.err != nil {
+		return message{}, r.err
+	}
 	if !r.s.Scan() {
-		if err := r.s.Err(); err != nil {
-			return message{}, err
+		err := r.s.Err()
+		switch {
+		case errors.Is(err, bufio.ErrTooLong):
+			r.err = fmt.Errorf("%w: a line over %d bytes with its newline (%w)", errProtocol, r.limit, err)
+		case err != nil:
+			r.err = err
+		default:
+			r.err = io.EOF
 		}
-		return message{}, io.EOF
+		return message{}, r.err
 	}
 	var m message
 	if err := json.Unmarshal(r.s.Bytes(), &m); err != nil {

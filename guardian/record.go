@@ -7,7 +7,15 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/tether-dev/tether/platform"
 )
+
+// recordVersion is the version of the owner record this guardian writes.
+const recordVersion = 1
+
+// procRef names a process in the owner record, across PID reuse.
+type procRef = platform.Ref
 
 // record is what the holder of an identity writes in the lock directory,
 // in <key>.owner: who holds it and what tree it started. It is read and
@@ -50,8 +58,11 @@ type recordFile struct {
 // stopped by a signal).
 var errRecordBusy = errors.New("another guardian is acquiring this identity")
 
+// recordPath is where the record of the identity of key is.
+func recordPath(lockDir, key string) string { return filepath.Join(lockDir, key+".owner") }
+
 func openRecord(lockDir, key string) (*recordFile, error) {
-	f, err := openLockFile(filepath.Join(lockDir, key+".owner"))
+	f, err := platform.OpenLockFile(recordPath(lockDir, key))
 	if err != nil {
 		return nil, err
 	}
@@ -62,8 +73,8 @@ func openRecord(lockDir, key string) (*recordFile, error) {
 func (r *recordFile) lock(wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	for {
-		err := lockFile(r.f)
-		if !errors.Is(err, errFileBusy) {
+		err := platform.TryLock(r.f)
+		if !errors.Is(err, platform.ErrLocked) {
 			return err
 		}
 		if time.Now().After(deadline) {
@@ -73,7 +84,7 @@ func (r *recordFile) lock(wait time.Duration) error {
 	}
 }
 
-func (r *recordFile) unlock() { _ = unlockFile(r.f) }
+func (r *recordFile) unlock() { _ = platform.Unlock(r.f) }
 
 func (r *recordFile) close() { r.f.Close() }
 

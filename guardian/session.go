@@ -10,26 +10,6 @@ import (
 	"time"
 )
 
-// EventType names what a Session reports after ready.
-type EventType string
-
-// The session events.
-const (
-	// EventExited: the agent exited on its own; the guardian is tearing
-	// down the rest of the tree and an EventStopped follows.
-	EventExited EventType = "exited"
-	// EventCleanupFailed: the tree could not be confirmed dead. The
-	// guardian keeps the lock and retries; Err says what is left.
-	EventCleanupFailed EventType = "cleanup_failed"
-	// EventStopped: teardown finished and the lock is free. Err is nil
-	// or a *CleanupError for a warning such as an unremovable directory.
-	EventStopped EventType = "stopped"
-	// EventLost: the guardian exited without a stopped report (it was
-	// killed). Its tree may live on with the lock; the next guardian for
-	// the identity takes it over.
-	EventLost EventType = "lost"
-)
-
 // Event is one report from a running session.
 type Event struct {
 	Type    EventType
@@ -40,6 +20,15 @@ type Event struct {
 	// Err is the typed error of the event: a *CleanupError, or
 	// ErrGuardianLost wrapped with the guardian's exit status.
 	Err error
+	// Detail says more of Reason (EventStopped): what a readiness,
+	// watchdog or health check last saw.
+	Detail string
+	// Status is the agent's own status text (EventAgentReady,
+	// EventStatus).
+	Status string
+	// MainPID is the process the agent named as its main one
+	// (EventStatus), zero when it named none.
+	MainPID int
 }
 
 // Session is the owner's handle on one running guardian.
@@ -172,6 +161,15 @@ func (s *Session) run(rd *lineReader) {
 		case msgStopped:
 			ev.Type = EventStopped
 			ev.Err = m.Cleanup.Err()
+			ev.Detail = m.Detail
+		case msgAgentReady, msgStatus:
+			ev.Type = EventAgentReady
+			if m.Type == msgStatus {
+				ev.Type = EventStatus
+			}
+			ev.Status, ev.MainPID = m.Detail, m.MainPID
+			s.events <- ev
+			continue
 		default:
 			continue
 		}

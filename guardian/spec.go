@@ -5,14 +5,12 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/tether-dev/tether/identity"
 )
 
 // DefaultStopTimeout is used when a Spec leaves StopTimeout zero.
 const DefaultStopTimeout = 5 * time.Second
-
-// MaxIdentityLen bounds an identity string, in bytes.
-const MaxIdentityLen = 256
 
 // Spec is what the owner asks a guardian to run.
 type Spec struct {
@@ -46,6 +44,9 @@ type Spec struct {
 	LogPath string
 	// NoCgroup turns cgroup containment off even where it is available.
 	NoCgroup bool
+	// Readiness, when set, says how the agent is found ready and kept
+	// healthy (I8); nil: ready once spawned.
+	Readiness *Readiness
 
 	// Executable is the tether binary to run as guardian; empty means
 	// os.Executable().
@@ -55,31 +56,13 @@ type Spec struct {
 	HandshakeTimeout time.Duration
 }
 
-// ValidateIdentity checks an identity string: 1 to MaxIdentityLen bytes of
-// UTF-8 without control characters. Anything else, including "../x", is
-// allowed: the lock file name is derived from a hash, never from the raw
-// string.
-func ValidateIdentity(id string) error {
-	switch {
-	case id == "":
-		return fmt.Errorf("identity is empty")
-	case len(id) > MaxIdentityLen:
-		return fmt.Errorf("identity is %d bytes long; the limit is %d", len(id), MaxIdentityLen)
-	case !utf8.ValidString(id):
-		return fmt.Errorf("identity %q is not valid UTF-8", id)
-	}
-	for _, r := range id {
-		if r < 0x20 || r == 0x7f {
-			return fmt.Errorf("identity %q contains control character %U", id, r)
-		}
-	}
-	return nil
-}
-
 // validate checks the request the guardian received; every message names
 // the offending field.
 func (r *request) validate() error {
-	if err := ValidateIdentity(r.Identity); err != nil {
+	if err := identity.Validate(r.Identity); err != nil {
+		return err
+	}
+	if err := r.Readiness.validate(); err != nil {
 		return err
 	}
 	if r.Reclaim {

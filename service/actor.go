@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -21,11 +20,21 @@ const (
 	cmdReconfigure // the config changed: restart if running
 	cmdRemove      // removed from the config: stop and end
 	cmdShutdown    // the service is exiting: stop, intent unchanged
+	cmdDepStop     // a required agent is going: stop, intent unchanged
 )
 
 type command struct {
-	kind  cmdKind
-	reply chan error // nil: nobody waits
+	kind   cmdKind
+	reply  chan error // nil: nobody waits
+	noWait bool       // start, restart: answer once spawned, not once ready
+	cause  *api.Error // dep stop: why
+}
+
+// startWaiter is a caller waiting for a start to settle: once the agent
+// is ready, or only spawned (noWait).
+type startWaiter struct {
+	reply  chan error
+	noWait bool
 }
 
 // actor runs one agent: every change of its state happens on its own
@@ -44,20 +53,24 @@ type actor struct {
 	events     <-chan guardian.Event
 	timer      *time.Timer
 	timerC     <-chan time.Time
-	want       bool      // the agent should be running
-	stopAsked  bool      // a stop was sent to the guardian
-	stopSince  time.Time // when
-	restartArm bool      // start again once stopped
-	ending     bool      // removed or shutting down: end once stopped
+	depc       chan struct{} // a dependency's row changed
+	depWait    bool          // the start waits for dependencies
+	depErr     *api.Error    // stopped with a dependency: why
+	pending    bool          // spawned, its readiness check not passed yet
+	want       bool          // the agent should be running
+	stopAsked  bool          // a stop was sent to the guardian
+	stopSince  time.Time     // when
+	restartArm bool          // start again once stopped
+	ending     bool          // removed or shutting down: end once stopped
 	backoff    time.Duration
 	failures   int
 	startedAt  time.Time
 	contention time.Time // when contention began
 	contDelay  time.Duration
-	leftover   bool         // processes its dead guardian left could not be stopped
-	unclaimed  bool         // its guardian died and no guardian has freed the identity since
-	startWait  []chan error // answered when a start settles
-	stopWait   []chan error // answered when a stop settles
+	leftover   bool          // processes its dead guardian left could not be stopped
+	unclaimed  bool          // its guardian died and no guardian has freed the identity since
+	startWait  []startWaiter // answered when a start settles
+	stopWait   []chan error  // answered when a stop settles
 }
 
 func newActor(c *Controller, a config.Agent) *actor {
@@ -65,6 +78,7 @@ func newActor(c *Controller, a config.Agent) *actor {
 		c: c, id: a.ID, cfg: a,
 		cmds: make(chan command, 16),
 		cfgc: make(chan config.Agent, 1),
+		depc: make(chan struct{}, 1),
 		done: make(chan struct{}),
 	}
 	act.row = api.Agent{ID: a.ID, Identity: a.Identity, State: api.StateStopped, Since: time.Now().UTC()}
@@ -76,14 +90,15 @@ func (a *actor) send(cmd command) { a.cmds <- cmd }
 
 // do sends a command and waits for its outcome or ctx.
 func (a *actor) do(ctx context.Context, kind cmdKind) error {
-	return a.begin(ctx, kind)()
+	return a.begin(ctx, command{kind: kind})()
 }
 
 // begin sends a command and returns the wait for its outcome.
-func (a *actor) begin(ctx context.Context, kind cmdKind) (wait func() error) {
+func (a *actor) begin(ctx context.Context, cmd command) (wait func() error) {
 	reply := make(chan error, 1)
+	cmd.reply = reply
 	select {
-	case a.cmds <- command{kind: kind, reply: reply}:
+	case a.cmds <- cmd:
 	case <-a.done:
 		return func() error { return errEnded }
 	case <-ctx.Done():
@@ -142,6 +157,8 @@ func (a *actor) run() {
 			if a.want && a.session == nil {
 				a.start()
 			}
+		case <-a.depc:
+			a.depsChanged()
 		}
 	}
 }
@@ -159,26 +176,31 @@ func (a *actor) handle(cmd command) bool {
 		a.want = true
 		a.failures, a.backoff = 0, 0
 		a.contention = time.Time{}
-		if cmd.reply != nil {
-			a.startWait = append(a.startWait, cmd.reply)
-		}
+		a.depErr = nil
+		a.wait(cmd)
 		switch {
 		case a.session != nil && a.stopAsked:
 			a.restartArm = true
 		case a.session != nil:
-			a.answer(&a.startWait, nil)
+			a.settleStarts()
+		case a.depWait:
+			// Already waiting for its dependencies.
 		default:
 			a.stopTimer()
 			a.start()
 		}
-	case cmdStop, cmdRemove, cmdShutdown:
+	case cmdStop, cmdRemove, cmdShutdown, cmdDepStop:
 		if cmd.kind != cmdShutdown {
 			a.want = false
 		}
+		a.depWait = false
+		if cmd.kind == cmdDepStop && a.session != nil {
+			a.depErr = cmd.cause
+		}
 		a.restartArm = false
-		a.ending = cmd.kind != cmdStop
+		a.ending = cmd.kind == cmdRemove || cmd.kind == cmdShutdown
 		a.stopTimer()
-		a.answer(&a.startWait, &api.Error{Code: api.CodeInternal, Message: "stopped before it started"})
+		a.answerStarts(&api.Error{Code: api.CodeInternal, Message: "stopped before it started"})
 		if cmd.reply != nil {
 			if a.session != nil && a.row.State == api.StateCleanupFailed {
 				// Already known to be unconfirmed: say so now;
@@ -204,6 +226,7 @@ func (a *actor) handle(cmd command) bool {
 				return a.ending
 			}
 			if a.row.State != api.StateFailed || cmd.kind == cmdStop {
+				a.row.Status = ""
 				a.setState(api.StateStopped, nil)
 			}
 			a.answer(&a.stopWait, nil)
@@ -215,15 +238,13 @@ func (a *actor) handle(cmd command) bool {
 			a.want = true
 			a.failures, a.backoff = 0, 0
 		}
-		if cmd.reply != nil {
-			a.startWait = append(a.startWait, cmd.reply)
-		}
+		a.wait(cmd)
 		if a.session == nil {
 			if a.want {
 				a.stopTimer()
 				a.start()
 			} else {
-				a.answer(&a.startWait, nil)
+				a.answerStarts(nil)
 			}
 			return false
 		}
@@ -264,9 +285,43 @@ func (a *actor) answer(waiters *[]chan error, err error) {
 	*waiters = nil
 }
 
+// wait queues the caller of a start or restart.
+func (a *actor) wait(cmd command) {
+	if cmd.reply != nil {
+		a.startWait = append(a.startWait, startWaiter{cmd.reply, cmd.noWait})
+	}
+}
+
+// answerStarts answers every caller waiting for a start.
+func (a *actor) answerStarts(err error) {
+	for _, w := range a.startWait {
+		w.reply <- err
+	}
+	a.startWait = nil
+}
+
+// settleStarts answers the starts that are settled by a running session:
+// all of them once the agent is ready, only the noWait ones while its
+// readiness check is pending.
+func (a *actor) settleStarts() {
+	if !a.pending {
+		a.answerStarts(nil)
+		return
+	}
+	kept := a.startWait[:0]
+	for _, w := range a.startWait {
+		if w.noWait {
+			w.reply <- nil
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	a.startWait = kept
+}
+
 // setState publishes the agent's row. Every outcome replaces the error
 // before it: an older, unrelated message never hides a newer one.
-func (a *actor) setState(s string, err *api.Error) {
+func (a *actor) setState(s api.State, err *api.Error) {
 	a.row.State = s
 	a.row.Since = time.Now().UTC()
 	a.row.Error = err
@@ -285,6 +340,7 @@ func (a *actor) spec(env []string) guardian.Spec {
 		Identity: a.cfg.Identity, Profile: p.Profile, Argv: argv, Dir: a.cfg.Dir, Env: env,
 		StopTimeout: a.cfg.StopTimeout, LockDir: p.LockDir, PrivateRoot: p.PrivateRoot,
 		LogPath: p.LogPath(a.id), Executable: a.c.opts.Executable,
+		Readiness: readiness(a.cfg, p),
 	}
 }
 
@@ -343,15 +399,19 @@ func (a *actor) claim() *api.Error {
 // start asks for a guardian. It blocks the actor for at most the
 // handshake: commands queue meanwhile.
 func (a *actor) start() {
+	if !a.depsReady() {
+		return
+	}
 	if a.leftover {
 		// Never a second tree beside what the last one left.
 		if _, e := a.stopOrphans(0); e != nil {
 			a.setState(api.StateCleanupFailed, e)
-			a.answer(&a.startWait, e)
+			a.answerStarts(e)
 			return
 		}
 		a.leftover = false
 	}
+	a.row.Status = ""
 	a.setState(api.StateStarting, a.row.Error)
 	env, err := a.cfg.Environ(a.c.opts.BaseEnv)
 	if err != nil {
@@ -379,14 +439,20 @@ func (a *actor) start() {
 	r := s.Ready()
 	a.row.PID, a.row.GuardianPID = r.AgentPID, r.GuardianPID
 	a.row.Containment = api.Containment(r.Containment)
-	a.setState(api.StateRunning, nil)
+	a.pending = r.Pending
 	a.recordRun(func(run *state.Run) { *run = state.Run{Started: a.startedAt.UTC(), PID: r.AgentPID} })
-	a.answer(&a.startWait, nil)
+	if a.pending {
+		// Spawned, not ready: starting until its check passes (I8).
+		a.setState(api.StateStarting, nil)
+	} else {
+		a.setState(api.StateRunning, nil)
+	}
+	a.settleStarts()
 }
 
 func (a *actor) startFailed(err error) {
-	var se *guardian.StartError
-	if errors.As(err, &se) && se.Code == guardian.CodeContention {
+	code := startCode(err)
+	if code == api.CodeContention {
 		now := time.Now()
 		if a.contention.IsZero() {
 			a.contention, a.contDelay = now, 20*time.Millisecond
@@ -398,7 +464,7 @@ func (a *actor) startFailed(err error) {
 			// Whoever asked hears of the contention now (exit 4);
 			// the retries go on in the background.
 			a.setState(api.StateBackoff, ae)
-			a.answer(&a.startWait, ae)
+			a.answerStarts(ae)
 			a.schedule(a.contDelay)
 			a.contDelay = min(2*a.contDelay, time.Second)
 			return
@@ -406,22 +472,13 @@ func (a *actor) startFailed(err error) {
 		a.fail(ae)
 		return
 	}
-	code := api.CodeInternal
-	if se != nil {
-		switch se.Code {
-		case guardian.CodeSpawn:
-			code = api.CodeSpawn
-		case guardian.CodeConfig:
-			code = api.CodeConfig
-		}
-	}
 	a.fail(&api.Error{Code: code, Message: err.Error()})
 }
 
 // fail parks the agent in failed with its reason.
 func (a *actor) fail(e *api.Error) {
 	a.setState(api.StateFailed, e)
-	a.answer(&a.startWait, e)
+	a.answerStarts(e)
 	a.recordRun(func(run *state.Run) {
 		run.Error = &state.RunError{Code: e.Code, Message: e.Message}
 	})
@@ -450,12 +507,42 @@ func (a *actor) event(ev guardian.Event) bool {
 		a.setState(api.StateCleanupFailed, e)
 		a.answer(&a.stopWait, e)
 		return false
+	case guardian.EventAgentReady:
+		a.pending = false
+		a.row.Status = ev.Status
+		if !a.stopAsked {
+			a.setState(api.StateRunning, nil)
+		}
+		a.settleStarts()
+		return false
+	case guardian.EventStatus:
+		a.row.Status = ev.Status
+		if ev.MainPID > 0 {
+			a.row.PID = ev.MainPID
+		}
+		a.c.publish(a.row)
+		return false
 	}
 	// stopped or lost: the session is over.
+	now := time.Now()
+	e := a.sessionOver(ev, now)
+	if a.stopAsked {
+		return a.settleStop(e)
+	}
+	a.ended(ev, e, now)
+	return false
+}
+
+// sessionOver forgets the session that ended (stopped or lost) at now,
+// records how its run ended, and returns the error the row is to carry:
+// a cleanup that did not finish, or the guardian's death. A dead
+// guardian's tree is stopped here unless a start follows soon (which
+// takes the tree over).
+func (a *actor) sessionOver(ev guardian.Event, now time.Time) *api.Error {
 	containment := a.session.Ready().Containment
 	a.session, a.events = nil, nil
+	a.pending = false
 	a.row.PID, a.row.GuardianPID, a.row.Containment = 0, 0, ""
-	now := time.Now()
 	a.recordRun(func(run *state.Run) {
 		run.Stopped = now.UTC()
 		if ev.Exit != nil {
@@ -465,10 +552,9 @@ func (a *actor) event(ev guardian.Event) bool {
 			run.Error = &state.RunError{Code: api.CodeCleanupFailed, Message: ev.Err.Error()}
 		}
 	})
-	var e *api.Error
 	switch {
 	case ev.Type == guardian.EventLost:
-		e = &api.Error{Code: api.CodeInternal, Message: ev.Err.Error()}
+		e := &api.Error{Code: api.CodeInternal, Message: ev.Err.Error()}
 		if containment == guardian.ContainmentSession {
 			// No cgroup holds the tree: what left the session came
 			// back here, and only here can it be found.
@@ -478,7 +564,8 @@ func (a *actor) event(ev guardian.Event) bool {
 				e.Message += "; " + note
 			}
 		}
-		restarting := !a.stopAsked && a.want && a.cfg.Restart != "never"
+		// A guardian's death is a failure of the run.
+		restarting := !a.stopAsked && a.want && a.cfg.Restart.Restarts(true)
 		a.unclaimed = true
 		if !restarting || a.restartArm {
 			// Nobody will start the identity again soon (which would
@@ -487,59 +574,91 @@ func (a *actor) event(ev guardian.Event) bool {
 				e = rerr
 			}
 		}
+		return e
 	case ev.Err != nil:
-		e = &api.Error{Code: api.CodeCleanupFailed, Message: ev.Err.Error()}
+		return &api.Error{Code: api.CodeCleanupFailed, Message: ev.Err.Error()}
 	}
-	if a.stopAsked {
-		a.stopAsked = false
-		if a.leftover {
-			a.setState(api.StateCleanupFailed, e)
-		} else {
-			a.setState(api.StateStopped, e)
-		}
-		a.answer(&a.stopWait, errOrNil(e))
-		if a.ending {
-			return true
-		}
-		if a.restartArm && a.want {
-			a.restartArm = false
-			a.row.Restarts++
-			a.start()
-		} else {
-			a.answer(&a.startWait, nil)
-		}
-		return false
+	return nil
+}
+
+// settleStop settles a stop that was asked for: it answers the stop, then
+// ends the actor, starts the agent again (a restart) or answers the
+// starts that waited. It reports whether the actor has ended.
+func (a *actor) settleStop(e *api.Error) bool {
+	a.stopAsked = false
+	// The stop's answer is its cleanup's outcome; the row also says why
+	// it stopped, when a required agent took it down.
+	rowErr := e
+	if rowErr == nil {
+		rowErr = a.depErr
 	}
-	// The agent ended on its own (or its guardian died).
+	a.depErr = nil
 	if a.leftover {
+		a.setState(api.StateCleanupFailed, rowErr)
+	} else {
+		a.setState(api.StateStopped, rowErr)
+	}
+	a.answer(&a.stopWait, errOrNil(e))
+	if a.ending {
+		return true
+	}
+	if a.restartArm && a.want {
+		a.restartArm = false
+		a.row.Restarts++
+		a.start()
+	} else {
+		a.answerStarts(nil)
+	}
+	return false
+}
+
+// ended handles an agent that ended, or whose guardian died,
+// without a stop: by its restart policy it stays stopped or failed, is
+// parked as a crash loop, or is started again after a backoff.
+func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
+	if a.leftover {
+		// What its dead guardian left could not be stopped: no new
+		// tree until it is.
+		a.answerStarts(errOrNil(e))
 		a.setState(api.StateCleanupFailed, e)
-		return false
+		return
 	}
 	failed := ev.Type == guardian.EventLost || ev.Exit == nil || ev.Exit.Code != 0
+	if code, ok := checkCodes[ev.Reason]; ok && e == nil {
+		// A check stopped it: that is a failure, whatever the exit.
+		failed = true
+		e = &api.Error{Code: code, Message: ev.Detail}
+		if code == api.CodeNotReady {
+			// Never ready: restarting would fail the same way.
+			a.fail(e)
+			return
+		}
+	}
 	if e == nil && failed {
 		what := "the agent ended"
 		if ev.Exit != nil {
 			what = "the agent exited: " + ev.Exit.String()
 		}
-		e = &api.Error{Code: "exited", Message: what}
+		e = &api.Error{Code: api.CodeExited, Message: what}
 	}
-	restart := a.want && (a.cfg.Restart == "always" || a.cfg.Restart == "on-failure" && failed)
-	if !restart {
+	// A start still waiting for readiness hears how it ended.
+	a.answerStarts(errOrNil(e))
+	if !a.want || !a.cfg.Restart.Restarts(failed) {
 		if failed {
 			a.setState(api.StateFailed, e)
 		} else {
 			a.setState(api.StateStopped, e)
 		}
-		return false
+		return
 	}
 	if now.Sub(a.startedAt) >= a.c.opts.HealthyAfter {
 		a.failures, a.backoff = 0, 0
 	}
 	a.failures++
 	if a.failures > a.c.opts.CrashLoopLimit {
-		a.setState(api.StateFailed, &api.Error{Code: "crash_loop",
+		a.setState(api.StateFailed, &api.Error{Code: api.CodeCrashLoop,
 			Message: fmt.Sprintf("ended %d times in a row, each within %v of starting; last: %s", a.failures, a.c.opts.HealthyAfter, e.Message)})
-		return false
+		return
 	}
 	if a.backoff == 0 {
 		a.backoff = a.c.opts.BackoffMin
@@ -549,7 +668,6 @@ func (a *actor) event(ev guardian.Event) bool {
 	a.row.Restarts++
 	a.setState(api.StateBackoff, e)
 	a.schedule(a.backoff)
-	return false
 }
 
 func errOrNil(e *api.Error) error {

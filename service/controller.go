@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -48,6 +48,7 @@ type Controller struct {
 
 	mu        sync.Mutex
 	cfg       *config.Config
+	deps      depGraph // cfg's dependencies, both ways
 	configErr *api.Error
 	actors    map[string]*actor
 	rows      map[string]api.Agent
@@ -91,6 +92,7 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 		opts:     opts,
 		store:    store,
 		cfg:      cfg,
+		deps:     newDepGraph(cfg),
 		actors:   map[string]*actor{},
 		rows:     map[string]api.Agent{},
 		subs:     map[*subscriber]struct{}{},
@@ -200,13 +202,13 @@ func (c *Controller) setEnabled(id string, enabled bool) error {
 }
 
 // Start implements localapi.Backend: enable, then start.
-func (c *Controller) Start(ctx context.Context, id string) (api.Agent, error) {
+func (c *Controller) Start(ctx context.Context, id string, noWait bool) (api.Agent, error) {
 	a, err := c.actor(id)
 	if err != nil {
 		return api.Agent{}, err
 	}
 	// The durable enable and the start go on at once.
-	wait := a.begin(ctx, cmdStart)
+	wait := a.begin(ctx, command{kind: cmdStart, noWait: noWait})
 	serr := c.setEnabled(id, true)
 	err = wait()
 	row := c.row(id)
@@ -225,7 +227,10 @@ func (c *Controller) Stop(ctx context.Context, id string) (api.Agent, error) {
 		return api.Agent{}, err
 	}
 	serr := c.setEnabled(id, false)
-	err = a.do(ctx, cmdStop)
+	err = c.stopDependents(ctx, id)
+	if derr := a.do(ctx, cmdStop); derr != nil {
+		err = derr
+	}
 	if err == nil {
 		err = serr
 	}
@@ -233,13 +238,13 @@ func (c *Controller) Stop(ctx context.Context, id string) (api.Agent, error) {
 }
 
 // Restart implements localapi.Backend: enable, stop, start.
-func (c *Controller) Restart(ctx context.Context, id string) (api.Agent, error) {
+func (c *Controller) Restart(ctx context.Context, id string, noWait bool) (api.Agent, error) {
 	a, err := c.actor(id)
 	if err != nil {
 		return api.Agent{}, err
 	}
 	serr := c.setEnabled(id, true)
-	err = a.do(ctx, cmdRestart)
+	err = a.begin(ctx, command{kind: cmdRestart, noWait: noWait})()
 	if err == nil {
 		err = serr
 	}
@@ -267,6 +272,7 @@ func (c *Controller) Reload(ctx context.Context) error {
 	c.configErr = nil
 	old := c.cfg
 	c.cfg = cfg
+	c.deps = newDepGraph(cfg)
 	st := c.store.State()
 	var removed []*actor
 	var changed []*actor
@@ -316,21 +322,11 @@ func (c *Controller) Reload(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// sameAgent says a reload leaves the agent as it was: every key the
+// same, wherever its entry now stands in the file.
 func sameAgent(a, b config.Agent) bool {
 	a.Line, b.Line = 0, 0
-	return a.ID == b.ID && a.Identity == b.Identity && slices.Equal(a.Command, b.Command) &&
-		a.Dir == b.Dir && fmt.Sprint(sortedEnv(a.Env)) == fmt.Sprint(sortedEnv(b.Env)) &&
-		a.EnvFile == b.EnvFile && a.Autostart == b.Autostart && a.Restart == b.Restart &&
-		a.StopTimeout == b.StopTimeout
-}
-
-func sortedEnv(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k, v := range m {
-		out = append(out, k+"="+v)
-	}
-	sort.Strings(out)
-	return out
+	return reflect.DeepEqual(a, b)
 }
 
 // Logs implements localapi.Backend.
@@ -358,20 +354,14 @@ func (c *Controller) Shutdown(ctx context.Context, force bool) error {
 	c.quitAsked = true
 	c.mu.Unlock()
 	var failed []string
-	var wg sync.WaitGroup
 	var mu sync.Mutex
-	for _, a := range acts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := a.do(ctx, cmdShutdown); err != nil {
-				mu.Lock()
-				failed = append(failed, fmt.Sprintf("%s: %v", a.id, err))
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	c.stopInOrder(acts, func(a *actor) {
+		if err := a.do(ctx, cmdShutdown); err != nil {
+			mu.Lock()
+			failed = append(failed, fmt.Sprintf("%s: %v", a.id, err))
+			mu.Unlock()
+		}
+	})
 	// Normally none: each is stopped when its guardian's loss is seen.
 	if _, err := c.stopOrphans(c.longestStopTimeout()); err != nil {
 		failed = append(failed, "processes left by dead guardians: "+err.Error())

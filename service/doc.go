@@ -2,8 +2,13 @@
 // the config, remembers which agents are enabled, runs one guardian
 // session per running agent (through package guardian), restarts agents by
 // policy, and serves the local API that the command line and the tray use.
+// It owns the controller (one goroutine per agent, so an agent's state
+// changes in one place), `tether service run`, the profile's paths and the
+// agents' logs; its subpackages hold the config (config), the durable state
+// (state) and the API server (localapi).
 //
 // It never touches an agent's processes itself: every start, stop and
 // cleanup goes through the agent's guardian, and when the service dies its
-// guardians tear their trees down on their own.
+// guardians tear their trees down on their own. Only the command line
+// imports it.
 package service

@@ -24,6 +24,7 @@ func (c *Controller) publish(row api.Agent) {
 	defer c.mu.Unlock()
 	if _, ok := c.actors[row.ID]; ok {
 		c.rows[row.ID] = row
+		c.pokeDependentsLocked(row.ID)
 	}
 	ev := api.Event{Type: api.EventAgent, Time: time.Now().UTC(), Agent: &row}
 	for s := range c.subs {

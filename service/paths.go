@@ -88,3 +88,8 @@ func stateBase() (string, error) {
 
 // LogPath is the log file of agent id.
 func (p Paths) LogPath(id string) string { return filepath.Join(p.LogDir, id+".log") }
+
+// NotifyDir is where guardians make the $NOTIFY_SOCKET of ready: notify
+// agents: beside the API socket, in the user's runtime directory, whose
+// short path fits a unix socket's limit.
+func (p Paths) NotifyDir() string { return filepath.Join(filepath.Dir(p.Socket), "notify") }

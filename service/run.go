@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tether-dev/tether/internal/logline"
+	"github.com/tether-dev/tether/platform"
 	"github.com/tether-dev/tether/service/localapi"
 	"github.com/tether-dev/tether/service/state"
 )
@@ -24,10 +26,8 @@ import (
 // the exit code. A reload signal (SIGHUP on Unix; Windows has none)
 // reloads the config.
 func Run(p Paths, exe string, stderr io.Writer) int {
-	logf := func(format string, args ...any) {
-		fmt.Fprintf(stderr, "%s tether service[%d]: %s\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), fmt.Sprintf(format, args...))
-	}
-	if err := secureStateDir(p.StateDir); err != nil {
+	logf := func(format string, args ...any) { logline.Printf(stderr, "service", format, args...) }
+	if err := platform.SecureDir(p.StateDir); err != nil {
 		logf("state directory: %v", err)
 		return 1
 	}
@@ -52,7 +52,7 @@ func Run(p Paths, exe string, stderr io.Writer) int {
 	if err := store.Err(); err != nil {
 		logf("the state file is malformed and left as it is (intent will not be saved until it is fixed): %v", err)
 	}
-	l, err := listenAPI(p.Socket)
+	l, err := platform.Listen(p.Socket)
 	if err != nil {
 		logf("local API: %v", err)
 		return 1
@@ -111,17 +111,17 @@ func Run(p Paths, exe string, stderr io.Writer) int {
 var ErrAlreadyRunning = errors.New("the service of this profile is already running")
 
 // takeServiceLock makes this the only service of the profile: a lock on
-// service.lock in the state directory (openLockFile, tryLock), which holds
-// the pid of its holder at pidOffset, for the message a second one prints.
+// service.lock in the state directory, which holds the pid of its holder
+// at platform.LockDataOffset, for the message a second one prints.
 func takeServiceLock(p Paths) (io.Closer, error) {
-	f, err := openLockFile(filepath.Join(p.StateDir, "service.lock"))
+	f, err := platform.OpenLockFile(filepath.Join(p.StateDir, "service.lock"))
 	if err != nil {
 		return nil, err
 	}
-	if err := tryLock(f); err != nil {
-		b, _ := io.ReadAll(io.NewSectionReader(f, pidOffset, 64))
+	if err := platform.TryLock(f); err != nil {
+		b, _ := io.ReadAll(io.NewSectionReader(f, platform.LockDataOffset, 64))
 		f.Close()
-		if errors.Is(err, errLocked) {
+		if errors.Is(err, platform.ErrLocked) {
 			pid := strings.TrimSpace(string(b))
 			if _, perr := strconv.Atoi(pid); perr != nil {
 				pid = "unknown"
@@ -131,6 +131,6 @@ func takeServiceLock(p Paths) (io.Closer, error) {
 		return nil, err
 	}
 	_ = f.Truncate(0)
-	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), pidOffset)
+	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), platform.LockDataOffset)
 	return f, nil
 }

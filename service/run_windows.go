@@ -1,11 +1,8 @@
 package service
 
 import (
-	"net"
 	"os"
 	"syscall"
-
-	pwindows "github.com/tether-dev/tether/platform/windows"
 )
 
 // stopSignals make the service stop every agent and exit: Go delivers
@@ -18,24 +15,6 @@ var (
 	stopSignals   = []os.Signal{os.Interrupt, syscall.SIGTERM}
 	reloadSignals []os.Signal
 )
-
-// secureStateDir makes the state directory the user's own, with a DACL
-// that lets no one else in.
-func secureStateDir(dir string) error { return pwindows.SecureDir(dir) }
-
-// listenAPI listens on the local API's named pipe.
-func listenAPI(name string) (net.Listener, error) { return pwindows.ListenPipe(name) }
-
-// The service lock is LockFileEx on the file's first byte. Windows locks
-// are mandatory, so no other handle may read that byte: the pid follows
-// it.
-var (
-	openLockFile = pwindows.OpenLockFile
-	tryLock      = pwindows.TryLockFile
-	errLocked    = pwindows.ErrFileLocked
-)
-
-const pidOffset = 1
 
 // newOrphans has nothing to look after on Windows: a guardian's job
 // object ends its tree when the guardian dies.

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
 )
@@ -42,20 +44,18 @@ func newFreezer(t *testing.T) *freezer {
 	f := &freezer{t: t, dir: dir}
 	t.Cleanup(func() {
 		_ = f.write("freezer.state", "THAWED")
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			err := os.Remove(dir)
+		var err error
+		if !testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
+			err = os.Remove(dir)
 			if err == nil || errors.Is(err, os.ErrNotExist) {
-				return
+				return true
 			}
 			for _, pid := range f.pids() {
 				_ = os.WriteFile(filepath.Join(freezerRoot, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
 			}
-			if time.Now().After(deadline) {
-				t.Errorf("removing %s: %v", dir, err)
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
+			return false
+		}) {
+			t.Errorf("removing %s: %v", dir, err)
 		}
 	})
 	return f
@@ -85,16 +85,12 @@ func (f *freezer) freeze(pid int) {
 	if err := f.write("freezer.state", "FROZEN"); err != nil {
 		f.t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, _ := os.ReadFile(filepath.Join(f.dir, "freezer.state"))
-		if string(bytes.TrimSpace(b)) == "FROZEN" {
-			return
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("%s: state %q, never FROZEN", f.dir, b)
-		}
-		time.Sleep(2 * time.Millisecond)
+	var b []byte
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
+		b, _ = os.ReadFile(filepath.Join(f.dir, "freezer.state"))
+		return string(bytes.TrimSpace(b)) == "FROZEN"
+	}) {
+		f.t.Fatalf("%s: state %q, never FROZEN", f.dir, b)
 	}
 }
 
@@ -124,22 +120,20 @@ func TestStopCleanupFailedExits5(t *testing.T) {
 	// Runs before the service's cleanup, whose stop could never finish
 	// with a frozen member.
 	t.Cleanup(func() { _ = fz.write("freezer.state", "THAWED") })
-	x := w.waitState("default", "x", "running")
+	x := w.waitState("default", "x", api.StateRunning)
 
 	// The agent's child, the sleep, is the one that will not die.
 	var child int
-	deadline := time.Now().Add(10 * time.Second)
-	for child == 0 {
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
 		procs, _ := punix.Processes()
 		for _, p := range procs {
 			if p.PPid == x.PID && !p.Zombie() {
 				child = p.Pid
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agent %d never started its child", x.PID)
-		}
-		time.Sleep(2 * time.Millisecond)
+		return child != 0
+	}) {
+		t.Fatalf("agent %d never started its child", x.PID)
 	}
 	fz.freeze(child)
 
@@ -150,7 +144,7 @@ func TestStopCleanupFailedExits5(t *testing.T) {
 	}
 	t.Logf("stop exited 5 after %v: %s", time.Since(begin), strings.TrimSpace(r.stderr))
 	row := w.status("default")["x"]
-	if row.State != "cleanup_failed" || row.Error == nil || row.Error.Code != "cleanup_failed" {
+	if row.State != api.StateCleanupFailed || row.Error == nil || row.Error.Code != api.CodeCleanupFailed {
 		t.Fatalf("after the failed stop: %+v (error %+v), want state and error code cleanup_failed", row, row.Error)
 	}
 	if !strings.Contains(row.Error.Message, strconv.Itoa(child)) {
@@ -165,7 +159,7 @@ func TestStopCleanupFailedExits5(t *testing.T) {
 	}
 
 	fz.thaw()
-	row = w.waitState("default", "x", "stopped")
+	row = w.waitState("default", "x", api.StateStopped)
 	t.Logf("stopped %v after the stop began (thawed at once); error: %+v", time.Since(begin), row.Error)
 	w.waitOwnerGone("default", m, time.Now(), 5*time.Second)
 	if err := unix.Kill(child, 0); err == nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/internal/usermanager"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
@@ -102,7 +103,7 @@ func asUser(uid, gid int) func(string, ...string) *exec.Cmd {
 
 // waitRow waits until profile's agent id is in state, asking through the
 // command line, and returns its row.
-func (w *world) waitRow(profile, id, state string, pred func(statusRow) bool) statusRow {
+func (w *world) waitRow(profile, id string, state api.State, pred func(statusRow) bool) statusRow {
 	w.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -219,7 +220,7 @@ func escapeeScenario(t *testing.T, w *world, marker, rung string, inCgroup func(
 	}
 	svc := w.startService("default")
 	w.mustRun("start", "x")
-	row := w.waitRow("default", "x", "running", nil)
+	row := w.waitRow("default", "x", api.StateRunning, nil)
 	if got := w.containment("default", "x"); got != rung {
 		t.Fatalf("containment %q, want %q; the agent's log:\n%s", got, rung, w.agentLog("x"))
 	}
@@ -239,7 +240,7 @@ func escapeeScenario(t *testing.T, w *world, marker, rung string, inCgroup func(
 	// The next start waits for a backoff (1 s) too.
 	waitDead(t, old.pids(), stop+time.Second+5*ownerGoneMargin, w)
 	t.Logf("old tree (rung %s) gone %v after its guardian's SIGKILL", rung, time.Since(begin))
-	w.waitRow("default", "x", "running", func(r statusRow) bool { return r.PID != row.PID })
+	w.waitRow("default", "x", api.StateRunning, func(r statusRow) bool { return r.PID != row.PID })
 	waitEscapingTree(t, marker)
 	if seen := watch.end(); seen != "" {
 		t.Fatalf("two trees of one identity: %s", seen)
@@ -252,12 +253,12 @@ func escapeeScenario(t *testing.T, w *world, marker, rung string, inCgroup func(
 	// Nor does a shutdown while a dead guardian's tree waits for the
 	// restart that would take it over.
 	w.mustRun("start", "x")
-	row = w.waitRow("default", "x", "running", nil)
+	row = w.waitRow("default", "x", api.StateRunning, nil)
 	waitEscapingTree(t, marker)
 	if err := unix.Kill(row.GuardianPID, unix.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	lost := w.waitRow("default", "x", "backoff", nil)
+	lost := w.waitRow("default", "x", api.StateBackoff, nil)
 	if rung == "session" {
 		// The service stopped the tree itself, and says whose it was.
 		if lost.Error == nil || !strings.Contains(lost.Error.Message, fmt.Sprintf("came back to the service and were stopped (4 of %q", identity)) {

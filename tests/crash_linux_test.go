@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
 )
@@ -101,16 +102,12 @@ func treeOf(marker string) tree {
 func waitTrees(t *testing.T, marker string, n int) {
 	t.Helper()
 	want := tree{n, n, n, 3 * n}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := treeOf(marker)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("trees of %s: %+v, want %+v: %s", marker, got, want, describe(procsWith(marker)))
-		}
-		time.Sleep(2 * time.Millisecond)
+	var got tree
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
+		got = treeOf(marker)
+		return got == want
+	}) {
+		t.Fatalf("trees of %s: %+v, want %+v: %s", marker, got, want, describe(procsWith(marker)))
 	}
 }
 
@@ -135,11 +132,8 @@ func exactlyOnce(t *testing.T, within time.Duration, want map[string]int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for marker, n := range want {
-		for len(treesOf(marker)) != n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d live trees of %s, want %d: %s", len(treesOf(marker)), marker, n, describe(procsWith(marker)))
-			}
-			time.Sleep(2 * time.Millisecond)
+		if !testproc.UntilEvery(time.Until(deadline), 2*time.Millisecond, func() bool { return len(treesOf(marker)) == n }) {
+			t.Fatalf("%d live trees of %s, want %d: %s", len(treesOf(marker)), marker, n, describe(procsWith(marker)))
 		}
 	}
 	deadline = time.Now().Add(within)
@@ -198,11 +192,11 @@ func TestOwnerKilledAtSteadyState(t *testing.T) {
 	w.waitOwnerGone("default", m, begin, stop+ownerGoneMargin)
 
 	w.startService("default")
-	w.waitState("default", "x", "running")
-	w.waitState("default", "y", "running")
+	w.waitState("default", "x", api.StateRunning)
+	w.waitState("default", "y", api.StateRunning)
 	waitTrees(t, m+"-x", 1)
 	exactlyOnce(t, 300*time.Millisecond, map[string]int{m + "-x": 1, m + "-y": 1, m + "-z": 0})
-	if st := w.status("default")["z"]; st.State != "stopped" {
+	if st := w.status("default")["z"]; st.State != api.StateStopped {
 		t.Errorf("z, stopped before the crash, is %s after the relaunch", st.State)
 	}
 }
@@ -258,14 +252,14 @@ func TestOwnerKilledDuringStart(t *testing.T) {
 
 		svc = w.startService("default")
 		if enabled {
-			w.waitState("default", "x", "running")
+			w.waitState("default", "x", api.StateRunning)
 			waitTrees(t, m, 1)
 			exactlyOnce(t, 200*time.Millisecond, map[string]int{m: 1})
 			// The next round starts from a stopped, disabled agent.
 			w.mustRun("stop", "x")
 		} else {
 			exactlyOnce(t, 200*time.Millisecond, map[string]int{m: 0})
-			if st := w.status("default")["x"]; st.State != "stopped" {
+			if st := w.status("default")["x"]; st.State != api.StateStopped {
 				t.Fatalf("round %d: x, never enabled, is %s after the relaunch", round, st.State)
 			}
 		}
@@ -295,7 +289,7 @@ func TestOwnerKilledDuringStop(t *testing.T) {
 		misbehavingYAML("x", bash, script, m+"-x", true, stop) +
 		politeYAML("y", bash, m+"-y", true))
 	svc := w.startService("default")
-	w.waitState("default", "y", "running")
+	w.waitState("default", "y", api.StateRunning)
 	waitTrees(t, m+"-x", 1)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -306,7 +300,7 @@ func TestOwnerKilledDuringStop(t *testing.T) {
 		stopped <- err
 	}()
 	stopping := time.Now()
-	w.waitState("default", "x", "stopping")
+	w.waitState("default", "x", api.StateStopping)
 	delay := 100*time.Millisecond + time.Duration(rng.Int64N(int64(400*time.Millisecond)+1))
 	time.Sleep(time.Until(stopping.Add(delay))) // the crash's moment, drawn at random
 	begin := time.Now()
@@ -335,9 +329,9 @@ func TestOwnerKilledDuringStop(t *testing.T) {
 	}
 
 	w.startService("default")
-	w.waitState("default", "y", "running")
+	w.waitState("default", "y", api.StateRunning)
 	exactlyOnce(t, 300*time.Millisecond, map[string]int{m + "-x": 0, m + "-y": 1})
-	if st := w.status("default")["x"]; st.State != "stopped" {
+	if st := w.status("default")["x"]; st.State != api.StateStopped {
 		t.Errorf("x, stopped when the service died, is %s after the relaunch", st.State)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 func randomSecret(t *testing.T) string {
@@ -80,19 +81,14 @@ func TestEnvFileSecretReachesOnlyTheAgent(t *testing.T) {
 	}()
 
 	w.mustRun("start", "x")
-	x := w.waitState("default", "x", "running")
+	x := w.waitState("default", "x", api.StateRunning)
 	// The agent got the secret, and the plain variable beside it.
-	deadline := time.Now().Add(10 * time.Second)
 	var env []byte
-	for {
+	if !testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
 		env, _ = os.ReadFile(dump)
-		if len(env) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the agent never wrote its environment")
-		}
-		time.Sleep(5 * time.Millisecond)
+		return len(env) > 0
+	}) {
+		t.Fatal("the agent never wrote its environment")
 	}
 	for _, want := range []string{"SECRET=" + secret + "\n", "VISIBLE=plain\n", "TETHER_IDENTITY=x@relay\n"} {
 		if !strings.Contains(string(env), want) {
@@ -106,7 +102,7 @@ func TestEnvFileSecretReachesOnlyTheAgent(t *testing.T) {
 	}
 	// A restart reads the env_file again and sends more events.
 	w.mustRun("restart", "x")
-	x2 := w.waitState("default", "x", "running")
+	x2 := w.waitState("default", "x", api.StateRunning)
 	cancel()
 	<-streamDone
 	if !sawRunning {
@@ -183,7 +179,7 @@ func TestEnvFileWorldReadableIsRefused(t *testing.T) {
 	if r2.code != 1 || !strings.Contains(r2.stderr, envFile) {
 		t.Errorf("start with a world-readable env_file: exit %d, stderr %q; want 1 naming %s", r2.code, r2.stderr, envFile)
 	}
-	row := w.waitState("default", "x", "failed")
+	row := w.waitState("default", "x", api.StateFailed)
 	if row.Error == nil || row.Error.Code != api.CodeConfig {
 		t.Errorf("x failed with %+v, want code %s", row.Error, api.CodeConfig)
 	}

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // apiCall is one request to the local API and what the service must
@@ -27,8 +27,8 @@ type apiCall struct {
 	body    string
 	chunked bool // send the body without a length
 	status  int
-	code    string // of the api.Error body, when status is not 200
-	contain string // in the error's message
+	code    api.Code // of the api.Error body, when status is not 200
+	contain string   // in the error's message
 }
 
 func (c apiCall) do(t *testing.T, hc *http.Client) (*http.Response, []byte) {
@@ -74,7 +74,7 @@ func TestLocalAPIRefusals(t *testing.T) {
 	cleanupTrees(t, m)
 	w.writeConfig("agents:\n" + agentYAML("x", "x@relay", m, true))
 	w.startService("default")
-	w.waitState("default", "x", "running")
+	w.waitState("default", "x", api.StateRunning)
 	hc := unixHTTPClient(w.socket("default"))
 
 	// I5: the socket is 0600 in a 0700 directory.
@@ -130,7 +130,7 @@ func TestLocalAPIRefusals(t *testing.T) {
 	}
 	waitSessions(t, m, 0)
 	// Nothing the refused requests asked for happened.
-	if st := w.status("default"); len(st) != 1 || st["x"].State != "stopped" {
+	if st := w.status("default"); len(st) != 1 || st["x"].State != api.StateStopped {
 		t.Errorf("status after the refusals: %+v", st)
 	}
 }
@@ -185,8 +185,8 @@ func TestLocalAPIRefusesOtherUID(t *testing.T) {
 
 	get := func(cred *syscall.Credential) (int, string) {
 		t.Helper()
-		cmd := exec.Command(exe)
-		cmd.Env = append(os.Environ(), helperEnv+"=get-status", "TETHER_E2E_SOCKET="+sock)
+		cmd := testproc.Command("get-status", sock)
+		cmd.Path = exe
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 		out, errb, err := runBounded(t, cmd, 20*time.Second)
 		if err != nil {

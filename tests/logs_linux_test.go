@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // tickerYAML is an agent that prints "tick N", N = 1, 2, ..., every
@@ -113,18 +116,16 @@ func TestLogsFollow(t *testing.T) {
 	cleanupTrees(t, m)
 	w.writeConfig("agents:\n" + tickerYAML("x", m, 100*time.Millisecond))
 	w.startService("default")
-	w.waitState("default", "x", "running")
+	w.waitState("default", "x", api.StateRunning)
 	// Wait for a first tick, so "new" means something.
 	var last int
-	deadline := time.Now().Add(10 * time.Second)
-	for last < 1 {
+	if !testproc.UntilEvery(10*time.Second, 10*time.Millisecond, func() bool {
 		if r := w.run(10*time.Second, "logs", "x", "-n", "1"); r.code == 0 {
 			last = tickOf(strings.TrimSpace(r.stdout))
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the agent never ticked")
-		}
-		time.Sleep(10 * time.Millisecond)
+		return last >= 1
+	}) {
+		t.Fatal("the agent never ticked")
 	}
 
 	begin := time.Now()

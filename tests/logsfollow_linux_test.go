@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // countingYAML is an agent that prints the numbers 1, 2, 3, ... in bursts
@@ -44,7 +47,7 @@ func TestLogsFollowKeepsUpWithBursts(t *testing.T) {
 	cleanupTrees(t, m)
 	w.writeConfig("agents:\n" + countingYAML("x", m, 1000, 300*time.Millisecond))
 	w.startService("default")
-	w.waitState("default", "x", "running")
+	w.waitState("default", "x", api.StateRunning)
 	got := w.follow(0, "x", "-f", "-n", "0").next(t, 3000, 20*time.Second)
 	if i := consecutive(got); i >= 0 {
 		t.Errorf("followed lines not consecutive at line %d: %q", i, trim(got[max(0, i-2):i+1]))
@@ -68,17 +71,14 @@ func TestLogsFollowContinuesTheTail(t *testing.T) {
     stop_timeout: 2s
 `, pad, m))
 	w.startService("default")
-	w.waitState("default", "x", "running")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r := w.run(10*time.Second, "logs", "x", "-n", "1")
-		if n, _ := strconv.Atoi(strings.Fields(r.stdout + " 0")[0]); n > 2000 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent never logged its 2000 lines: %s%s", r.stdout, r.stderr)
-		}
-		time.Sleep(10 * time.Millisecond)
+	w.waitState("default", "x", api.StateRunning)
+	var r result
+	if !testproc.UntilEvery(10*time.Second, 10*time.Millisecond, func() bool {
+		r = w.run(10*time.Second, "logs", "x", "-n", "1")
+		n, _ := strconv.Atoi(strings.Fields(r.stdout + " 0")[0])
+		return n > 2000
+	}) {
+		t.Fatalf("the agent never logged its 2000 lines: %s%s", r.stdout, r.stderr)
 	}
 	// 1500 lines of tail fill the pipe (150 kB): the command waits for
 	// its reader, who starts 300 ms late, before it can follow.

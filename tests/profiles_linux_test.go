@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/api"
 )
 
 // Two profiles of one user are separate services: each has its own state
@@ -25,8 +27,8 @@ func TestProfilesAreSeparate(t *testing.T) {
 	}
 	svcA := w.startServiceArgs("a", "--config", configs["a"])
 	svcB := w.startServiceArgs("b", "--config", configs["b"])
-	xa := w.waitState("a", "x", "running")
-	xb := w.waitState("b", "x", "running")
+	xa := w.waitState("a", "x", api.StateRunning)
+	xb := w.waitState("b", "x", api.StateRunning)
 	waitSessions(t, m+"-a", 1)
 	waitSessions(t, m+"-b", 1)
 	if xa.Identity != "x-a@relay" || xb.Identity != "x-b@relay" || xa.PID == xb.PID {
@@ -70,13 +72,13 @@ func TestProfilesAreSeparate(t *testing.T) {
 	// Stopping x in a leaves b's x running, the same process.
 	w.mustRun("--profile", "a", "stop", "x")
 	waitSessions(t, m+"-a", 0)
-	if got := w.status("b")["x"]; got.State != "running" || got.PID != xb.PID {
+	if got := w.status("b")["x"]; got.State != api.StateRunning || got.PID != xb.PID {
 		t.Errorf("b's x after a's stop: %+v, want running as pid %d", got, xb.PID)
 	}
 	if n := len(sessionsOf(m + "-b")); n != 1 {
 		t.Errorf("%d trees of b's x after a's stop", n)
 	}
-	if a := w.status("a")["x"]; a.State != "stopped" {
+	if a := w.status("a")["x"]; a.State != api.StateStopped {
 		t.Errorf("a's x after its stop: %+v", a)
 	}
 	// And the intent was recorded in a's state only.

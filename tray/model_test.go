@@ -11,7 +11,7 @@ import (
 
 var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 
-func agent(id, state string, since time.Duration, err *api.Error) api.Agent {
+func agent(id string, state api.State, since time.Duration, err *api.Error) api.Agent {
 	a := api.Agent{ID: id, Identity: id + "@relay", State: state, Enabled: true, Since: t0.Add(-since), Error: err}
 	if state == api.StateRunning || state == api.StateStarting || state == api.StateStopping || state == api.StateCleanupFailed {
 		a.PID, a.GuardianPID = 4242, 4241
@@ -126,7 +126,7 @@ func TestBuildRunningToFailed(t *testing.T) {
 	in := connected(agent("alice", api.StateRunning, time.Minute, nil))
 	before := Build(in)
 
-	e := &api.Error{Code: "crash_loop", Message: "ended 6 times in a row, each within 1m0s of starting; last: exit status 3"}
+	e := &api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row, each within 1m0s of starting; last: exit status 3"}
 	failed := agent("alice", api.StateFailed, 0, e)
 	in.Status.Agents = []api.Agent{failed}
 	in.LastErrors["alice"] = Recorded{Err: *e, At: failed.Since}
@@ -138,7 +138,8 @@ func TestBuildRunningToFailed(t *testing.T) {
 		t.Errorf("submenu %q", sub.Title)
 	}
 	line := lastLine(t, m, "alice")
-	want := "error at " + clock(failed.Since) + ": crash_loop: ended 6 times"
+	// The cause first: the last exit's status, then the loop.
+	want := "error at " + clock(failed.Since) + ": crash_loop: exit status 3; ended 6 times"
 	if !strings.HasPrefix(line.Title, want) || line.Enabled {
 		t.Errorf("error line %+v, want a disabled line starting %q", line, want)
 	}
@@ -164,10 +165,10 @@ func TestBuildRunningToFailed(t *testing.T) {
 	if want := "last error at " + clock(failed.Since) + ": crash_loop:"; !strings.HasPrefix(line.Title, want) {
 		t.Errorf("after recovery the error line is %q, want it to start %q", line.Title, want)
 	}
-	newer := &api.Error{Code: "exited", Message: "the agent exited: exit status 1"}
+	newer := &api.Error{Code: api.CodeExited, Message: "the agent exited: exit status 1"}
 	in.Status.Agents = []api.Agent{agent("alice", api.StateBackoff, 0, newer)}
 	in.LastErrors["alice"] = Recorded{Err: *newer, At: t0}
-	if line = lastLine(t, Build(in), "alice"); !strings.Contains(line.Title, "exited: the agent exited") || strings.Contains(line.Title, "crash_loop") {
+	if line = lastLine(t, Build(in), "alice"); !strings.Contains(line.Title, "exited: exit status 1") || strings.Contains(line.Title, string(api.CodeCrashLoop)) {
 		t.Errorf("a newer error did not replace the old one: %q", line.Title)
 	}
 }
@@ -191,9 +192,9 @@ func TestBuildCleanupFailed(t *testing.T) {
 }
 
 func TestBuildBackoff(t *testing.T) {
-	e := &api.Error{Code: "exited", Message: "the agent exited: exit status 3"}
+	e := &api.Error{Code: api.CodeExited, Message: "the agent exited: exit status 3"}
 	m := Build(connected(agent("bob", api.StateBackoff, 0, e)))
-	if m.Icon != assets.Failed || m.Items[0].Title != "1 in backoff" {
+	if m.Icon != assets.Busy || m.Items[0].Title != "1 in backoff" {
 		t.Errorf("icon %v, first line %q", m.Icon, m.Items[0].Title)
 	}
 	if got := flags(t, m, "bob"); got != [3]bool{false, true, true} {
@@ -209,19 +210,20 @@ func TestBuildBackoff(t *testing.T) {
 
 func TestBuildStoppedAndTransitions(t *testing.T) {
 	for _, c := range []struct {
-		state string
+		state api.State
 		want  [3]bool
+		icon  assets.State
 	}{
-		{api.StateStopped, [3]bool{true, false, false}},
-		{api.StateStarting, [3]bool{false, true, false}},
-		{api.StateStopping, [3]bool{false, false, false}},
+		{api.StateStopped, [3]bool{true, false, false}, assets.Running},
+		{api.StateStarting, [3]bool{false, true, false}, assets.Busy},
+		{api.StateStopping, [3]bool{false, false, false}, assets.Busy},
 	} {
 		m := Build(connected(agent("a", c.state, 0, nil)))
 		if got := flags(t, m, "a"); got != c.want {
 			t.Errorf("%s: start/stop/restart %v, want %v", c.state, got, c.want)
 		}
-		if m.Icon != assets.Stopped {
-			t.Errorf("%s: icon %v, want stopped", c.state, m.Icon)
+		if m.Icon != c.icon {
+			t.Errorf("%s: icon %v, want %v", c.state, m.Icon, c.icon)
 		}
 	}
 }
@@ -229,7 +231,7 @@ func TestBuildStoppedAndTransitions(t *testing.T) {
 func TestBuildServiceLost(t *testing.T) {
 	in := Input{Profile: "work", Conn: NotRunning, ConnErr: "No tether service is running for profile \"work\".", Login: Login{Known: true}, Now: t0}
 	m := Build(in)
-	if m.Icon != assets.Stopped || m.Items[0].Title != "service not running" || m.Items[0].Tooltip != in.ConnErr {
+	if m.Icon != assets.Unreachable || m.Items[0].Title != "service not running" || m.Items[0].Tooltip != in.ConnErr {
 		t.Errorf("icon %v, first line %+v", m.Icon, m.Items[0])
 	}
 	if m.Tooltip != "tether: service not running" {
@@ -270,10 +272,10 @@ func TestBuildServiceLost(t *testing.T) {
 func TestShapeStable(t *testing.T) {
 	var inputs []Input
 	for n := range 5 {
-		for _, st := range []string{api.StateRunning, api.StateFailed, api.StateCleanupFailed, api.StateStopped} {
+		for _, st := range []api.State{api.StateRunning, api.StateFailed, api.StateCleanupFailed, api.StateStopped} {
 			var agents []api.Agent
 			for i := range n {
-				agents = append(agents, agent(string(rune('a'+i)), st, 0, &api.Error{Code: "spawn", Message: "x"}))
+				agents = append(agents, agent(string(rune('a'+i)), st, 0, &api.Error{Code: api.CodeSpawn, Message: "x"}))
 			}
 			in := connected(agents...)
 			if n%2 == 0 {
@@ -311,13 +313,13 @@ func TestShapeStable(t *testing.T) {
 
 func TestAggregate(t *testing.T) {
 	for _, c := range []struct {
-		states []string
+		states []api.State
 		want   string
 	}{
 		{nil, "no agents"},
-		{[]string{"running", "running", "failed", "running"}, "3 running, 1 failed"},
-		{[]string{"cleanup_failed", "stopped", "backoff", "starting", "stopping"}, "1 starting, 1 stopping, 1 in backoff, 1 stopped, 1 cleanup failed"},
-		{[]string{"running", "hibernating"}, "1 running, 1 hibernating"},
+		{[]api.State{api.StateRunning, api.StateRunning, api.StateFailed, api.StateRunning}, "3 running, 1 failed"},
+		{[]api.State{api.StateCleanupFailed, api.StateStopped, api.StateBackoff, api.StateStarting, api.StateStopping}, "1 starting, 1 stopping, 1 in backoff, 1 stopped, 1 cleanup failed"},
+		{[]api.State{api.StateRunning, "hibernating"}, "1 running, 1 hibernating"},
 	} {
 		var agents []api.Agent
 		for i, s := range c.states {
@@ -330,27 +332,30 @@ func TestAggregate(t *testing.T) {
 }
 
 func TestIconFor(t *testing.T) {
-	st := func(states ...string) api.Status {
+	st := func(states ...api.State) api.Status {
 		var s api.Status
 		for _, x := range states {
 			s.Agents = append(s.Agents, api.Agent{State: x})
 		}
 		return s
 	}
-	cfgErr := st("running")
+	cfgErr := st(api.StateRunning)
 	cfgErr.ConfigError = &api.Error{Code: api.CodeConfig, Message: "bad"}
 	for _, c := range []struct {
 		name string
 		st   api.Status
 		want assets.State
 	}{
-		{"all running", st("running", "running"), assets.Running},
-		{"one stopped", st("running", "stopped"), assets.Stopped},
-		{"starting", st("starting"), assets.Stopped},
-		{"no agents", st(), assets.Stopped},
-		{"failed", st("running", "failed"), assets.Failed},
-		{"cleanup failed", st("stopped", "cleanup_failed"), assets.Failed},
-		{"backoff", st("running", "backoff"), assets.Failed},
+		{"all running", st(api.StateRunning, api.StateRunning), assets.Running},
+		{"one stopped", st(api.StateRunning, api.StateStopped), assets.Running},
+		{"starting", st(api.StateStarting), assets.Busy},
+		{"stopping", st(api.StateRunning, api.StateStopping), assets.Busy},
+		{"no agents", st(), assets.Running},
+		{"failed", st(api.StateRunning, api.StateFailed), assets.Failed},
+		{"cleanup failed", st(api.StateStopped, api.StateCleanupFailed), assets.Failed},
+		{"backoff", st(api.StateRunning, api.StateBackoff), assets.Busy},
+		{"failed beats backoff", st(api.StateBackoff, api.StateFailed), assets.Failed},
+		{"a state this tray does not know", st(api.StateRunning, "hibernating"), assets.Busy},
 		{"config error", cfgErr, assets.Failed},
 	} {
 		if got := IconFor(c.st); got != c.want {
@@ -363,7 +368,7 @@ func TestBuildStatusErrorsAndEmpty(t *testing.T) {
 	in := connected()
 	in.Status.ConfigError = &api.Error{Code: api.CodeConfig, Message: "agents.yaml:3: unknown key \"comand\""}
 	m := Build(in)
-	if m.Items[1].Title != "config not applied: config: agents.yaml:3: unknown key \"comand\"" || !strings.Contains(m.Items[1].Tooltip, "tether reload") {
+	if m.Items[1].Title != "config not applied: agents.yaml:3: unknown key \"comand\"" || !strings.Contains(m.Items[1].Tooltip, "tether reload") {
 		t.Errorf("config error line %+v", m.Items[1])
 	}
 	if find(t, m.Items, "no agents configured").Enabled {
@@ -378,7 +383,7 @@ func TestBuildAllActions(t *testing.T) {
 	m := Build(connected(
 		agent("a", api.StateStopped, 0, nil),
 		agent("b", api.StateRunning, 0, nil),
-		agent("c", api.StateFailed, 0, &api.Error{Code: "spawn", Message: "no such file"}),
+		agent("c", api.StateFailed, 0, &api.Error{Code: api.CodeSpawn, Message: "no such file"}),
 	))
 	if got := find(t, m.Items, TitleStartAll).Action; got.Kind != ActStart || strings.Join(got.IDs, ",") != "a,c" {
 		t.Errorf("Start all %+v, want start a,c", got)
@@ -414,7 +419,7 @@ func TestBuildProfileTooltip(t *testing.T) {
 
 func TestErrorLineTruncated(t *testing.T) {
 	long := strings.Repeat("x", 500) + "\nsecond line"
-	m := Build(connected(agent("a", api.StateFailed, 0, &api.Error{Code: "spawn", Message: long})))
+	m := Build(connected(agent("a", api.StateFailed, 0, &api.Error{Code: api.CodeSpawn, Message: long})))
 	line := lastLine(t, m, "a")
 	if n := len([]rune(line.Title)); n > len("error: ")+maxErrorTitle || strings.Contains(line.Title, "\n") {
 		t.Errorf("error line of %d runes: %q", n, line.Title)

@@ -12,8 +12,8 @@ import (
 func TestDetector(t *testing.T) {
 	cleanup := func(msg string) *api.Error { return &api.Error{Code: api.CodeCleanupFailed, Message: msg} }
 	contention := &api.Error{Code: api.CodeContention, Message: `identity "alice@relay" is held by guardian pid 7 of profile "work"`}
-	crash := &api.Error{Code: "crash_loop", Message: "ended 6 times in a row"}
-	exited := &api.Error{Code: "exited", Message: "exit status 3"}
+	crash := &api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row"}
+	exited := &api.Error{Code: api.CodeExited, Message: "exit status 3"}
 	var d detector
 	for i, step := range []struct {
 		row  api.Agent
@@ -65,7 +65,7 @@ func TestNoticeTexts(t *testing.T) {
 		todo string
 	}{
 		{agent("a", api.StateCleanupFailed, 0, &api.Error{Code: api.CodeCleanupFailed, Message: "m"}), "a/cleanup", "kill -9"},
-		{agent("a", api.StateFailed, 0, &api.Error{Code: "crash_loop", Message: "m"}), "a/crash_loop", "tether logs a"},
+		{agent("a", api.StateFailed, 0, &api.Error{Code: api.CodeCrashLoop, Message: "m"}), "a/crash_loop", "tether logs a"},
 		{agent("a", api.StateBackoff, 0, &api.Error{Code: api.CodeContention, Message: "m"}), "a/contention", "Stop the other holder"},
 		{agent("a", api.StateFailed, 0, &api.Error{Code: api.CodeSpawn, Message: "m"}), "a/failed", "start it again"},
 	} {

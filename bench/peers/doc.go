@@ -7,10 +7,11 @@
 //
 // Each supervisor runs under a throwaway directory with its own config,
 // started and killed by the harness itself; the system's own services are
-// never used. The package has no code outside its tests and runs on Linux
-// only. Run it with
+// never used. The package has no code outside its tests, nothing may
+// import it, and it runs on Linux only. It is a measurement, not a check:
+// without TETHER_PEERS=1 it skips. Run it with
 //
-//	go test ./bench/peers/ -run Peers -v -count=1
+//	TETHER_PEERS=1 go test ./bench/peers/ -run '^TestPeers$' -v -count=1
 //
 // or make peers. PEERS_IDLE sets the idle period of the wakeup row (a Go
 // duration, default 10s). Without supervisord or s6-svscan installed it

@@ -2,7 +2,8 @@
 
 // Package freezer makes processes unkillable for tests, through the cgroup
 // v1 freezer: a frozen process cannot die, not even of SIGKILL, until it
-// is thawed. Tests use it to make a cleanup fail for real.
+// is thawed. Tests use it to make a cleanup fail for real; nothing outside
+// tests may import it.
 package freezer
 
 import (

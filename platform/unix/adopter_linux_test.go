@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // startOwnChild starts a helper the way an Adopter's process must start
@@ -14,10 +16,9 @@ import (
 // the test ends.
 func startOwnChild(t *testing.T, role, tag string, rp *readyPipe, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(testExecutable(t), args...)
-	cmd.Env = helperEnviron(role, tag, true)
+	cmd := helperCommand(role, tag, args...)
 	cmd.Stderr = os.Stderr
-	cmd.ExtraFiles = []*os.File{rp.w}
+	rp.Pass(cmd)
 	if _, err := StartChild(func() (int, error) {
 		if err := cmd.Start(); err != nil {
 			return 0, err
@@ -57,10 +58,10 @@ func TestAdopterStopsOrphans(t *testing.T) {
 	_ = leader.Wait()
 	ForgetChild(leader.Process.Pid)
 
-	waitFor(t, "the escapee to be adopted", func() bool {
+	testproc.Eventually(t, waitLimit, func() bool {
 		procs, _ := a.Adopted()
 		return slices.ContainsFunc(procs, func(p Proc) bool { return p.Ref() == refs["escapee"] })
-	})
+	}, "the escapee %v was never adopted", refs["escapee"])
 	begin := time.Now()
 	rep, err := a.Stop(50*time.Millisecond, 2*time.Second)
 	if err != nil {

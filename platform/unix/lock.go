@@ -14,10 +14,11 @@ import (
 // ErrLocked reports that another open file description holds the lock.
 var ErrLocked = errors.New("lock is held by another process")
 
-// ErrLockSymlink reports that the lock path is a symbolic link. tether never
-// follows one: a link could point the lock, and the write of its owner
-// record, at a file of the attacker's choosing.
-var ErrLockSymlink = errors.New("lock file is a symbolic link")
+// ErrSymlink reports that a lock file or log file path ends in a symbolic
+// link. tether never follows one: a link could point the lock, the write
+// of its owner record, or an agent's log, at a file of the attacker's
+// choosing.
+var ErrSymlink = errors.New("refusing to follow a symbolic link")
 
 // UnsafeFileError reports a lock file or private directory that exists but
 // is not what tether created: wrong type, owner, link count or mode.
@@ -48,7 +49,7 @@ func OpenLockFile(path string) (*os.File, error) {
 }
 
 // openNoFollow opens path with the given flags without following a final
-// symbolic link, retrying EINTR. A link is reported as ErrLockSymlink.
+// symbolic link, retrying EINTR. A link is reported as ErrSymlink.
 func openNoFollow(path string, flags int, perm uint32) (int, error) {
 	for {
 		fd, err := unix.Open(path, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
@@ -58,7 +59,7 @@ func openNoFollow(path string, flags int, perm uint32) (int, error) {
 		case errors.Is(err, unix.EINTR):
 			continue
 		case errors.Is(err, unix.ELOOP), errors.Is(err, unix.EMLINK) && isSymlink(path):
-			return -1, &os.PathError{Op: "open", Path: path, Err: ErrLockSymlink}
+			return -1, &os.PathError{Op: "open", Path: path, Err: ErrSymlink}
 		case errors.Is(err, unix.EISDIR):
 			return -1, &UnsafeFileError{Path: path, Reason: "is a directory"}
 		default:
@@ -157,7 +158,7 @@ func SecureDir(path string) error {
 }
 
 // OpenAppendNoFollow opens a log file for appending without following a
-// final symbolic link, creating it 0600.
+// final symbolic link (ErrSymlink), creating it 0600.
 func OpenAppendNoFollow(path string) (*os.File, error) {
 	fd, err := openNoFollow(path, unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND, 0o600)
 	if err != nil {

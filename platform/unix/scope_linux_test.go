@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // With no bus, or a bus that no systemd manager owns a name on, EnterScope
@@ -35,13 +37,13 @@ func TestEnterScopeWithoutManager(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	// The socket file is there before the daemon listens on it.
-	waitFor(t, "the bus to listen", func() bool {
+	testproc.Eventually(t, waitLimit, func() bool {
 		c, err := net.Dial("unix", sock)
 		if err == nil {
 			c.Close()
 		}
 		return err == nil
-	})
+	}, "the bus never listened on %s", sock)
 	before, _ := OwnCgroupDir()
 	address := SessionBusAddress(func(k string) (string, bool) {
 		if k == "XDG_RUNTIME_DIR" {

@@ -29,8 +29,7 @@ func TestEnterScopeUnderUserManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	unit := "tether-platform-test.scope"
-	cmd := m.Command(copied, unit)
-	cmd.Env = append(cmd.Env, "TETHER_UNIX_TEST_HELPER=enter-scope")
+	cmd := m.Command(copied, "enter-scope", unit)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("entering the scope: %v\n%s", err, out)

@@ -17,13 +17,21 @@ type SpawnSpec struct {
 	Stdin  *os.File
 	Stdout *os.File
 	Stderr *os.File
-	// Extra are inherited as descriptors 3, 4, ...
+	// Extra are inherited as descriptors FirstExtraFD, FirstExtraFD+1,
+	// ...; a nil entry leaves its descriptor closed.
 	Extra []*os.File
 	// Cgroup, when not nil, is the cgroup the child starts in
 	// (clone3 CLONE_INTO_CGROUP): it never runs a single instruction
 	// outside it. Linux only.
 	Cgroup *Cgroup
 }
+
+// FirstExtraFD is the descriptor the first of SpawnSpec.Extra becomes.
+const FirstExtraFD = 3
+
+// closedFD in ProcAttr.Files closes that descriptor in the child (-1 as
+// syscall.ForkExec reads it).
+const closedFD = ^uintptr(0)
 
 // StartSession starts the process in a new session (setsid), so it has no
 // controlling terminal and no signal meant for its parent's terminal or
@@ -41,7 +49,10 @@ func StartSession(s SpawnSpec) (int, error) {
 	files := append([]*os.File{s.Stdin, s.Stdout, s.Stderr}, s.Extra...)
 	fds := make([]uintptr, len(files))
 	for i, f := range files {
-		fds[i] = f.Fd()
+		fds[i] = closedFD
+		if f != nil {
+			fds[i] = f.Fd()
+		}
 	}
 	pid, err := syscall.ForkExec(s.Path, s.Argv, &syscall.ProcAttr{Dir: s.Dir, Env: s.Env, Files: fds, Sys: attr})
 	runtime.KeepAlive(files)

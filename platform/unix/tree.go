@@ -158,96 +158,131 @@ func (t *Tree) members(procs []Proc) []Proc {
 // grace for the kernel to finish. It returns a *TreeAliveError when
 // members remain.
 func (t *Tree) Stop(timeout, grace time.Duration) (StopReport, error) {
-	var rep StopReport
-	hs := newHandles()
-	defer hs.close()
+	s := &treeStop{t: t, hs: newHandles(), killed: make(map[Ref]bool)}
+	defer s.hs.close()
+	if empty, err := s.terminate(time.Now().Add(timeout)); empty || err != nil {
+		return s.rep, err
+	}
+	s.rep.Forced = true
+	if err := s.killCgroup(); err != nil {
+		return s.rep, err
+	}
+	if err := s.freeze(); err != nil {
+		return s.rep, err
+	}
+	return s.rep, s.kill(time.Now().Add(grace))
+}
 
-	deadline := time.Now().Add(timeout)
+// treeStop is one Stop under way: the handles it opened, what it has
+// killed, and its report.
+type treeStop struct {
+	t      *Tree
+	hs     handles
+	killed map[Ref]bool
+	rep    StopReport
+}
+
+// terminate sends SIGTERM and SIGCONT to every member, once each, until
+// the tree is empty (empty is true) or the deadline passes.
+func (s *treeStop) terminate(deadline time.Time) (empty bool, err error) {
 	termed := make(map[Ref]bool)
 	for {
-		ms, err := t.Members()
+		ms, err := s.t.Members()
 		if err != nil {
-			return rep, err
+			return false, err
 		}
 		if len(ms) == 0 {
-			return rep, nil
+			return true, nil
 		}
 		for _, p := range ms {
 			if !termed[p.Ref()] {
 				termed[p.Ref()] = true
-				rep.Terminated++
-				hs.signal(p, syscall.SIGTERM)
-				hs.signal(p, syscall.SIGCONT)
+				s.rep.Terminated++
+				s.hs.signal(p, syscall.SIGTERM)
+				s.hs.signal(p, syscall.SIGCONT)
 			}
 		}
 		if !time.Now().Before(deadline) {
-			break
+			return false, nil
 		}
 		// Wait for everyone signalled, not just the first, before
 		// scanning again: a polite tree then costs one more scan, not
 		// one per member.
-		if err := waitAll(hs.of(ms), deadline); err != nil {
-			return rep, err
+		if err := waitAll(s.hs.of(ms), deadline); err != nil {
+			return false, err
 		}
 	}
+}
 
-	rep.Forced = true
-	killed := make(map[Ref]bool)
-	kill := func(ms []Proc) {
-		for _, p := range ms {
-			if !killed[p.Ref()] {
-				killed[p.Ref()] = true
-				rep.Killed++
-				hs.signal(p, syscall.SIGKILL)
-			}
+// killAll sends SIGKILL to the members not killed yet.
+func (s *treeStop) killAll(ms []Proc) {
+	for _, p := range ms {
+		if !s.killed[p.Ref()] {
+			s.killed[p.Ref()] = true
+			s.rep.Killed++
+			s.hs.signal(p, syscall.SIGKILL)
 		}
 	}
-	if t.Cgroup != nil {
-		// cgroup.kill is safe against concurrent forks. Members outside
-		// the cgroup (or all of them, if the write fails) still get a
-		// SIGKILL of their own.
-		ms, err := t.Members()
-		if err != nil {
-			return rep, err
-		}
-		_ = t.Cgroup.Kill()
-		kill(ms)
+}
+
+// killCgroup kills the cgroup, if the tree has one. cgroup.kill is safe
+// against concurrent forks. Members outside the cgroup (or all of them,
+// if the write fails) still get a SIGKILL of their own.
+func (s *treeStop) killCgroup() error {
+	if s.t.Cgroup == nil {
+		return nil
 	}
-	// Freeze first so nothing forks between the scan and the kill.
+	ms, err := s.t.Members()
+	if err != nil {
+		return err
+	}
+	_ = s.t.Cgroup.Kill()
+	s.killAll(ms)
+	return nil
+}
+
+// freeze sends SIGSTOP to every member until no new one appears, so
+// nothing forks between the last scan and the kill.
+func (s *treeStop) freeze() error {
 	stopped := make(map[Ref]bool)
 	for range 50 {
-		ms, err := t.Members()
+		ms, err := s.t.Members()
 		if err != nil {
-			return rep, err
+			return err
 		}
 		fresh := 0
 		for _, p := range ms {
 			if !stopped[p.Ref()] {
 				stopped[p.Ref()] = true
 				fresh++
-				hs.signal(p, syscall.SIGSTOP)
+				s.hs.signal(p, syscall.SIGSTOP)
 			}
 		}
 		if fresh == 0 {
-			break
+			return nil
 		}
 	}
-	graceEnd := time.Now().Add(grace)
+	return nil
+}
+
+// kill sends SIGKILL to every member and waits for the tree to empty
+// until graceEnd; what is left then is a *TreeAliveError.
+func (s *treeStop) kill(graceEnd time.Time) error {
 	for {
-		ms, err := t.Members()
+		ms, err := s.t.Members()
 		if err != nil {
-			return rep, err
+			return err
 		}
 		if len(ms) == 0 {
-			return rep, nil
+			return nil
 		}
-		kill(ms)
+		s.killAll(ms)
 		left := time.Until(graceEnd)
 		if left <= 0 {
-			return rep, &TreeAliveError{Left: ms}
+			return &TreeAliveError{Left: ms}
 		}
-		if err := waitAny(hs.of(ms), left); err != nil {
-			return rep, err
+		if err := waitAny(s.hs.of(ms), left); err != nil {
+			return err
 		}
 	}
 }

@@ -1,11 +1,17 @@
 // Package windows holds the Windows halves of tether's lifetime
 // guarantees: the ownership lock (a named mutex held by a pinned OS
-// thread), containment (a kill-on-close job object the agent enters
-// before it runs a single instruction), starting a process with an
-// explicit list of inherited handles, user-only directories and files,
-// the duplex pipe that ties a guardian to its owner, and process
+// thread), lock files (LockFileEx), containment (a kill-on-close job object
+// the agent enters before it runs a single instruction), starting a process
+// with an explicit list of inherited handles, CTRL_BREAK to its process
+// group, user-only directories and files and their removal, the duplex
+// pipe that ties a guardian to its owner, the local API's named pipe (its
+// listener, its dial and the identity of its clients), and process
 // references that survive PID reuse.
 //
-// It knows nothing of identities, owners or protocols: callers in
-// guardian/ and service/ give it names, paths, handles and deadlines.
+// Package platform is its portable face: what both systems do (lock files,
+// private directories and files, the local pipe and its peer, process
+// references) is called through it; the rest is Windows mechanism, called
+// by the guardian's Windows files and by tests. It knows nothing of
+// identities, owners or protocols, and imports nothing of tether's: its
+// callers give it names, paths, handles and deadlines.
 package windows

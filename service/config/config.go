@@ -8,25 +8,17 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
+
+	"github.com/tether-dev/tether/probe"
+
+	"github.com/tether-dev/tether/api"
 )
-
-// Policy says what the service does when an agent exits on its own.
-type Policy string
-
-// The restart policies.
-const (
-	Never     Policy = "never"
-	OnFailure Policy = "on-failure"
-	Always    Policy = "always"
-)
-
-// Policies lists the valid policies, in the order messages name them.
-var Policies = []Policy{Never, OnFailure, Always}
 
 // Defaults and limits.
 const (
-	DefaultRestart     = OnFailure
+	DefaultRestart     = api.RestartOnFailure
 	DefaultStopTimeout = 5 * time.Second
 	MaxStopTimeout     = time.Hour
 	// MaxIDLen bounds an id, in bytes.
@@ -55,13 +47,41 @@ type Agent struct {
 	EnvFile string
 	// Autostart starts the agent when the service starts.
 	Autostart bool
-	// Restart is the restart policy; OnFailure when unset.
-	Restart Policy
+	// Restart is the restart policy; DefaultRestart when unset.
+	Restart api.RestartPolicy
 	// StopTimeout is the time between the polite stop and the kill;
 	// DefaultStopTimeout when unset.
 	StopTimeout time.Duration
+	// Ready is how the agent says, or is seen to be, ready (I8); nil:
+	// ready once spawned.
+	Ready *probe.Spec
+	// StartTimeout bounds the wait for ready; zero (unset) means
+	// DefaultStartTimeout.
+	StartTimeout time.Duration
+	// Watchdog, with Ready notify, is the longest allowed time between
+	// two WATCHDOG=1 pings; zero: no watchdog.
+	Watchdog time.Duration
+	// Health, when set, is checked while the agent runs.
+	Health *Health
+	// After lists agents this one starts after (once they are ready,
+	// when they are starting too) and stops before.
+	After []string
+	// Requires lists agents this one needs: starting it starts them,
+	// and it does not run without them.
+	Requires []string
 	// Line is the line of the agent's entry in the file, for messages.
 	Line int
+}
+
+// Deps lists After and Requires together, each id once.
+func (a Agent) Deps() []string {
+	out := append([]string(nil), a.Requires...)
+	for _, id := range a.After {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // Config is a validated config file.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/internal/testdir"
 )
 
@@ -38,9 +39,20 @@ func TestParseErrors(t *testing.T) {
 		{"malformed mapping", "agents:\n  - id: a\n    command: [x, y]\n  - id: b\n    command: x: y\n",
 			nil, []want{{"cfg", 5, "", "invalid YAML"}}},
 		{"unclosed flow list", "agents:\n  - id: a\n    command: [x, y\n  - id: b\n",
-			nil, []want{{"cfg", 2, "", "invalid YAML"}}},
+			nil, []want{{"cfg", 3, "", "invalid YAML"}}},
+		{"unclosed flow list before more agents", "agents:\n  - id: a\n    command: [x, y\n\n  - id: b\n    command: [z]\n",
+			nil, []want{{"cfg", 3, "", "invalid YAML"}}},
+		{"tab in the indentation", "agents:\n  - id: a\n\tcommand: [x]\n",
+			nil, []want{{"cfg", 3, "", "tab character"}}},
+		{"tab starting a line", "agents:\n  - id: a\n    command: [x]\n\t- id: b\n",
+			nil, []want{{"cfg", 4, "", "invalid YAML"}}},
+		{"key indented too little", "agents:\n  - id: a\n   command: [x]\n",
+			nil, []want{{"cfg", 3, "", "invalid YAML"}}},
+		{"fault on the first line", "\tagents: []\n", nil, []want{{"cfg", 1, "", "invalid YAML"}}},
+		{"not UTF-8", "agents:\n  - id: a\n    command: [\xff]\n", nil, []want{{"cfg", 3, "", "UTF-8"}}},
 		{"second document", "agents: []\n---\nagents: []\n",
 			nil, []want{{"cfg", 3, "", "second YAML document"}}},
+		{"empty second document", "agents: []\n---\n\n", nil, []want{{"cfg", 2, "", "second YAML document"}}},
 		{"root is a list", "- id: a\n", nil, []want{{"cfg", 1, "", ""}}},
 		{"root is a scalar", "hello\n", nil, []want{{"cfg", 1, "", ""}}},
 		{"agents is a mapping", "agents:\n  id: a\n", nil, []want{{"cfg", 2, "agents", ""}}},
@@ -48,6 +60,8 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate mapping key", "agents:\n  - id: a\n    command: [x]\n    id: b\n",
 			nil, []want{{"cfg", 4, "agents[0].id", "line 2"}}},
 		{"duplicate top-level key", "agents: []\nagents: []\n", nil, []want{{"cfg", 2, "agents", "line 1"}}},
+		{"empty key", "agents:\n  - id: a\n    command: [x]\n    \"\": 1\n", nil, []want{{"cfg", 4, "agents[0]", "not empty"}}},
+		{"empty top-level key", "?\n", nil, []want{{"cfg", 1, "", "not empty"}}},
 
 		// Unknown keys.
 		{"unknown agent key", "agents:\n  - id: a\n    command: [x]\n    restrat: never\n",
@@ -275,7 +289,7 @@ agents:
 		Env:         map[string]string{"LOG_LEVEL": "info", "N": "3", "EMPTY": ""},
 		EnvFile:     filepath.Join(dir, "alice.env"),
 		Autostart:   true,
-		Restart:     Always,
+		Restart:     api.RestartAlways,
 		StopTimeout: 90 * time.Second,
 		Line:        3,
 	}, {
@@ -283,13 +297,13 @@ agents:
 		Command:     []string{"tether", "demo-agent"},
 		Dir:         filepath.Join(dir, "rel", "bob"),
 		EnvFile:     filepath.Join(home, "h.env"),
-		Restart:     OnFailure,
+		Restart:     api.RestartOnFailure,
 		StopTimeout: 5 * time.Second,
 		Line:        13,
 	}, {
 		ID: "c.d_e@f-1", Identity: "c.d_e@f-1",
 		Command:     []string{"x"},
-		Restart:     Never,
+		Restart:     api.RestartNever,
 		StopTimeout: time.Hour,
 		Line:        17,
 	}}
@@ -323,7 +337,7 @@ func TestParseAnchorsAndMerges(t *testing.T) {
 		t.Fatalf("got %d agents", len(cfg.Agents))
 	}
 	b := cfg.Agents[1]
-	if b.ID != "b" || b.Restart != Always || !reflect.DeepEqual(b.Command, []string{"x"}) ||
+	if b.ID != "b" || b.Restart != api.RestartAlways || !reflect.DeepEqual(b.Command, []string{"x"}) ||
 		!reflect.DeepEqual(b.Env, map[string]string{"A": "1", "B": "3"}) {
 		t.Errorf("merged agent = %+v", b)
 	}
@@ -360,7 +374,7 @@ func TestDefaultConfig(t *testing.T) {
 		ID: "demo", Identity: "demo@local",
 		Command:     []string{"tether", "demo-agent"},
 		Autostart:   true,
-		Restart:     OnFailure,
+		Restart:     api.RestartOnFailure,
 		StopTimeout: 5 * time.Second,
 		Line:        cfg.Agents[0].Line,
 	}}

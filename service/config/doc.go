@@ -1,6 +1,7 @@
 // Package config reads, validates and writes the tether agents config, the
-// YAML file that lists the agents a user wants tether to run (see
-// DESIGN.md, "Config (YAML)").
+// YAML file that lists the agents a user wants tether to run. Its keys and
+// their rules are documented once, for the user, in default.yaml, the
+// commented file "tether config init" writes (Default).
 //
 // It owns the file format and its rules: Load and Parse return either a
 // fully validated *Config or errors that each name the file, the line and
@@ -19,4 +20,8 @@
 // Paths: "~" and "~/..." in dir and env_file are expanded to the user's
 // home directory; relative paths are taken relative to the directory of the
 // config file as it was named (a symlinked config keeps its own directory).
+//
+// The service imports it, and the command line for "config init". Of
+// tether's packages it imports only api, for the restart policies, and
+// identity, for what an identity may be: never the guardian.
 package config

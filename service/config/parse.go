@@ -1,10 +1,7 @@
 package config
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,7 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/identity"
 	"gopkg.in/yaml.v3"
 )
 
@@ -43,7 +41,8 @@ const (
 	keyStopTimeout = "stop_timeout"
 )
 
-var agentKeys = []string{keyID, keyIdentity, keyCommand, keyDir, keyEnv, keyEnvFile, keyAutostart, keyRestart, keyStopTimeout}
+var agentKeys = []string{keyID, keyIdentity, keyCommand, keyDir, keyEnv, keyEnvFile, keyAutostart, keyRestart, keyStopTimeout,
+	keyReady, keyStartTimeout, keyWatchdog, keyHealth, keyAfter, keyRequires}
 
 // Parse parses and validates a config. path is used in messages and as the
 // base of relative paths (the current directory when empty); env_file
@@ -99,44 +98,24 @@ func (p *parser) errorf(line int, key, format string, args ...any) {
 // nil when there is nothing to read (an empty config is valid) or the YAML
 // is malformed.
 func (p *parser) document(data []byte) *yaml.Node {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if !errors.Is(err, io.EOF) {
-			p.syntax(err)
-		}
-		return nil
-	}
-	var extra yaml.Node
-	switch err := dec.Decode(&extra); {
-	case errors.Is(err, io.EOF):
+	doc, extra, err := decodeYAML(data)
+	switch {
 	case err != nil:
-		p.syntax(err)
+		p.syntax(data, err)
 		return nil
-	default:
+	case extra != nil:
+		// The line of its content, or of its "---" when it is empty:
+		// yaml.v3 puts an empty document's null past the end.
 		line := extra.Line
-		if len(extra.Content) > 0 {
-			line = extra.Content[0].Line
+		if c := extra.Content; len(c) > 0 && !(isNull(c[0]) && c[0].Value == "") {
+			line = c[0].Line
 		}
 		p.errorf(line, "", "a second YAML document (after ---); the config is a single document")
 		return nil
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+	case doc == nil || doc.Kind != yaml.DocumentNode || len(doc.Content) == 0:
 		return nil
 	}
 	return doc.Content[0]
-}
-
-func (p *parser) syntax(err error) {
-	msg := err.Error()
-	line := 0
-	if m := yamlLine().FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = m[2]
-	} else {
-		msg = strings.TrimPrefix(msg, "yaml: ")
-	}
-	p.add(&Error{File: p.file, Line: line, Msg: "invalid YAML: " + msg, Err: err})
 }
 
 // config walks the root mapping.
@@ -172,6 +151,7 @@ func (p *parser) config(n *yaml.Node) []Agent {
 		out        []Agent
 		ids        = map[string]seen{}
 		identities = map[string]seen{}
+		edges      []edge
 	)
 	for i, item := range list.Content {
 		key := "agents[" + strconv.Itoa(i) + "]"
@@ -197,7 +177,9 @@ func (p *parser) config(n *yaml.Node) []Agent {
 		if ok {
 			out = append(out, a.Agent)
 		}
+		edges = append(edges, a.edges...)
 	}
+	p.graph(edges, ids)
 	return out
 }
 
@@ -216,6 +198,7 @@ type parsedAgent struct {
 	Agent
 	id, identity      found
 	identityDefaulted bool
+	edges             []edge // after: and requires:, checked once every id is known
 }
 
 // agent checks one entry of the agents list; ok is false if anything in it
@@ -230,112 +213,173 @@ func (p *parser) agent(n *yaml.Node, key string) (a parsedAgent, ok bool) {
 		p.errorf(n.Line, key, "each agent must be a mapping with at least %s and %s, not %s", keyID, keyCommand, kindName(m))
 		return a, false
 	}
-	vals := map[string]pair{}
+	e := entry{vals: map[string]pair{}, line: n.Line, key: key}
 	for _, kv := range p.pairs(m, key, 0) {
 		if !slices.Contains(agentKeys, kv.name) {
-			p.errorf(kv.key.Line, key+"."+kv.name, "unknown key (an agent has %s)", strings.Join(agentKeys, ", "))
+			p.errorf(kv.key.Line, e.k(kv.name), "unknown key (an agent has %s)", strings.Join(agentKeys, ", "))
 			continue
 		}
-		vals[kv.name] = kv
+		e.vals[kv.name] = kv
 	}
-	k := func(name string) string { return key + "." + name }
+	// In this order: the identity defaults to the id.
+	p.agentID(&a, e)
+	p.agentIdentity(&a, e)
+	p.agentCommand(&a, e)
+	p.agentDir(&a, e)
+	p.agentEnv(&a, e)
+	p.agentEnvFile(&a, e)
+	p.agentAutostart(&a, e)
+	p.agentRestart(&a, e)
+	p.agentStopTimeout(&a, e)
+	p.agentReadiness(&a, e)
+	return a, len(p.errs) == before
+}
 
-	// id
-	if kv, set := vals[keyID]; !set {
-		p.errorf(n.Line, k(keyID), "missing; every agent needs an id")
-	} else if s, good := p.str(kv, k(keyID)); good {
-		switch {
-		case s == "":
-			p.errorf(kv.val.Line, k(keyID), "is empty; every agent needs an id")
-		case !idPattern().MatchString(s):
-			p.errorf(kv.val.Line, k(keyID), "%s is not a valid id: use 1 to %d letters, digits, '.', '_', '@' or '-', starting with a letter or digit", short(s), MaxIDLen)
-		default:
-			a.ID = s
-			a.id = found{kv.val.Line, true}
+// entry is the agent entry being checked: its pairs by key, its line and
+// its key in messages ("agents[2]").
+type entry struct {
+	vals map[string]pair
+	line int
+	key  string
+}
+
+// k is the key of name in messages: "agents[2].id".
+func (e entry) k(name string) string { return e.key + "." + name }
+
+// value returns the pair of name, and whether it is there with a value
+// (not empty, not null).
+func (e entry) value(name string) (pair, bool) {
+	kv, set := e.vals[name]
+	return kv, set && !isNull(deref(kv.val))
+}
+
+// agentID checks the id, which every agent needs.
+func (p *parser) agentID(a *parsedAgent, e entry) {
+	kv, set := e.vals[keyID]
+	if !set {
+		p.errorf(e.line, e.k(keyID), "missing; every agent needs an id")
+		return
+	}
+	s, good := p.str(kv, e.k(keyID))
+	switch {
+	case !good:
+	case s == "":
+		p.errorf(kv.val.Line, e.k(keyID), "is empty; every agent needs an id")
+	case !idPattern().MatchString(s):
+		p.errorf(kv.val.Line, e.k(keyID), "%s is not a valid id: use 1 to %d letters, digits, '.', '_', '@' or '-', starting with a letter or digit", short(s), MaxIDLen)
+	default:
+		a.ID = s
+		a.id = found{kv.val.Line, true}
+	}
+}
+
+// agentIdentity checks the identity; without one, it is the id.
+func (p *parser) agentIdentity(a *parsedAgent, e entry) {
+	kv, set := e.value(keyIdentity)
+	if !set {
+		if a.id.ok {
+			a.Identity = a.ID
+			a.identity = a.id
+			a.identityDefaulted = true
+		}
+		return
+	}
+	s, good := p.str(kv, e.k(keyIdentity))
+	if !good {
+		return
+	}
+	if err := identity.Validate(s); err != nil {
+		p.add(&Error{File: p.file, Line: kv.val.Line, Key: e.k(keyIdentity), Msg: err.Error(), Err: err})
+		return
+	}
+	a.Identity = s
+	a.identity = found{kv.val.Line, true}
+}
+
+// agentCommand checks the command, which every agent needs.
+func (p *parser) agentCommand(a *parsedAgent, e entry) {
+	kv, set := e.value(keyCommand)
+	if !set {
+		p.errorf(e.line, e.k(keyCommand), "missing; write the program and its arguments as a list, e.g. [goose, acp]")
+		return
+	}
+	a.Command = p.command(kv, e.k(keyCommand))
+}
+
+func (p *parser) agentDir(a *parsedAgent, e entry) {
+	if kv, set := e.vals[keyDir]; set {
+		if s, good := p.str(kv, e.k(keyDir)); good {
+			a.Dir, _ = p.path(s, kv.val.Line, e.k(keyDir))
 		}
 	}
+}
 
-	// identity
-	if kv, set := vals[keyIdentity]; set && !isNull(deref(kv.val)) {
-		if s, good := p.str(kv, k(keyIdentity)); good {
-			if err := guardian.ValidateIdentity(s); err != nil {
-				p.add(&Error{File: p.file, Line: kv.val.Line, Key: k(keyIdentity), Msg: err.Error(), Err: err})
-			} else {
-				a.Identity = s
-				a.identity = found{kv.val.Line, true}
-			}
-		}
-	} else if a.id.ok {
-		a.Identity = a.ID
-		a.identity = a.id
-		a.identityDefaulted = true
+func (p *parser) agentEnv(a *parsedAgent, e entry) {
+	if kv, set := e.vals[keyEnv]; set {
+		a.Env = p.env(kv, e.k(keyEnv))
 	}
+}
 
-	// command
-	if kv, set := vals[keyCommand]; !set || isNull(deref(kv.val)) {
-		p.errorf(n.Line, k(keyCommand), "missing; write the program and its arguments as a list, e.g. [goose, acp]")
-	} else {
-		a.Command = p.command(kv, k(keyCommand))
+// agentEnvFile checks the env_file's path, and the file itself now.
+func (p *parser) agentEnvFile(a *parsedAgent, e entry) {
+	kv, set := e.vals[keyEnvFile]
+	if !set {
+		return
 	}
-
-	// dir
-	if kv, set := vals[keyDir]; set {
-		if s, good := p.str(kv, k(keyDir)); good {
-			a.Dir, _ = p.path(s, kv.val.Line, k(keyDir))
+	if s, good := p.str(kv, e.k(keyEnvFile)); good && s != "" {
+		if path, good := p.path(s, kv.val.Line, e.k(keyEnvFile)); good {
+			a.EnvFile = path
+			p.envFile(path, s, kv.val.Line, e.k(keyEnvFile))
 		}
 	}
+}
 
-	// env
-	if kv, set := vals[keyEnv]; set {
-		a.Env = p.env(kv, k(keyEnv))
-	}
-
-	// env_file
-	if kv, set := vals[keyEnvFile]; set {
-		if s, good := p.str(kv, k(keyEnvFile)); good && s != "" {
-			if path, good := p.path(s, kv.val.Line, k(keyEnvFile)); good {
-				a.EnvFile = path
-				p.envFile(path, s, kv.val.Line, k(keyEnvFile))
-			}
-		}
-	}
-
-	// autostart
-	if kv, set := vals[keyAutostart]; set && !isNull(deref(kv.val)) {
+func (p *parser) agentAutostart(a *parsedAgent, e entry) {
+	if kv, set := e.value(keyAutostart); set {
 		v := deref(kv.val)
 		if err := v.Decode(&a.Autostart); err != nil || v.Kind != yaml.ScalarNode {
-			p.errorf(kv.val.Line, k(keyAutostart), "%s is not true or false", describe(v))
+			p.errorf(kv.val.Line, e.k(keyAutostart), "%s is not true or false", describe(v))
 		}
 	}
+}
 
-	// restart
-	if kv, set := vals[keyRestart]; set && !isNull(deref(kv.val)) {
-		if s, good := p.str(kv, k(keyRestart)); good {
-			if pol := Policy(s); slices.Contains(Policies, pol) {
-				a.Restart = pol
-			} else {
-				p.errorf(kv.val.Line, k(keyRestart), "%s is not one of never, on-failure, always", short(s))
-			}
+// agentRestart checks the restart policy; without one, DefaultRestart.
+func (p *parser) agentRestart(a *parsedAgent, e entry) {
+	kv, set := e.value(keyRestart)
+	if !set {
+		return
+	}
+	if s, good := p.str(kv, e.k(keyRestart)); good {
+		if pol := api.RestartPolicy(s); pol.Valid() {
+			a.Restart = pol
+		} else {
+			p.errorf(kv.val.Line, e.k(keyRestart), "%s is not one of %s", short(s), policyList())
 		}
 	}
+}
 
-	// stop_timeout
-	if kv, set := vals[keyStopTimeout]; set && !isNull(deref(kv.val)) {
-		if s, good := p.str(kv, k(keyStopTimeout)); good {
-			d, err := time.ParseDuration(s)
-			switch {
-			case err != nil:
-				p.errorf(kv.val.Line, k(keyStopTimeout), "%s is not a duration: write a number with a unit, e.g. 5s, 500ms or 1m30s", short(s))
-			case d <= 0:
-				p.errorf(kv.val.Line, k(keyStopTimeout), "%s must be more than 0", short(s))
-			case d > MaxStopTimeout:
-				p.errorf(kv.val.Line, k(keyStopTimeout), "%s is more than the limit of 1h", short(s))
-			default:
-				a.StopTimeout = d
-			}
-		}
+// agentStopTimeout checks the stop timeout; without one,
+// DefaultStopTimeout.
+func (p *parser) agentStopTimeout(a *parsedAgent, e entry) {
+	kv, set := e.value(keyStopTimeout)
+	if !set {
+		return
 	}
-	return a, len(p.errs) == before
+	s, good := p.str(kv, e.k(keyStopTimeout))
+	if !good {
+		return
+	}
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		p.errorf(kv.val.Line, e.k(keyStopTimeout), "%s is not a duration: write a number with a unit, e.g. 5s, 500ms or 1m30s", short(s))
+	case d <= 0:
+		p.errorf(kv.val.Line, e.k(keyStopTimeout), "%s must be more than 0", short(s))
+	case d > MaxStopTimeout:
+		p.errorf(kv.val.Line, e.k(keyStopTimeout), "%s is more than the limit of 1h", short(s))
+	default:
+		a.StopTimeout = d
+	}
 }
 
 func (p *parser) command(kv pair, key string) []string {
@@ -502,6 +546,10 @@ func (p *parser) pairs(m *yaml.Node, key string, depth int) []pair {
 			continue
 		}
 		name := kk.Value
+		if name == "" {
+			p.errorf(k.Line, key, "keys must be plain names, not empty")
+			continue
+		}
 		if first, dup := at[name]; dup {
 			p.errorf(k.Line, join(name), "given twice (also at line %d)", first)
 			continue
@@ -587,4 +635,14 @@ func describe(n *yaml.Node) string {
 		return short(n.Value)
 	}
 	return kindName(n)
+}
+
+// policyList names the restart policies for messages: "never,
+// on-failure, always".
+func policyList() string {
+	names := make([]string, 0, len(api.RestartPolicies()))
+	for _, pol := range api.RestartPolicies() {
+		names = append(names, string(pol))
+	}
+	return strings.Join(names, ", ")
 }

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/sys/windows"
 
-	pwindows "github.com/tether-dev/tether/platform/windows"
+	pwin "github.com/tether-dev/tether/platform/windows"
 )
 
 // leakOptions: every goroutine a test starts must be gone at its end, but
@@ -30,7 +30,7 @@ func testPath(t *testing.T) string {
 
 func listen(t *testing.T, path string) net.Listener {
 	t.Helper()
-	l, err := pwindows.ListenPipe(path)
+	l, err := pwin.ListenPipe(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func listen(t *testing.T, path string) net.Listener {
 }
 
 func dial(ctx context.Context, path string) (net.Conn, error) {
-	return pwindows.DialPipe(ctx, path, waitLimit)
+	return pwin.DialPipe(ctx, path, waitLimit)
 }
 
 // brokenPipe tells whether err is a write to, or a read from, a

@@ -1,10 +1,9 @@
 // Package localapi serves the local API (package api's paths and types) as
-// HTTP+JSON over the user-only socket that platform/unix.ListenUnix opens,
-// or the user-only named pipe of platform/windows.ListenPipe. It decides
-// who may call (the service's own user, never a browser) and
-// what a well-formed request is; everything an agent is or does belongs to
-// the Backend, the service's controller. It owns no agent and starts no
-// process.
+// HTTP+JSON over the user-only socket or named pipe that platform.Listen
+// opens. It decides who may call (the service's own user, never a browser)
+// and what a well-formed request is; everything an agent is or does
+// belongs to the Backend, the service's controller. It owns no agent and
+// starts no process. Only the service imports it.
 //
 // Answers: 200 with the JSON value on success; otherwise an api.Error
 // body, with 400 (bad_request: bad JSON, unknown fields, bad parameters),
@@ -32,6 +31,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/platform"
 )
 
 // Backend is what the API serves: the service's controller. Its methods
@@ -43,9 +43,11 @@ type Backend interface {
 	// *api.Error with code not_found (the server also checks ids against
 	// Status first). The returned row is reported even with an error
 	// when its ID is set.
-	Start(ctx context.Context, id string) (api.Agent, error)
+	// Start and Restart answer once the agent is ready (I8), or once it
+	// is spawned when noWait is set.
+	Start(ctx context.Context, id string, noWait bool) (api.Agent, error)
 	Stop(ctx context.Context, id string) (api.Agent, error)
-	Restart(ctx context.Context, id string) (api.Agent, error)
+	Restart(ctx context.Context, id string, noWait bool) (api.Agent, error)
 	Reload(ctx context.Context) error
 	Logs(id string, n int) ([]string, error)
 	// Subscribe returns agent events (api.EventAgent) and, for the ids in
@@ -100,16 +102,16 @@ type route struct {
 	h      func(http.ResponseWriter, *http.Request)
 }
 
-// New returns a server of b on l, a listener of platform/unix.ListenUnix
-// or platform/windows.ListenPipe. It serves nothing until Serve.
+// New returns a server of b on l, a listener of platform.Listen. It
+// serves nothing until Serve.
 func New(b Backend, l net.Listener) *Server {
 	s := &Server{b: b, l: l, peerOf: peerOf, closing: make(chan struct{})}
-	s.self, s.selfErr = selfUser()
+	s.self, s.selfErr = platform.CurrentUser()
 	s.routes = map[string]route{
 		api.PathStatus:  {http.MethodGet, s.status},
 		api.PathEvents:  {http.MethodGet, s.events},
 		api.PathStart:   {http.MethodPost, s.action(b.Start)},
-		api.PathStop:    {http.MethodPost, s.action(b.Stop)},
+		api.PathStop:    {http.MethodPost, s.action(waitless(b.Stop))},
 		api.PathRestart: {http.MethodPost, s.action(b.Restart)},
 		api.PathLogs:    {http.MethodGet, s.logs},
 		api.PathReload:  {http.MethodPost, s.reload},
@@ -170,6 +172,15 @@ type peer struct {
 	err  error
 }
 
+// peerOf returns who opened c (platform.PeerOf). The pipe's security
+// descriptor on Windows already keeps other users from opening it; this
+// check holds even where the descriptor is not enforced (Wine stores it
+// but does not check it).
+func peerOf(c net.Conn) peer {
+	p, err := platform.PeerOf(c)
+	return peer{user: p.User, pid: p.PID, err: err}
+}
+
 type peerKey struct{}
 
 // ServeHTTP checks who is calling before anything else, then routes.
@@ -204,7 +215,7 @@ func (s *Server) refusal(r *http.Request) string {
 	case s.selfErr != nil:
 		return fmt.Sprintf("cannot tell which user the service runs as: %v", s.selfErr)
 	case p.user != s.self:
-		return fmt.Sprintf("%s %s (pid %d) may not use the service of %s %s", userKind, p.user, p.pid, userKind, s.self)
+		return fmt.Sprintf("%s %s (pid %d) may not use the service of %s %s", platform.UserKind, p.user, p.pid, platform.UserKind, s.self)
 	}
 	// A browser page can be made to send requests to local servers (and
 	// something on this machine could relay them to the socket); every
@@ -226,10 +237,15 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.b.Status())
 }
 
+// waitless adapts an action that has nothing to wait for (stop).
+func waitless(do func(context.Context, string) (api.Agent, error)) func(context.Context, string, bool) (api.Agent, error) {
+	return func(ctx context.Context, id string, _ bool) (api.Agent, error) { return do(ctx, id) }
+}
+
 // action serves start, stop or restart: one Result per id, in order, the
 // ids acted on concurrently (stopping several agents takes the longest
 // stop timeout, not their sum).
-func (s *Server) action(do func(context.Context, string) (api.Agent, error)) func(http.ResponseWriter, *http.Request) {
+func (s *Server) action(do func(context.Context, string, bool) (api.Agent, error)) func(http.ResponseWriter, *http.Request) {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req api.IDsRequest
 		if !decodeBody(w, r, &req, false) {
@@ -249,7 +265,7 @@ func (s *Server) action(do func(context.Context, string) (api.Agent, error)) fun
 				continue
 			}
 			wg.Go(func() {
-				a, err := do(r.Context(), id)
+				a, err := do(r.Context(), id, req.NoWait)
 				if err != nil {
 					res.Results[i].Error = toAPIError(err)
 				}
@@ -460,7 +476,7 @@ func writeBackendError(w http.ResponseWriter, err error) {
 }
 
 // httpStatus is the HTTP status of an error code.
-func httpStatus(code string) int {
+func httpStatus(code api.Code) int {
 	switch code {
 	case api.CodeBadRequest:
 		return http.StatusBadRequest

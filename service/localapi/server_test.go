@@ -21,6 +21,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
+	"github.com/tether-dev/tether/platform"
 )
 
 // waitLimit bounds every wait of these tests.
@@ -60,7 +62,7 @@ func (f *fakeBackend) Status() api.Status {
 	return api.Status{Profile: "test", ServicePID: os.Getpid(), Agents: append([]api.Agent(nil), f.agents...)}
 }
 
-func (f *fakeBackend) set(id, state string) (api.Agent, error) {
+func (f *fakeBackend) set(id string, state api.State) (api.Agent, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i := range f.agents {
@@ -76,7 +78,7 @@ func (f *fakeBackend) set(id, state string) (api.Agent, error) {
 	return api.Agent{}, &api.Error{Code: api.CodeNotFound, Message: "no agent " + id}
 }
 
-func (f *fakeBackend) Start(ctx context.Context, id string) (api.Agent, error) {
+func (f *fakeBackend) Start(ctx context.Context, id string, _ bool) (api.Agent, error) {
 	f.mu.Lock()
 	err := f.fail[id]
 	f.mu.Unlock()
@@ -91,7 +93,7 @@ func (f *fakeBackend) Stop(ctx context.Context, id string) (api.Agent, error) {
 	return f.set(id, api.StateStopped)
 }
 
-func (f *fakeBackend) Restart(ctx context.Context, id string) (api.Agent, error) {
+func (f *fakeBackend) Restart(ctx context.Context, id string, _ bool) (api.Agent, error) {
 	return f.set(id, api.StateRunning)
 }
 
@@ -259,7 +261,7 @@ func newRequest(t *testing.T, method, path string, body io.Reader) *http.Request
 	return req
 }
 
-func wantAPIError(t *testing.T, what string, err error, code string) {
+func wantAPIError(t *testing.T, what string, err error, code api.Code) {
 	t.Helper()
 	e, ok := errors.AsType[*api.Error](err)
 	if !ok || e.Code != code {
@@ -402,7 +404,7 @@ func TestRequestChecks(t *testing.T) {
 		name   string
 		req    *http.Request
 		status int
-		code   string // "" when the answer is no api.Error
+		code   api.Code // "" when the answer is no api.Error
 	}{
 		{"plain status", status(), 200, ""},
 		{"Origin", with(status(), "Origin", "https://evil.example"), 403, api.CodeForbidden},
@@ -427,7 +429,7 @@ func TestRequestChecks(t *testing.T) {
 		{"unversioned path", newRequest(t, "GET", "/status", nil), 404, api.CodeNotFound},
 	} {
 		code, e := raw(t, ts.path, tc.req)
-		gotCode := ""
+		var gotCode api.Code
 		if e != nil {
 			gotCode = e.Code
 		}
@@ -527,17 +529,6 @@ func lastErr(t *testing.T, pull func() (api.Event, error, bool)) error {
 	}
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func openEvents(t *testing.T, c *api.Client, ctx context.Context, logs ...string) (func() (api.Event, error, bool), func()) {
 	t.Helper()
 	seq, err := c.Events(ctx, logs...)
@@ -584,7 +575,7 @@ func TestEvents(t *testing.T) {
 	if err := lastErr(t, pull); !errors.Is(err, context.Canceled) {
 		t.Errorf("after cancel, the stream ended with %v, want context.Canceled", err)
 	}
-	waitUntil(t, "the server to cancel its subscription", func() bool { return f.subscribers() == 0 })
+	testproc.Eventually(t, waitLimit, func() bool { return f.subscribers() == 0 }, "timed out waiting for the server to cancel its subscription")
 	stop()
 	ts.shutdown(t)
 }
@@ -666,13 +657,13 @@ func TestPeerIsCaller(t *testing.T) {
 	if _, err := api.NewClient(ts.path).Status(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	self, err := selfUser()
+	self, err := platform.CurrentUser()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := <-seen
 	if p.err != nil || p.user != self || p.pid != os.Getpid() {
-		t.Errorf("peer of our own connection = %+v, want %s %s and pid %d", p, userKind, self, os.Getpid())
+		t.Errorf("peer of our own connection = %+v, want %s %s and pid %d", p, platform.UserKind, self, os.Getpid())
 	}
 }
 
@@ -694,7 +685,7 @@ func TestPeerRefused(t *testing.T) {
 	ctx := testCtx(t)
 	_, err := c.Status(ctx)
 	wantAPIError(t, "Status of another user", err, api.CodeForbidden)
-	if e, ok := errors.AsType[*api.Error](err); ok && (!strings.Contains(e.Message, userKind+" intruder") || !strings.Contains(e.Message, "pid 4242")) {
+	if e, ok := errors.AsType[*api.Error](err); ok && (!strings.Contains(e.Message, platform.UserKind+" intruder") || !strings.Contains(e.Message, "pid 4242")) {
 		t.Errorf("the refusal does not name the caller: %q", e.Message)
 	}
 	_, err = c.Start(ctx, "a")

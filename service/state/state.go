@@ -13,7 +13,10 @@
 // is fixed, never reset.
 //
 // The package owns those two files and the temporary files beside them; it
-// knows nothing of agents, configs or processes.
+// knows agents only by their ids, and nothing of configs or processes. Of
+// tether's packages it imports only api, for the error codes a run's
+// record carries. The service imports it; a process that only looks at a
+// profile's state (the end-to-end tests) uses Read, which changes nothing.
 package state
 
 import (
@@ -24,6 +27,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tether-dev/tether/api"
 )
 
 // Version is the version of the file format this package reads and writes.
@@ -43,8 +48,8 @@ type Run struct {
 
 // RunError is a typed failure of a run.
 type RunError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code    api.Code `json:"code"`
+	Message string   `json:"message"`
 }
 
 // Agent is the durable intent for one agent.

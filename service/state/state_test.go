@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/internal/testdir"
 )
 
@@ -85,7 +86,7 @@ func TestRoundTrip(t *testing.T) {
 		"alice": {Enabled: true, LastRun: &Run{Started: started, PID: 4242}},
 		"bob": {LastRun: &Run{
 			Started: started, Stopped: started.Add(time.Minute), Exit: "killed by signal: killed",
-			Error: &RunError{Code: "cleanup_failed", Message: "tree not empty"},
+			Error: &RunError{Code: api.CodeCleanupFailed, Message: "tree not empty"},
 		}},
 		"carol": {Enabled: true},
 	}}
@@ -119,7 +120,7 @@ func TestRoundTrip(t *testing.T) {
 func TestStateIsACopy(t *testing.T) {
 	s := open(t, testdir.Temp(t))
 	if err := s.Update(func(st *State) {
-		st.Agents["a"] = Agent{Enabled: true, LastRun: &Run{PID: 1, Error: &RunError{Code: "spawn"}}}
+		st.Agents["a"] = Agent{Enabled: true, LastRun: &Run{PID: 1, Error: &RunError{Code: api.CodeSpawn}}}
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestStateIsACopy(t *testing.T) {
 	st.Agents["a"].LastRun.Error.Code = "changed"
 	st.Agents["b"] = Agent{}
 	got := s.State()
-	if a := got.Agents["a"]; a.LastRun.PID != 1 || a.LastRun.Error.Code != "spawn" || len(got.Agents) != 1 {
+	if a := got.Agents["a"]; a.LastRun.PID != 1 || a.LastRun.Error.Code != api.CodeSpawn || len(got.Agents) != 1 {
 		t.Fatalf("changing a copy changed the store: %+v", got)
 	}
 }

@@ -1,0 +1,217 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tether-dev/tether/api"
+)
+
+// status prints one row per agent, as a table or, with --json, as JSON;
+// --help prints statusHelp.
+func (inv *invocation) status(args []string) int {
+	fs := newFlags("status", inv)
+	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {} // --help prints statusHelp instead
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(inv.stdout, statusHelp())
+		return ExitOK
+	}
+	if err != nil || fs.NArg() > 0 {
+		return inv.usage(fmt.Errorf("usage: tether status [--json]"))
+	}
+	c, p, err := inv.client()
+	if err != nil {
+		return inv.fail("%v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := c.Status(ctx)
+	if err != nil {
+		return inv.apiFailure(p, err)
+	}
+	if *asJSON {
+		return inv.statusJSON(st)
+	}
+	tw := tabwriter.NewWriter(inv.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tIDENTITY\tSTATE\tPID\tCONTAINMENT\tSINCE\tRESTARTS\tERROR")
+	for _, a := range st.Agents {
+		pid, containment := "-", "-"
+		if a.PID > 0 {
+			pid = strconv.Itoa(a.PID)
+		}
+		if a.Containment != "" {
+			containment = string(a.Containment)
+		}
+		msg := ""
+		switch {
+		case a.Error != nil:
+			msg = string(a.Error.Code) + ": " + oneLine(a.Error.Message, 80)
+		case a.Status != "":
+			// The agent's own word (STATUS=), or what it waits for.
+			msg = oneLine(a.Status, 80)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", a.ID, a.Identity, a.State, pid, containment, ago(a.Since), a.Restarts, msg)
+	}
+	tw.Flush()
+	if st.StateError != nil {
+		fmt.Fprintf(inv.stderr, "tether: state file problem: %s\n", st.StateError.Message)
+	}
+	if st.ConfigError != nil {
+		fmt.Fprintf(inv.stderr, "tether: the last reload was rejected: %s\n", st.ConfigError.Message)
+	}
+	return ExitOK
+}
+
+// statusRow is one agent in "status --json", as the contract names it:
+// State is one of api.States, Error nil or one of api.AgentCodes.
+type statusRow struct {
+	ID          string     `json:"id"`
+	Identity    string     `json:"identity"`
+	State       api.State  `json:"state"`
+	PID         int        `json:"pid"`
+	GuardianPID int        `json:"guardian_pid"`
+	Since       time.Time  `json:"since"`
+	Restarts    int        `json:"restarts"`
+	Error       *api.Error `json:"error"`
+	Status      string     `json:"status,omitempty"`
+}
+
+// statusJSON prints the status as statusHelp describes it: the rows, and
+// the state file's problem (code state) when there is one.
+func (inv *invocation) statusJSON(st api.Status) int {
+	out := struct {
+		Agents     []statusRow `json:"agents"`
+		StateError *api.Error  `json:"state_error,omitempty"`
+	}{Agents: []statusRow{}, StateError: st.StateError}
+	for _, a := range st.Agents {
+		out.Agents = append(out.Agents, statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error, a.Status})
+	}
+	enc := json.NewEncoder(inv.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return inv.fail("%v", err)
+	}
+	return ExitOK
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n-1] + "…"
+	}
+	return s
+}
+
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := time.Since(t).Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// stateHelp says what each state means to the user, in the order of
+// api.States.
+var stateHelp = []struct {
+	state api.State
+	help  string
+}{
+	{api.StateStopped, "not running: stopped, or it ended cleanly and its policy keeps it so"},
+	{api.StateStarting, "on its way: waiting for the agents it comes after, or not ready yet"},
+	{api.StateRunning, "it runs and is ready, and its guardian holds its identity"},
+	{api.StateStopping, "its guardian is stopping its processes"},
+	{api.StateBackoff, "it ended, or its identity is held elsewhere: started again after a pause"},
+	{api.StateFailed, "not started again until you start it; error says why"},
+	{api.StateCleanupFailed, "its processes could not be confirmed dead: identity kept locked, tether retries"},
+}
+
+// containmentHelp says what each containment rung means to the user.
+var containmentHelp = []struct {
+	containment api.Containment
+	help        string
+}{
+	{api.ContainmentCgroup, "a cgroup of its own: everything it starts is in it and is killed with it"},
+	{api.ContainmentScope, "the same, inside a transient scope from your systemd user manager"},
+	{api.ContainmentSession, "no cgroup could be had: its session, and tether catching what leaves it"},
+	{api.ContainmentJob, "Windows: a job object that ends with its guardian"},
+}
+
+// codeHelp says what each code an agent's row can carry means to the
+// user, in the order of api.AgentCodes.
+var codeHelp = []struct {
+	code api.Code
+	help string
+}{
+	{api.CodeContention, "its identity is held elsewhere (another profile or tether); start exits 4"},
+	{api.CodeCleanupFailed, "its processes, private dir or cgroup could not be cleaned up; stop exits 5"},
+	{api.CodeSpawn, "its command could not be started: not found, not executable, bad dir"},
+	{api.CodeConfig, "its env_file could not be read when it started"},
+	{api.CodeInternal, "its guardian died, or something else went wrong; the message says what"},
+	{api.CodeExited, "it ended on its own with a non-zero status or a signal"},
+	{api.CodeCrashLoop, "it ended too often in a row, each soon after starting: not restarted"},
+	{api.CodeNotReady, "its readiness check did not pass within start_timeout: stopped, not restarted"},
+	{api.CodeWatchdog, "it missed its watchdog ping (or sent WATCHDOG=trigger): restarted by its policy"},
+	{api.CodeUnhealthy, "its health check failed too often in a row: restarted by its policy"},
+	{api.CodeDependency, "an agent it requires could not run, or stopped; the message names which"},
+}
+
+// statusHelp is the help of "tether status": the columns, the JSON, and
+// each state and code a row can carry.
+func statusHelp() string {
+	var b strings.Builder
+	b.WriteString(`usage: tether status [--json]
+
+One row per agent: its id, identity, state, pid, the containment its
+running tree got, how long it has been in that state, how often it was
+restarted, and its last error as CODE: message (or, without one, its
+status: the agent's own STATUS= text, or what a starting agent waits for).
+
+--json prints the rows as JSON:
+
+  {"agents": [{"id", "identity", "state", "pid", "guardian_pid", "since",
+               "restarts", "error": null or {"code", "message"},
+               "status": the status text, when there is one}],
+   "state_error": {"code", "message"}}
+
+"since" is an RFC 3339 time; "state_error" is there only when the state
+file cannot be used (code ` + string(api.CodeState) + `; the service goes on and leaves the file
+as it is).
+
+state is one of:
+`)
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	for _, s := range stateHelp {
+		fmt.Fprintf(tw, "  %s\t%s\n", s.state, s.help)
+	}
+	tw.Flush()
+	b.WriteString("\ncontainment is one of, strongest first:\n")
+	tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	for _, c := range containmentHelp {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.containment, c.help)
+	}
+	tw.Flush()
+	b.WriteString("\nerror.code is one of:\n")
+	tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	for _, c := range codeHelp {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.code, c.help)
+	}
+	tw.Flush()
+	return b.String()
+}

@@ -1,0 +1,92 @@
+package guardian
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The agent's command is looked up the way the platform's own search
+// would, as os/exec's LookPath is: this file holds the search, and
+// lookpath_unix.go and lookpath_windows.go what differs.
+//
+//   - commandHasDir(argv0) says argv0 names a file, not a command to look
+//     up in PATH.
+//   - defaultPath() is the PATH of an environment that has none.
+//   - commandCandidates(p, env) are the files that p may name.
+//   - notExecutable(p, fi, env) says why the file p is no program, or "".
+//   - envKey(k) is an environment key as the platform compares keys.
+
+// lookupEnv returns the value of key in env, compared as the platform
+// compares keys; the last entry wins.
+func lookupEnv(env []string, key string) (string, bool) {
+	var v string
+	var found bool
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && envKey(k) == envKey(key) {
+			v, found = val, true
+		}
+	}
+	return v, found
+}
+
+// resolveCommand finds argv0 the way the platform's own search would
+// (execvp's PATH walk; on Windows also PATHEXT), in the PATH of the
+// agent's environment, and says precisely why it cannot be run.
+func resolveCommand(argv0, dir string, env []string) (string, *failure) {
+	check := func(p string) (string, *failure) {
+		var missing *failure
+		for _, c := range commandCandidates(p, env) {
+			fi, err := os.Stat(c)
+			switch {
+			case err != nil && errors.Is(err, os.ErrNotExist):
+				if missing == nil {
+					missing = &failure{Code: CodeSpawn, Cause: CauseNotFound, Path: p, Message: "command " + quote(p) + " not found"}
+				}
+				continue
+			case err != nil:
+				return "", &failure{Code: CodeSpawn, Cause: CauseNotExecutable, Path: c, Message: err.Error()}
+			case fi.IsDir():
+				return "", &failure{Code: CodeSpawn, Cause: CauseNotExecutable, Path: c, Message: "command " + quote(c) + " is a directory"}
+			}
+			if why := notExecutable(c, fi, env); why != "" {
+				return "", &failure{Code: CodeSpawn, Cause: CauseNotExecutable, Path: c, Message: why}
+			}
+			return c, nil
+		}
+		return "", missing
+	}
+	if commandHasDir(argv0) {
+		p := argv0
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		return check(p)
+	}
+	pathEnv, ok := lookupEnv(env, "PATH")
+	if !ok {
+		pathEnv = defaultPath()
+	}
+	var firstBad *failure
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" {
+			d = "."
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(dir, d)
+		}
+		p, fl := check(filepath.Join(d, argv0))
+		if fl == nil {
+			return p, nil
+		}
+		if fl.Cause == CauseNotExecutable && firstBad == nil {
+			firstBad = fl
+		}
+	}
+	if firstBad != nil {
+		return "", firstBad
+	}
+	return "", &failure{Code: CodeSpawn, Cause: CauseNotFound, Path: argv0, Message: fmt.Sprintf("command %q not found in PATH %q", argv0, pathEnv)}
+}

@@ -1,0 +1,248 @@
+package guardian
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether-dev/tether/probe"
+	"golang.org/x/sys/unix"
+)
+
+// readyEnv is a test world whose agents are real programs: sh scripts,
+// systemd-notify and python3's http.server.
+func readyEnv(t *testing.T, need ...string) *world {
+	t.Helper()
+	for _, cmd := range need {
+		if _, err := exec.LookPath(cmd); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is not installed (CI=true: a missing tool is a failure)", cmd)
+			}
+			t.Skipf("SKIP: %s is not installed", cmd)
+		}
+	}
+	return newWorld(t)
+}
+
+// script is a spec whose agent is sh -c script, with readiness r.
+func (e *world) script(identity, script string, r *Readiness) Spec {
+	spec := e.spec(identity)
+	spec.Argv = []string{"sh", "-c", script}
+	if r != nil && r.Ready != nil && r.Ready.Kind == probe.KindNotify && r.NotifyDir == "" {
+		// Socket paths are short; the test's temp dir may not be.
+		dir, err := os.MkdirTemp("", "tn")
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.t.Cleanup(func() { os.RemoveAll(dir) })
+		r.NotifyDir = filepath.Join(dir, "n")
+	}
+	spec.Readiness = r
+	return spec
+}
+
+func TestReadyNotifyWithSystemdNotify(t *testing.T) {
+	e := readyEnv(t, "systemd-notify")
+	spec := e.script("notify@ready", `sleep 0.2; systemd-notify --ready --status="serving 3 sessions"; exec sleep 1000`,
+		&Readiness{Ready: &probe.Spec{Kind: probe.KindNotify}})
+	begin := time.Now()
+	s := e.start(spec)
+	if !s.Ready().Pending {
+		t.Fatal("ready.pending is false for an agent with a readiness check")
+	}
+	// Read while the shell runs its first command: an exec in progress
+	// shows an empty environment.
+	notify := agentEnviron(t, s.Ready().AgentPID)["NOTIFY_SOCKET"]
+	if filepath.Dir(notify) != spec.Readiness.NotifyDir {
+		t.Fatalf("NOTIFY_SOCKET=%q, want a socket in %s", notify, spec.Readiness.NotifyDir)
+	}
+	ev := nextEvent(t, e, s, 10*time.Second)
+	if ev.Type != EventStatus || ev.Status != "serving 3 sessions" {
+		t.Fatalf("first event %+v, want the status", ev)
+	}
+	ev = nextEvent(t, e, s, 10*time.Second)
+	if ev.Type != EventAgentReady || ev.Status != "serving 3 sessions" {
+		t.Fatalf("second event %+v, want agent_ready with the status", ev)
+	}
+	if d := time.Since(begin); d < 200*time.Millisecond {
+		t.Fatalf("ready after %v, before the agent said so", d)
+	}
+	if fi, err := os.Stat(notify); err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("notify socket %s: %v, %v", notify, fi, err)
+	}
+	if err := s.Stop(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if !gone(notify) {
+		t.Errorf("notify socket %s left after the stop", notify)
+	}
+}
+
+// A process outside the agent's tree cannot speak for it: its READY=1 is
+// dropped, while the agent's own later message is taken.
+func TestReadyNotifyIgnoresOutsiders(t *testing.T) {
+	e := readyEnv(t, "systemd-notify")
+	goFile := filepath.Join(e.helper, "go")
+	spec := e.script("notify@outsider",
+		`while [ ! -e "$HELPER_DIR/go" ]; do sleep 0.01; done; systemd-notify --status=mine; exec sleep 1000`,
+		&Readiness{Ready: &probe.Spec{Kind: probe.KindNotify}})
+	s := e.start(spec)
+	sock := agentEnviron(t, s.Ready().AgentPID)["NOTIFY_SOCKET"]
+	if sock == "" {
+		t.Fatal("the agent has no NOTIFY_SOCKET")
+	}
+	sendNotify(t, sock, "READY=1\nSTATUS=forged")
+	if err := os.WriteFile(goFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ev := nextEvent(t, e, s, 10*time.Second)
+	if ev.Type != EventStatus || ev.Status != "mine" {
+		t.Fatalf("first event %+v, want the agent's own status; the outsider's datagram came first and must be dropped", ev)
+	}
+	if !strings.Contains(e.log(), "not in the agent's tree") {
+		t.Errorf("the dropped datagram is not logged:\n%s", e.log())
+	}
+}
+
+func TestReadyNotifyTimesOut(t *testing.T) {
+	e := readyEnv(t, "systemd-notify")
+	spec := e.script("notify@late", `systemd-notify --status="loading the model"; exec sleep 1000`,
+		&Readiness{Ready: &probe.Spec{Kind: probe.KindNotify}, StartTimeout: Duration(1500 * time.Millisecond)})
+	begin := time.Now()
+	s := e.start(spec)
+	agent, _ := refOf(s.Ready().AgentPID)
+	if ev := nextEvent(t, e, s, 10*time.Second); ev.Type != EventStatus {
+		t.Fatalf("event %+v, want the status", ev)
+	}
+	ev := expectStopped(t, e, s, ReasonNotReady, 10*time.Second)
+	if d := time.Since(begin); d < 1500*time.Millisecond {
+		t.Errorf("not_ready after %v, before the start timeout", d)
+	}
+	if !strings.Contains(ev.Detail, "1.5s") || !strings.Contains(ev.Detail, "loading the model") {
+		t.Errorf("detail %q does not say the timeout and the last status", ev.Detail)
+	}
+	waitGone(t, []procRef{agent}, 100*time.Millisecond)
+}
+
+func TestReadyNotifyExtendTimeout(t *testing.T) {
+	e := readyEnv(t, "systemd-notify")
+	spec := e.script("notify@extend",
+		`systemd-notify EXTEND_TIMEOUT_USEC=5000000; sleep 1.5; systemd-notify --ready; exec sleep 1000`,
+		&Readiness{Ready: &probe.Spec{Kind: probe.KindNotify}, StartTimeout: Duration(time.Second)})
+	s := e.start(spec)
+	for {
+		ev := nextEvent(t, e, s, 10*time.Second)
+		if ev.Type == EventAgentReady {
+			break
+		}
+		if ev.Type == EventStopped {
+			t.Fatalf("stopped (%s: %s) although the agent extended its start timeout", ev.Reason, ev.Detail)
+		}
+	}
+}
+
+func TestWatchdog(t *testing.T) {
+	e := readyEnv(t, "systemd-notify")
+	out := filepath.Join(e.helper, "watchdog-env")
+	spec := e.script("notify@watchdog",
+		`echo "$WATCHDOG_USEC $WATCHDOG_PID $$" > `+out+`; systemd-notify --ready
+		for i in 1 2 3 4 5 6; do systemd-notify WATCHDOG=1; sleep 0.1; done; exec sleep 1000`,
+		&Readiness{Ready: &probe.Spec{Kind: probe.KindNotify}, Watchdog: Duration(400 * time.Millisecond)})
+	s := e.start(spec)
+	if ev := nextEvent(t, e, s, 10*time.Second); ev.Type != EventAgentReady {
+		t.Fatalf("event %+v, want agent_ready", ev)
+	}
+	begin := time.Now()
+	ev := expectStopped(t, e, s, ReasonWatchdog, 10*time.Second)
+	// Six pings 100 ms apart keep it alive for at least 0.5 s past ready.
+	if d := time.Since(begin); d < 500*time.Millisecond {
+		t.Errorf("watchdog fired %v after ready, while the agent was still pinging", d)
+	}
+	if !strings.Contains(ev.Detail, "WATCHDOG=1") {
+		t.Errorf("detail %q", ev.Detail)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 3 || f[0] != "400000" || f[1] != f[2] || f[1] != strconv.Itoa(s.Ready().AgentPID) {
+		t.Fatalf("WATCHDOG_USEC WATCHDOG_PID $$ = %q, want 400000 and the agent's pid %d twice", b, s.Ready().AgentPID)
+	}
+}
+
+func TestWatchdogTrigger(t *testing.T) {
+	e := readyEnv(t, "systemd-notify")
+	spec := e.script("notify@trigger", `systemd-notify --ready; sleep 0.1; systemd-notify WATCHDOG=trigger; exec sleep 1000`,
+		&Readiness{Ready: &probe.Spec{Kind: probe.KindNotify}, Watchdog: Duration(time.Hour)})
+	s := e.start(spec)
+	if ev := nextEvent(t, e, s, 10*time.Second); ev.Type != EventAgentReady {
+		t.Fatalf("event %+v, want agent_ready", ev)
+	}
+	expectStopped(t, e, s, ReasonWatchdog, 10*time.Second)
+}
+
+func TestReadyFD(t *testing.T) {
+	for _, fd := range []int{3, 5} {
+		t.Run(strconv.Itoa(fd), func(t *testing.T) {
+			e := readyEnv(t)
+			spec := e.script("fd@"+strconv.Itoa(fd), fmt.Sprintf(`sleep 0.1; echo >&%d; exec %d>&-; exec sleep 1000`, fd, fd),
+				&Readiness{Ready: &probe.Spec{Kind: probe.KindFD, FD: fd}})
+			s := e.start(spec)
+			if ev := nextEvent(t, e, s, 10*time.Second); ev.Type != EventAgentReady {
+				t.Fatalf("event %+v, want agent_ready", ev)
+			}
+			// The lock moved aside for the notification descriptor, and
+			// the tree still holds it.
+			if lockFree(t, s.Ready().LockPath) {
+				t.Fatal("the identity's lock is free while the agent runs")
+			}
+		})
+	}
+}
+
+func TestReadyFDClosedWithoutNewline(t *testing.T) {
+	e := readyEnv(t)
+	spec := e.script("fd@closed", `exec 3>&-; exec sleep 1000`,
+		&Readiness{Ready: &probe.Spec{Kind: probe.KindFD, FD: 3}})
+	s := e.start(spec)
+	ev := expectStopped(t, e, s, ReasonNotReady, 10*time.Second)
+	if !strings.Contains(ev.Detail, "descriptor 3") {
+		t.Errorf("detail %q", ev.Detail)
+	}
+}
+
+// agentEnviron reads a process's environment.
+func agentEnviron(t *testing.T, pid int) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for kv := range strings.SplitSeq(string(b), "\x00") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// sendNotify sends one datagram to a notify socket, as sd_notify does.
+func sendNotify(t *testing.T, path, msg string) {
+	t.Helper()
+	s, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(s)
+	if err := unix.Sendto(s, []byte(msg), 0, &unix.SockaddrUnix{Name: path}); err != nil {
+		t.Fatal(err)
+	}
+}

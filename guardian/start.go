@@ -1,0 +1,92 @@
+package guardian
+
+import (
+	"path/filepath"
+	"time"
+
+	"github.com/tether-dev/tether/platform"
+)
+
+// start takes the lock, makes the private directory and starts the agent;
+// for a reclaim it stops after the lock. On failure it leaves what it
+// made for abort to undo.
+//
+// The owner record is locked throughout, so a contender never sees a
+// holder without its record. It is written before the private directory
+// is made and again once the agent runs, so that the next holder of the
+// identity finds what a guardian that died part way left behind
+// (clearEarlier).
+func (g *guardian) start() *failure {
+	if err := platform.SecureDir(g.req.LockDir); err != nil {
+		return &failure{Code: CodeLock, Path: g.req.LockDir, Message: "lock directory: " + err.Error()}
+	}
+	rec, err := openRecord(g.req.LockDir, g.key)
+	if err != nil {
+		return &failure{Code: CodeLock, Path: recordPath(g.req.LockDir, g.key), Message: err.Error()}
+	}
+	g.rec = rec
+	if err := rec.lock(recordWait); err != nil {
+		prev, _ := rec.read()
+		return &failure{Code: CodeContention, Message: err.Error(), Holder: prev.holder()}
+	}
+	defer rec.unlock()
+	prev, perr := rec.read()
+	if perr != nil {
+		g.logf("ignoring unreadable owner record %s: %v", rec.f.Name(), perr)
+		prev = nil
+	}
+
+	if fl := g.acquire(prev); fl != nil {
+		return fl
+	}
+	g.locked = true
+	if fl := g.clearEarlier(prev); fl != nil {
+		return fl
+	}
+	if g.req.Reclaim {
+		return nil // the identity is free again; nothing to start
+	}
+
+	g.since = time.Now().UTC()
+	name, err := randomName(g.key)
+	if err != nil {
+		return &failure{Code: CodeInternal, Message: err.Error()}
+	}
+	planned := filepath.Join(g.req.PrivateRoot, name)
+	self := &record{Version: recordVersion, Identity: g.req.Identity, Profile: g.req.Profile,
+		Guardian: platform.Self(), PrivateDir: planned, Since: g.since}
+	if fl := g.contain(name, self); fl != nil {
+		return fl
+	}
+	if err := rec.write(self); err != nil {
+		return &failure{Code: CodeLock, Path: rec.f.Name(), Message: "writing the owner record: " + err.Error()}
+	}
+	if err := platform.SecureDir(g.req.PrivateRoot); err != nil {
+		return &failure{Code: CodePrivateDir, Path: g.req.PrivateRoot, Message: err.Error()}
+	}
+	if err := platform.MkdirPrivate(planned); err != nil {
+		return &failure{Code: CodePrivateDir, Path: planned, Message: err.Error()}
+	}
+	g.privateDir = planned
+
+	c, fl := g.command()
+	if fl != nil {
+		return fl
+	}
+	defer c.stdin.Close()
+	agent, exits, fl := g.spawn(c)
+	if fl != nil {
+		return fl
+	}
+	g.agentPid, g.agentExit = agent.Pid, exits
+	if g.readiness != nil {
+		if err := g.readiness.begin(g.member, g.req.LogPath, c.dir, c.env); err != nil {
+			return &failure{Code: CodeConfig, Message: "readiness: " + err.Error()}
+		}
+	}
+	self.Agent = agent
+	if err := rec.write(self); err != nil {
+		g.logf("writing the owner record: %v", err)
+	}
+	return nil
+}

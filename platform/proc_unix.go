@@ -1,0 +1,21 @@
+//go:build unix
+
+package platform
+
+import (
+	"os"
+
+	punix "github.com/tether-dev/tether/platform/unix"
+)
+
+type ref = punix.Ref
+
+func self() Ref {
+	p, err := punix.Stat(os.Getpid())
+	if err != nil {
+		return Ref{Pid: os.Getpid()}
+	}
+	return p.Ref()
+}
+
+func alive(r Ref) bool { return punix.Alive(r) }

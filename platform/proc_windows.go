@@ -1,0 +1,21 @@
+//go:build windows
+
+package platform
+
+import (
+	"os"
+
+	pwin "github.com/tether-dev/tether/platform/windows"
+)
+
+type ref = pwin.Ref
+
+func self() Ref {
+	r, err := pwin.RefOf(os.Getpid())
+	if err != nil {
+		return Ref{Pid: os.Getpid()}
+	}
+	return r
+}
+
+func alive(r Ref) bool { return pwin.Alive(r) }

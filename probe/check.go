@@ -1,0 +1,247 @@
+package probe
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Check is one probe of an agent.
+type Check interface {
+	// Probe runs the check once; nil means it passed. The context
+	// bounds it.
+	Probe(ctx context.Context) error
+	// String says what is checked, for logs and status.
+	String() string
+}
+
+// FailedError is a check that ran and did not pass, as opposed to a
+// context that ended first.
+type FailedError struct {
+	Check string // what was checked
+	Err   error
+}
+
+func (e *FailedError) Error() string { return e.Check + ": " + e.Err.Error() }
+func (e *FailedError) Unwrap() error { return e.Err }
+
+func failed(c Check, err error) error { return &FailedError{Check: c.String(), Err: err} }
+
+// HTTP passes on a 2xx answer to a GET of URL. Redirects are not followed:
+// a 3xx is an answer the check does not accept.
+type HTTP struct{ URL string }
+
+// httpClient keeps no idle connections: a probe every few seconds would
+// otherwise hold a socket open to the agent for nothing.
+var httpClient = &http.Client{
+	Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil},
+	CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	},
+}
+
+func (h HTTP) String() string { return "http " + h.URL }
+
+// Probe implements Check.
+func (h HTTP) Probe(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.URL, nil)
+	if err != nil {
+		return failed(h, err)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return failed(h, err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return failed(h, fmt.Errorf("answered %s", resp.Status))
+	}
+	return nil
+}
+
+// TCP passes when a connection to Addr (host:port) is accepted.
+type TCP struct{ Addr string }
+
+func (t TCP) String() string { return "tcp " + t.Addr }
+
+// Probe implements Check.
+func (t TCP) Probe(ctx context.Context) error {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", t.Addr)
+	if err != nil {
+		return failed(t, err)
+	}
+	return c.Close()
+}
+
+// Exec passes when its command exits 0. The command runs with Env in Dir
+// and is killed when the context ends. Its output is kept for the failure
+// message, at most a few hundred bytes of it.
+type Exec struct {
+	// Path is the program, resolved; empty: Argv[0] looked up in the
+	// caller's PATH.
+	Path string
+	Argv []string
+	Dir  string
+	Env  []string
+	// Run runs the command; nil runs it with os/exec. A caller that
+	// reaps its own children (a child subreaper) passes one that goes
+	// through its reaper.
+	Run Runner
+}
+
+// Cmd is a check's process.
+type Cmd struct {
+	Path string
+	Argv []string
+	Dir  string
+	Env  []string
+}
+
+// Runner runs c to its end, its output (stdout and stderr) into out, and
+// kills it when ctx ends. It returns nil for an exit status of 0.
+type Runner func(ctx context.Context, c Cmd, out io.Writer) error
+
+func (e Exec) String() string { return "exec " + strings.Join(e.Argv, " ") }
+
+// Probe implements Check.
+func (e Exec) Probe(ctx context.Context) error {
+	if len(e.Argv) == 0 {
+		return failed(e, errors.New("no command"))
+	}
+	run := e.Run
+	if run == nil {
+		run = runExec
+	}
+	var out tail
+	c := Cmd{Path: e.Path, Argv: e.Argv, Dir: e.Dir, Env: e.Env}
+	if err := run(ctx, c, &out); err != nil {
+		if s := strings.TrimSpace(out.String()); s != "" {
+			err = fmt.Errorf("%w: %s", err, s)
+		}
+		return failed(e, err)
+	}
+	return nil
+}
+
+func runExec(ctx context.Context, c Cmd, out io.Writer) error {
+	path := c.Path
+	if path == "" {
+		path = c.Argv[0]
+	}
+	cmd := exec.CommandContext(ctx, path, c.Argv[1:]...)
+	cmd.Args[0] = c.Argv[0]
+	cmd.Dir, cmd.Env = c.Dir, c.Env
+	cmd.Stdout, cmd.Stderr = out, out
+	// A check that leaves a child holding its output must not hang the
+	// probe past its context.
+	cmd.WaitDelay = 100 * time.Millisecond
+	return cmd.Run()
+}
+
+// tail keeps the last bytes written to it.
+type tail struct{ b []byte }
+
+const tailMax = 512
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > tailMax {
+		t.b = t.b[len(t.b)-tailMax:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string { return string(t.b) }
+
+// Log passes once a line of the file at Path, written after the check was
+// made, matches Pattern. It remembers how far it has read, so each Probe
+// reads only what was appended since the last one. A line is only matched
+// once it is complete (ends in a newline).
+type Log struct {
+	Path    string
+	Pattern *regexp.Regexp
+	// Ignore, when set, passes over the lines it reports true for: lines
+	// that others write into the same file.
+	Ignore func(line []byte) bool
+
+	offset  int64
+	partial []byte
+}
+
+// NewLog returns a Log check that starts reading at the file's current
+// end: output from before the agent started never counts.
+func NewLog(path string, pattern *regexp.Regexp) (*Log, error) {
+	l := &Log{Path: path, Pattern: pattern}
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil:
+		l.offset = fi.Size()
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Log) String() string { return "log line matching " + l.Pattern.String() }
+
+// logChunk bounds one read; a line longer than logLineMax is matched on
+// its first logLineMax bytes.
+const (
+	logChunk   = 64 << 10
+	logLineMax = 64 << 10
+)
+
+// Probe implements Check.
+func (l *Log) Probe(ctx context.Context) error {
+	f, err := os.Open(l.Path)
+	if err != nil {
+		return failed(l, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() < l.offset {
+		// Truncated or replaced: read it again from the start.
+		l.offset, l.partial = 0, nil
+	}
+	buf := make([]byte, logChunk)
+	for ctx.Err() == nil {
+		n, err := f.ReadAt(buf, l.offset)
+		l.offset += int64(n)
+		if l.scan(buf[:n]) {
+			return nil
+		}
+		if err != nil || n < len(buf) {
+			break
+		}
+	}
+	return failed(l, errors.New("no matching line yet"))
+}
+
+// scan adds what was read to the partial line and matches every line it
+// completes.
+func (l *Log) scan(b []byte) bool {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			l.partial = append(l.partial, b[:min(len(b), logLineMax-len(l.partial))]...)
+			return false
+		}
+		line := append(l.partial, b[:min(i, logLineMax-len(l.partial))]...)
+		l.partial = l.partial[:0]
+		if (l.Ignore == nil || !l.Ignore(line)) && l.Pattern.Match(line) {
+			return true
+		}
+		b = b[i+1:]
+	}
+	return false
+}

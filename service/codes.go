@@ -1,0 +1,35 @@
+package service
+
+import (
+	"errors"
+
+	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/guardian"
+)
+
+// startCodes maps the guardian's startup failure codes onto the API's.
+// The guardian's lock, private_dir and internal have no code of their own
+// in the API: they are internal there, with the guardian's message.
+var startCodes = map[guardian.Code]api.Code{
+	guardian.CodeContention: api.CodeContention,
+	guardian.CodeSpawn:      api.CodeSpawn,
+	guardian.CodeConfig:     api.CodeConfig,
+}
+
+// startCode is the API code of a guardian start that failed with err.
+func startCode(err error) api.Code {
+	if se, ok := errors.AsType[*guardian.StartError](err); ok {
+		if code, ok := startCodes[se.Code]; ok {
+			return code
+		}
+	}
+	return api.CodeInternal
+}
+
+// checkCodes maps the stop reasons of a readiness, watchdog or health
+// check onto the API's codes.
+var checkCodes = map[guardian.StopReason]api.Code{
+	guardian.ReasonNotReady:  api.CodeNotReady,
+	guardian.ReasonWatchdog:  api.CodeWatchdog,
+	guardian.ReasonUnhealthy: api.CodeUnhealthy,
+}
