@@ -253,13 +253,16 @@ const (
 
 // Cleanup is the outcome of a teardown.
 type Cleanup struct {
-	Code       CleanupCode `json:"code"`
-	Message    string      `json:"message,omitempty"`
-	Left       []int       `json:"left,omitempty"` // pids still alive, for tree_alive
-	Terminated int         `json:"terminated"`
-	Killed     int         `json:"killed"`
-	Forced     bool        `json:"forced"` // the stop timeout ran out and SIGKILL followed
-	Elapsed    Duration    `json:"elapsed"`
+	Code    CleanupCode `json:"code"`
+	Message string      `json:"message,omitempty"`
+	Left    []int       `json:"left,omitempty"` // pids still alive, for tree_alive
+	// Survivors are the processes of Left with the state the system
+	// reported for each (tree_alive).
+	Survivors  []Survivor `json:"survivors,omitempty"`
+	Terminated int        `json:"terminated"`
+	Killed     int        `json:"killed"`
+	Forced     bool       `json:"forced"` // the stop timeout ran out and SIGKILL followed
+	Elapsed    Duration   `json:"elapsed"`
 }
 
 // Err returns nil for a clean teardown and a *CleanupError otherwise.
@@ -267,7 +270,16 @@ func (c *Cleanup) Err() error {
 	if c == nil || c.Code == CleanupOK {
 		return nil
 	}
-	return &CleanupError{Code: c.Code, Message: c.Message, Left: c.Left}
+	return &CleanupError{Code: c.Code, Message: c.Message, Left: c.Left, Survivors: c.Survivors}
+}
+
+// Survivor is a process still alive after SIGKILL and the kill grace,
+// and its state as the system reports it: on Linux and macOS a process
+// state letter (D: in an uninterruptible wait, which ends only when the
+// kernel call returns; Z: a zombie; T: stopped), empty where unknown.
+type Survivor struct {
+	PID   int    `json:"pid"`
+	State string `json:"state,omitempty"`
 }
 
 // Duration is a time.Duration that travels as a string such as "5s".

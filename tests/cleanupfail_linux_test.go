@@ -150,6 +150,10 @@ func TestStopCleanupFailedExits5(t *testing.T) {
 	if !strings.Contains(row.Error.Message, strconv.Itoa(child)) {
 		t.Errorf("the cleanup error does not name the pid left, %d: %s", child, row.Error.Message)
 	}
+	// A client learns what is left without reading the message.
+	if len(row.Error.Left) != 1 || row.Error.Left[0].PID != child || row.Error.Left[0].State == "" {
+		t.Errorf("the cleanup error's left = %+v, want pid %d with its state", row.Error.Left, child)
+	}
 	// The identity stays held while its tree may live (I1).
 	if held := w.heldLocks(); len(held) != 1 {
 		t.Errorf("held locks with a tree not confirmed dead: %v", held)

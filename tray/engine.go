@@ -386,7 +386,7 @@ func (e *engine) agent(a api.Agent) {
 // noteLocked records a's error and returns the notice it calls for.
 func (e *engine) noteLocked(a api.Agent) (Notice, bool) {
 	if a.Error != nil {
-		if r, ok := e.in.LastErrors[a.ID]; !ok || r.Err != *a.Error {
+		if r, ok := e.in.LastErrors[a.ID]; !ok || !r.Err.Equal(*a.Error) {
 			at := a.Since
 			if at.IsZero() {
 				at = e.deps.now()

@@ -2,7 +2,6 @@ package tray
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -11,15 +10,14 @@ import (
 
 // How an error reads in one line of the menu and of a notice.
 //
-// The API carries an agent's error as a typed code and a message written
-// for people, whose wording is the service's and the guardian's. The tray
-// decides what to do from the code alone. For display it reads the
-// message too, here and nowhere else: it drops the context that repeats
-// what the line already says (the code, the guardian's "starting guardian
-// for ID: ", the cleanup's "cleanup failed (CODE): "), moves the cause of
-// a crash loop first, and lists the processes a failed cleanup left
-// alive (the guardian writes them as "PID (state S)"). What it cannot
-// read it shows as it is, so nothing is lost; the tooltip always has the
+// The API carries an agent's error as a typed code, a message written for
+// people, and what a client may act on as data of its own: the processes
+// a failed cleanup left (Left) and the last ending a crash loop repeats
+// (Last). The tray decides from those alone. For display it shortens the
+// message here, and nowhere else: it drops the context that repeats what
+// the line already says (the code, the guardian's "starting guardian for
+// ID: ", the cleanup's "cleanup failed (CODE): "). What it cannot shorten
+// it shows as it is, so nothing is lost; the tooltip always has the
 // message whole.
 
 // maxErrorTitle bounds an error line's title. A longer one loses its
@@ -27,32 +25,25 @@ import (
 const maxErrorTitle = 110
 
 // survivor is a process a failed cleanup left alive, and its state as
-// the guardian saw it (a /proc state letter: D is uninterruptible sleep).
+// the system saw it (a process state letter: D is uninterruptible sleep).
 type survivor struct {
 	pid   int
 	state byte
 }
 
-// survivorRE matches one entry of the guardian's list of processes alive
-// after SIGKILL.
-var survivorRE = regexp.MustCompile(`(\d+) \(state ([A-Za-z])\)`)
-
-// survivors lists the processes that e, a cleanup failure, says are still
-// alive; none for any other error or a message without such a list.
+// survivors lists the processes that e, a cleanup failure, left alive;
+// none for any other error.
 func survivors(e api.Error) []survivor {
 	if e.Code != api.CodeCleanupFailed {
 		return nil
 	}
-	_, list, ok := strings.Cut(e.Message, "after SIGKILL: ")
-	if !ok {
-		return nil
-	}
-	var out []survivor
-	for _, m := range survivorRE.FindAllStringSubmatch(list, -1) {
-		pid, err := strconv.Atoi(m[1])
-		if err == nil {
-			out = append(out, survivor{pid: pid, state: m[2][0]})
+	out := make([]survivor, 0, len(e.Left))
+	for _, p := range e.Left {
+		s := survivor{pid: p.PID, state: '?'}
+		if p.State != "" {
+			s.state = p.State[0]
 		}
+		out = append(out, s)
 	}
 	return out
 }
@@ -101,9 +92,10 @@ func errorText(e api.Error) string {
 	case api.CodeCleanupFailed:
 		msg = cleanupText(e, msg)
 	case api.CodeCrashLoop:
-		// "ended N times in a row, ...; last: CAUSE": the cause first.
-		if head, last, ok := strings.Cut(msg, "; last: "); ok {
-			msg = causeOfExit(last) + "; " + head
+		// The cause first: how it last ended, then how often.
+		if e.Last != nil {
+			head, _, _ := strings.Cut(msg, "; last: ")
+			msg = errorText(*e.Last) + "; " + head
 		}
 	case api.CodeExited:
 		msg = causeOfExit(msg)

@@ -30,13 +30,13 @@ func TestErrorText(t *testing.T) {
 			api.Error{Code: api.CodeExited, Message: "the agent exited: killed by signal: SIGKILL"},
 			"killed by signal: SIGKILL"},
 		{"crash loop: the last exit's cause first",
-			api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row, each within 1m0s of starting; last: the agent exited: exit status 3"},
+			api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row, each within 1m0s of starting; last: the agent exited: exit status 3", Last: &api.Error{Code: api.CodeExited, Message: "the agent exited: exit status 3"}},
 			"exit status 3; ended 6 times in a row, each within 1m0s of starting"},
 		{"cleanup: survivors stuck in the kernel",
-			api.Error{Code: api.CodeCleanupFailed, Message: "cleanup failed (tree_alive): 1 process(es) still alive after SIGKILL: 777 (state D)"},
+			api.Error{Code: api.CodeCleanupFailed, Message: "cleanup failed (tree_alive): 1 process(es) still alive after SIGKILL: 777 (state D)", Left: []api.Process{{PID: 777, State: "D"}}},
 			"pid 777 stuck in the kernel (state D) after SIGKILL"},
 		{"cleanup: survivors in other states",
-			api.Error{Code: api.CodeCleanupFailed, Message: "cleanup failed (tree_alive): 2 process(es) still alive after SIGKILL: 777 (state D), 778 (state S)"},
+			api.Error{Code: api.CodeCleanupFailed, Message: "cleanup failed (tree_alive): 2 process(es) still alive after SIGKILL: 777 (state D), 778 (state S)", Left: []api.Process{{PID: 777, State: "D"}, {PID: 778, State: "S"}}},
 			"pids 777 (state D), 778 (state S) still alive after SIGKILL"},
 		{"cleanup: another cause",
 			api.Error{Code: api.CodeCleanupFailed, Message: "cleanup failed (private_dir): removing /run/x: permission denied"},
@@ -65,10 +65,12 @@ func TestErrorText(t *testing.T) {
 func TestErrorTitleKeepsWhatMatters(t *testing.T) {
 	pids := "cleanup failed (tree_alive): 12 process(es) still alive after SIGKILL: "
 	var list []string
+	var left []api.Process
 	for i := range 12 {
 		list = append(list, strings.Repeat("1", 4)+string(rune('0'+i%10))+" (state S)")
+		left = append(left, api.Process{PID: 11110 + i%10, State: "S"})
 	}
-	e := api.Error{Code: api.CodeCleanupFailed, Message: pids + strings.Join(list, ", ")}
+	e := api.Error{Code: api.CodeCleanupFailed, Message: pids + strings.Join(list, ", "), Left: left}
 	title := errorTitle("error at 10:00", e)
 	if n := len([]rune(title)); n > maxErrorTitle {
 		t.Errorf("title of %d runes: %q", n, title)
@@ -77,7 +79,9 @@ func TestErrorTitleKeepsWhatMatters(t *testing.T) {
 		t.Errorf("title %q: want the first pids and the end", title)
 	}
 
-	long := api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row, each within 1m0s of starting; last: the agent exited: " + strings.Repeat("word ", 40) + "exit status 3"}
+	last := "the agent exited: " + strings.Repeat("word ", 40) + "exit status 3"
+	long := api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row, each within 1m0s of starting; last: " + last,
+		Last: &api.Error{Code: api.CodeExited, Message: last}}
 	title = errorTitle("error", long)
 	if !strings.Contains(title, "…") || !strings.HasSuffix(title, "of starting") || !strings.HasPrefix(title, "error: crash_loop: word") {
 		t.Errorf("title %q", title)
@@ -85,12 +89,13 @@ func TestErrorTitleKeepsWhatMatters(t *testing.T) {
 }
 
 func TestSurvivors(t *testing.T) {
-	e := api.Error{Code: api.CodeCleanupFailed, Message: "cleanup failed (tree_alive): 2 process(es) still alive after SIGKILL: 777 (state D), 778 (state D)"}
+	e := api.Error{Code: api.CodeCleanupFailed, Message: "cleanup failed (tree_alive): 2 process(es) still alive after SIGKILL: 777 (state D), 778 (state D)", Left: []api.Process{{PID: 777, State: "D"}, {PID: 778, State: "D"}}}
 	ps := survivors(e)
 	if len(ps) != 2 || ps[0] != (survivor{777, 'D'}) || ps[1] != (survivor{778, 'D'}) || !allStuck(ps) {
 		t.Errorf("survivors %+v", ps)
 	}
 	e.Message = "cleanup failed (tree_alive): 2 process(es) still alive after SIGKILL: 777 (state D), 778 (state R)"
+	e.Left[1].State = "R"
 	if allStuck(survivors(e)) {
 		t.Error("a running survivor counted as stuck")
 	}

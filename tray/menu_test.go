@@ -51,7 +51,7 @@ func TestBuildPluralsAndSurvivors(t *testing.T) {
 	two := agent("b", api.StateRunning, time.Hour, nil)
 	two.Restarts = 2
 	stuck := agent("c", api.StateCleanupFailed, 0, &api.Error{Code: api.CodeCleanupFailed,
-		Message: "cleanup failed (tree_alive): 2 process(es) still alive after SIGKILL: 777 (state D), 778 (state D)"})
+		Message: "cleanup failed (tree_alive): 2 process(es) still alive after SIGKILL: 777 (state D), 778 (state D)", Left: []api.Process{{PID: 777, State: "D"}, {PID: 778, State: "D"}}})
 	unknown := agent("d", api.StateCleanupFailed, 0, &api.Error{Code: api.CodeCleanupFailed, Message: "cleanup failed (internal): reading /proc: EIO"})
 	m := Build(connected(one, two, stuck, unknown))
 	for sub, want := range map[string]string{

@@ -267,7 +267,7 @@ func agentSlot(a api.Agent, in Input, hidden bool) Item {
 	if hidden {
 		return Item{Hidden: true, Children: []Item{
 			{Title: TitleStart}, {Title: TitleStop}, {Title: TitleRestart}, {Title: TitleOpenLog}, {Title: TitleCopyError},
-			{Separator: true}, {}, {},
+			{Separator: true}, {}, {Hidden: true}, {},
 		}}
 	}
 	title := a.ID + ": " + stateWord(a.State)
@@ -283,7 +283,7 @@ func agentSlot(a api.Agent, in Input, hidden bool) Item {
 	var copied string
 	r, seen := in.LastErrors[a.ID]
 	switch {
-	case a.Error != nil && seen && r.Err == *a.Error:
+	case a.Error != nil && seen && r.Err.Equal(*a.Error):
 		last, copied = errorLine("error at "+clock(r.At), r.Err), copyText(a, r.Err, r.At)
 	case a.Error != nil:
 		last, copied = errorLine("error", *a.Error), copyText(a, *a.Error, time.Time{})
@@ -303,9 +303,19 @@ func agentSlot(a api.Agent, in Input, hidden bool) Item {
 			{Title: TitleCopyError, Tooltip: "Copy the whole error to the clipboard.", Enabled: copied != "", Action: Action{Kind: ActCopy, Text: copied}},
 			{Separator: true},
 			{Title: infoLine(a)},
+			statusLine(a),
 			last,
 		},
 	}
+}
+
+// statusLine is the agent's own word on how it is doing (its STATUS=, or
+// what a starting agent waits for), hidden when there is none.
+func statusLine(a api.Agent) Item {
+	if a.Status == "" {
+		return Item{Hidden: true}
+	}
+	return Item{Title: elide("status: "+a.Status, maxErrorTitle), Tooltip: a.Status}
 }
 
 // infoLine names the agent's identity, its processes and its restarts.

@@ -126,7 +126,7 @@ func TestBuildRunningToFailed(t *testing.T) {
 	in := connected(agent("alice", api.StateRunning, time.Minute, nil))
 	before := Build(in)
 
-	e := &api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row, each within 1m0s of starting; last: exit status 3"}
+	e := &api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row, each within 1m0s of starting; last: exit status 3", Last: &api.Error{Code: api.CodeExited, Message: "the agent exited: exit status 3"}}
 	failed := agent("alice", api.StateFailed, 0, e)
 	in.Status.Agents = []api.Agent{failed}
 	in.LastErrors["alice"] = Recorded{Err: *e, At: failed.Since}
@@ -441,6 +441,23 @@ func TestAge(t *testing.T) {
 	} {
 		if got := Age(d); got != want {
 			t.Errorf("Age(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// The agent's own status (STATUS=, or what it waits for) is a line of
+// its submenu, and there is none without one.
+func TestBuildShowsTheAgentsStatus(t *testing.T) {
+	a := agent("redis", api.StateRunning, 0, nil)
+	a.Status = "Ready to accept connections tcp"
+	item := find(t, Build(connected(a)).Items, "redis: running")
+	if s := find(t, item.Children, "status: Ready to accept connections tcp"); s.Hidden {
+		t.Errorf("status line hidden: %+v", s)
+	}
+	a.Status = ""
+	for _, c := range find(t, Build(connected(a)).Items, "redis: running").Children {
+		if strings.HasPrefix(c.Title, "status:") && !c.Hidden {
+			t.Errorf("a status line without a status: %+v", c)
 		}
 	}
 }

@@ -68,7 +68,7 @@ func TestNoticeUrgencyActionsIcons(t *testing.T) {
 // A process stuck in the kernel has had SIGKILL: no kill -9 advice, but
 // what it waits on and what can still be done.
 func TestNoticeStuckInKernel(t *testing.T) {
-	stuck := &api.Error{Code: api.CodeCleanupFailed, Message: "cleanup failed (tree_alive): 1 process(es) still alive after SIGKILL: 777 (state D)"}
+	stuck := &api.Error{Code: api.CodeCleanupFailed, Message: "cleanup failed (tree_alive): 1 process(es) still alive after SIGKILL: 777 (state D)", Left: []api.Process{{PID: 777, State: "D"}}}
 	var d detector
 	n, _ := d.agent(agent("a", api.StateCleanupFailed, 0, stuck))
 	for _, want := range []string{"pid 777 stuck in the kernel", "SIGKILL", "/proc/777/wchan", "freezer", "umount -l", "identity locked"} {
@@ -79,7 +79,7 @@ func TestNoticeStuckInKernel(t *testing.T) {
 	if strings.Contains(n.Body, "kill -9") {
 		t.Errorf("kill -9 advice for a process in state D:\n%s", n.Body)
 	}
-	alive := &api.Error{Code: api.CodeCleanupFailed, Message: "cleanup failed (tree_alive): 2 process(es) still alive after SIGKILL: 777 (state D), 778 (state S)"}
+	alive := &api.Error{Code: api.CodeCleanupFailed, Message: "cleanup failed (tree_alive): 2 process(es) still alive after SIGKILL: 777 (state D), 778 (state S)", Left: []api.Process{{PID: 777, State: "D"}, {PID: 778, State: "S"}}}
 	d = detector{}
 	n, _ = d.agent(agent("a", api.StateCleanupFailed, 0, alive))
 	if !strings.Contains(n.Body, "kill -9") || !strings.Contains(n.Body, "777 (state D), 778 (state S)") {
