@@ -79,6 +79,7 @@ bench:
 
 soak:
 	$(GO) test -count=20 -timeout 30m ./guardian/ ./platform/unix/
+	$(GO) test -count=20 -timeout 30m -run '^TestContainment' ./tests/
 
 # The end-to-end crash torture: TORTURE_ROUNDS rounds of random kills of
 # services, guardians and agents, stopped after TORTURE_BUDGET; the

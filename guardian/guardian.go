@@ -96,9 +96,9 @@ type osSteps interface {
 	unlockOwnership() error
 	closeOwnership()
 
-	// containment names the containment in use ("cgroup+session",
-	// "session", "job"); describe adds the OS's details to a ready.
-	containment() string
+	// containment names the rung of containment in use; describe adds
+	// the OS's details to a ready.
+	containment() Containment
 	describe(r *Ready)
 	// ownerGone is closed when the owner is seen dead by other means
 	// than the tether's EOF (nil when there are none).

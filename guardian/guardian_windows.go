@@ -162,7 +162,7 @@ func (g *guardian) ownerGone() <-chan struct{} {
 	return g.ownerDead
 }
 
-func (g *guardian) containment() string { return "job" }
+func (g *guardian) containment() Containment { return ContainmentJob }
 
 func (g *guardian) describe(r *Ready) {
 	r.Job = g.job.Name()

@@ -152,16 +152,17 @@ type failure struct {
 
 // Ready describes a started agent.
 type Ready struct {
-	GuardianPID int       `json:"guardian_pid"`
-	AgentPID    int       `json:"agent_pid"`
-	SessionID   int       `json:"session_id"`
-	Containment string    `json:"containment"` // "cgroup+session", "session" or "job"
-	Cgroup      string    `json:"cgroup,omitempty"`
-	Job         string    `json:"job,omitempty"` // Windows: the job object's name
-	Subreaper   bool      `json:"subreaper"`
-	PrivateDir  string    `json:"private_dir"`
-	LockPath    string    `json:"lock_path"`
-	Since       time.Time `json:"since"`
+	GuardianPID int         `json:"guardian_pid"`
+	AgentPID    int         `json:"agent_pid"`
+	SessionID   int         `json:"session_id"`
+	Containment Containment `json:"containment"`
+	Cgroup      string      `json:"cgroup,omitempty"`
+	Scope       string      `json:"scope,omitempty"` // the transient scope unit holding the guardian, for ContainmentScope
+	Job         string      `json:"job,omitempty"`   // Windows: the job object's name
+	Subreaper   bool        `json:"subreaper"`
+	PrivateDir  string      `json:"private_dir"`
+	LockPath    string      `json:"lock_path"`
+	Since       time.Time   `json:"since"`
 	// TookOver names the guardian whose abandoned tree was stopped
 	// before this start, if any.
 	TookOver *Holder `json:"took_over,omitempty"`
@@ -169,6 +170,30 @@ type Ready struct {
 	// yet: an agent_ready message, or a stop with ReasonNotReady, follows.
 	Pending bool `json:"pending,omitempty"`
 }
+
+// Containment names the rung of the containment ladder an agent's tree
+// got; the constants go from the strongest to the weakest. Every rung
+// starts the agent in a session of its own. A guardian takes the
+// strongest it can get and says in its log why not a stronger one.
+type Containment string
+
+// The containment rungs.
+const (
+	// ContainmentCgroup: a cgroup v2 of its own below the guardian's,
+	// which is writable (root, or a unit with Delegate=yes); the agent is
+	// cloned into it and teardown ends with cgroup.kill.
+	ContainmentCgroup Containment = "cgroup"
+	// ContainmentScope: the same, below a transient scope with
+	// Delegate=yes that the user's systemd manager made for the
+	// guardian, where no cgroup was writable.
+	ContainmentScope Containment = "scope"
+	// ContainmentSession: no cgroup; the session, and the child
+	// subreapers (the guardian, and its owner) that descendants which
+	// leave it come back to.
+	ContainmentSession Containment = "session"
+	// ContainmentJob: Windows' kill-on-close job object.
+	ContainmentJob Containment = "job"
+)
 
 // Holder says who holds, or held, an identity.
 type Holder struct {

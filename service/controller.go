@@ -22,6 +22,9 @@ type Options struct {
 	Paths      Paths
 	Executable string   // the tether binary: guardians and a bare "tether" argv[0]
 	BaseEnv    []string // the environment agents start from; nil means os.Environ()
+	// Orphans, when set, stops what a dead guardian's tree left with the
+	// service (see Orphans); the service's Run sets it.
+	Orphans Orphans
 	// Policy knobs; zero means the defaults below.
 	BackoffMin, BackoffMax time.Duration
 	HealthyAfter           time.Duration
@@ -53,6 +56,7 @@ type Controller struct {
 	closing   bool
 	quitAsked bool
 
+	orphanMu sync.Mutex     // one stop of orphans at a time
 	pool     *guardian.Pool // a guardian started ahead of each start
 	quit     chan struct{}  // closed when Quit is accepted
 	runs     chan stateWrite
@@ -139,6 +143,13 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 // saves an autostart as intent (for agents added by a reload).
 func (c *Controller) addLocked(a config.Agent, enabled, record bool) {
 	act := newActor(c, a)
+	if enabled {
+		// Until its actor takes the start, the row already says what
+		// is under way: a status answered meanwhile never shows an
+		// enabled agent as stopped and disabled.
+		act.want = true
+		act.row.State, act.row.Enabled = api.StateStarting, true
+	}
 	c.actors[a.ID] = act
 	c.rows[a.ID] = act.row
 	go act.run()
@@ -354,6 +365,10 @@ func (c *Controller) Shutdown(ctx context.Context, force bool) error {
 			mu.Unlock()
 		}
 	})
+	// Normally none: each is stopped when its guardian's loss is seen.
+	if _, err := c.stopOrphans(c.longestStopTimeout()); err != nil {
+		failed = append(failed, "processes left by dead guardians: "+err.Error())
+	}
 	if len(failed) > 0 && !force && !again {
 		sort.Strings(failed)
 		return fmt.Errorf("%w: %s", ErrShutdownRefused, strings.Join(failed, "; "))
@@ -367,6 +382,27 @@ func (c *Controller) Shutdown(ctx context.Context, force bool) error {
 	<-c.runsDone
 	c.pool.Close()
 	return nil
+}
+
+// stopOrphans stops what dead guardians' trees left with the service, one
+// caller at a time. It returns nil when there is nothing to stop.
+func (c *Controller) stopOrphans(timeout time.Duration) (*OrphanReport, error) {
+	if c.opts.Orphans == nil {
+		return nil, nil
+	}
+	c.orphanMu.Lock()
+	defer c.orphanMu.Unlock()
+	return c.opts.Orphans.Stop(timeout)
+}
+
+func (c *Controller) longestStopTimeout() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := guardian.DefaultStopTimeout
+	for _, a := range c.cfg.Agents {
+		d = max(d, a.StopTimeout)
+	}
+	return d
 }
 
 // Quit implements localapi.Backend: a shutdown that an unconfirmed stop

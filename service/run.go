@@ -57,7 +57,13 @@ func Run(p Paths, exe string, stderr io.Writer) int {
 		logf("local API: %v", err)
 		return 1
 	}
-	c := NewController(Options{Paths: p, Executable: exe}, cfg, store)
+	orphans, err := newOrphans()
+	if err != nil {
+		logf("not a child subreaper (%v): what a dead guardian's tree leaves outside its session goes to init", err)
+	} else if orphans != nil {
+		defer orphans.Close()
+	}
+	c := NewController(Options{Paths: p, Executable: exe, Orphans: orphans}, cfg, store)
 	srv := localapi.New(c, l)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve() }()

@@ -43,7 +43,7 @@ ROLE=worker sleep 100000 &
 set +m
 ( ROLE=grand setsid sleep 100000 & )
 if [ "$1" = ready ]; then
-	[ -z "$READY_HTTP_PORT" ] || python3 -c 'import sys, time, http.server as h
+	[ -z "$READY_HTTP_PORT" ] || /usr/bin/python3 -c 'import sys, time, http.server as h
 time.sleep(0.2)
 h.HTTPServer(("127.0.0.1", int(sys.argv[1])), h.SimpleHTTPRequestHandler).serve_forever()' "$READY_HTTP_PORT" &
 	sleep 0.2

@@ -135,13 +135,17 @@ func childrenOf(pid int) ([]int, error) {
 // A dying process's children move between its threads' lists and then to
 // the subreaper, so one walk can miss them; the walk is repeated until two
 // in a row agree.
-func DescendantProcs(root int) ([]Proc, error) {
-	prev, err := walkDescendants(root)
+func DescendantProcs(root int) ([]Proc, error) { return stableWalk(root, nil) }
+
+// stableWalk walks below root until two walks in a row agree, leaving
+// out the children of root that skip names and everything below them.
+func stableWalk(root int, skip func(pid int) bool) ([]Proc, error) {
+	prev, err := walkDescendants(root, skip)
 	if err != nil {
 		return nil, err
 	}
 	for range 10 {
-		cur, err := walkDescendants(root)
+		cur, err := walkDescendants(root, skip)
 		if err != nil {
 			return nil, err
 		}
@@ -169,8 +173,10 @@ func sameRefs(a, b []Proc) bool {
 	return true
 }
 
-// walkDescendants walks the kernel's children lists below root once.
-func walkDescendants(root int) ([]Proc, error) {
+// walkDescendants walks the kernel's children lists below root once,
+// leaving out the children of root that skip (if not nil) names, with
+// everything below them.
+func walkDescendants(root int, skip func(pid int) bool) ([]Proc, error) {
 	var out []Proc
 	seen := map[int]bool{root: true}
 	queue := []int{root}
@@ -182,7 +188,7 @@ func walkDescendants(root int) ([]Proc, error) {
 			return nil, err
 		}
 		for _, c := range kids {
-			if seen[c] {
+			if seen[c] || pid == root && skip != nil && skip(c) {
 				continue
 			}
 			seen[c] = true
@@ -193,4 +199,21 @@ func walkDescendants(root int) ([]Proc, error) {
 		}
 	}
 	return out, nil
+}
+
+// Environ returns the environment pid was started with, as
+// /proc/PID/environ keeps it; only the process's own user (or root) may
+// read it.
+func Environ(pid int) ([]string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return nil, err
+	}
+	var env []string
+	for kv := range bytes.SplitSeq(b, []byte{0}) {
+		if len(kv) > 0 {
+			env = append(env, string(kv))
+		}
+	}
+	return env, nil
 }
