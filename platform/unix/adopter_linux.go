@@ -73,17 +73,26 @@ func (a *Adopter) reap() {
 func (a *Adopter) Adopted() ([]Proc, error) { return adoptedProcs() }
 
 // adoptedProcs walks below the calling process, leaving out the
-// children it started itself and their trees.
+// children it started itself and their trees, until walks agree.
 func adoptedProcs() ([]Proc, error) {
-	type walk struct {
+	return adoptedScan(func() ([]Proc, error) { return stableWalk(os.Getpid(), ownChild) })
+}
+
+// adoptedWalk is adoptedProcs with one walk.
+func adoptedWalk() ([]Proc, error) {
+	return adoptedScan(func() ([]Proc, error) { return walkDescendants(os.Getpid(), ownChild) })
+}
+
+func adoptedScan(walk func() ([]Proc, error)) ([]Proc, error) {
+	type result struct {
 		procs []Proc
 		err   error
 	}
-	w := scanChildren(func() walk {
-		procs, err := stableWalk(os.Getpid(), ownChild)
-		return walk{procs, err}
+	r := scanChildren(func() result {
+		procs, err := walk()
+		return result{procs, err}
 	})
-	return w.procs, w.err
+	return r.procs, r.err
 }
 
 // Stop stops every adopted process and everything below it, as Tree.Stop
@@ -91,9 +100,10 @@ func adoptedProcs() ([]Proc, error) {
 // grace), and reaps them. Until no adopted child is left at all, which
 // the kernel answers atomically, it goes on: a process adopted in the
 // middle of a walk can be missed by it. It returns a *TreeAliveError
-// when some survive.
-func (a *Adopter) Stop(timeout, grace time.Duration) (StopReport, error) {
-	t := &Tree{Root: os.Getpid(), RootSubreaper: true, adopted: true}
+// when some survive. found, when not nil, is called once for each
+// process it finds, before it signals it.
+func (a *Adopter) Stop(timeout, grace time.Duration, found func(Proc)) (StopReport, error) {
+	t := &Tree{Root: os.Getpid(), RootSubreaper: true, adopted: true, found: found}
 	var rep StopReport
 	for i := 0; ; i++ {
 		more, err := t.Stop(timeout, grace)

@@ -63,7 +63,7 @@ func TestAdopterStopsOrphans(t *testing.T) {
 		return slices.ContainsFunc(procs, func(p Proc) bool { return p.Ref() == refs["escapee"] })
 	}, "the escapee %v was never adopted", refs["escapee"])
 	begin := time.Now()
-	rep, err := a.Stop(50*time.Millisecond, 2*time.Second)
+	rep, err := a.Stop(50*time.Millisecond, 2*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

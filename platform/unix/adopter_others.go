@@ -18,9 +18,13 @@ func NewAdopter() (*Adopter, error) { return nil, errors.New("no child subreaper
 func (a *Adopter) Adopted() ([]Proc, error) { return nil, nil }
 
 // Stop has nothing to stop.
-func (a *Adopter) Stop(timeout, grace time.Duration) (StopReport, error) { return StopReport{}, nil }
+func (a *Adopter) Stop(timeout, grace time.Duration, found func(Proc)) (StopReport, error) {
+	return StopReport{}, nil
+}
 
 // Close does nothing.
 func (a *Adopter) Close() {}
 
 func adoptedProcs() ([]Proc, error) { return nil, nil }
+
+func adoptedWalk() ([]Proc, error) { return nil, nil }

@@ -137,6 +137,9 @@ func childrenOf(pid int) ([]int, error) {
 // in a row agree.
 func DescendantProcs(root int) ([]Proc, error) { return stableWalk(root, nil) }
 
+// walkOnce is DescendantProcs with one walk.
+func walkOnce(root int) ([]Proc, error) { return walkDescendants(root, nil) }
+
 // stableWalk walks below root until two walks in a row agree, leaving
 // out the children of root that skip names and everything below them.
 func stableWalk(root int, skip func(pid int) bool) ([]Proc, error) {
