@@ -372,18 +372,15 @@ func (a *actor) reclaim() *api.Error {
 
 // stopOrphans stops what a dead guardian's tree left with the service
 // (see Options.Orphans), giving it timeout between SIGTERM and SIGKILL,
-// and describes what it stopped ("" for nothing). A failure leaves the
+// and returns what it stopped (nil for nothing). A failure leaves the
 // agent unable to start until a retry succeeds (leftover).
-func (a *actor) stopOrphans(timeout time.Duration) (string, *api.Error) {
+func (a *actor) stopOrphans(timeout time.Duration) (*OrphanReport, *api.Error) {
 	rep, err := a.c.stopOrphans(timeout)
 	if err != nil {
 		a.leftover = true
-		return "", &api.Error{Code: api.CodeCleanupFailed, Message: "stopping what the dead guardian left: " + err.Error()}
+		return nil, &api.Error{Code: api.CodeCleanupFailed, Message: "stopping what the dead guardian left: " + err.Error()}
 	}
-	if rep == nil {
-		return "", nil
-	}
-	return rep.String(), nil
+	return rep, nil
 }
 
 // claim frees the identity if its guardian died and nothing has freed it
@@ -539,7 +536,6 @@ func (a *actor) event(ev guardian.Event) bool {
 // guardian's tree is stopped here unless a start follows soon (which
 // takes the tree over).
 func (a *actor) sessionOver(ev guardian.Event, now time.Time) *api.Error {
-	containment := a.session.Ready().Containment
 	a.session, a.events = nil, nil
 	a.pending = false
 	a.row.PID, a.row.GuardianPID, a.row.Containment = 0, 0, ""
@@ -555,21 +551,22 @@ func (a *actor) sessionOver(ev guardian.Event, now time.Time) *api.Error {
 	switch {
 	case ev.Type == guardian.EventLost:
 		e := &api.Error{Code: api.CodeInternal, Message: ev.Err.Error()}
-		if containment == guardian.ContainmentSession {
-			// No cgroup holds the tree: what left the session came
-			// back here, and only here can it be found.
-			if note, oe := a.stopOrphans(a.stopLeft()); oe != nil {
-				e = oe
-			} else if note != "" {
-				e.Message += "; " + note
-			}
+		// The tree lost its owner, and came back here whatever its
+		// containment (the service is a child subreaper): it is stopped
+		// now, not when a restart takes it over after the backoff.
+		rep, oe := a.stopOrphans(a.stopLeft())
+		if oe != nil {
+			e = oe
+		} else if rep != nil {
+			e.Message += "; " + rep.String()
 		}
 		// A guardian's death is a failure of the run.
 		restarting := !a.stopAsked && a.want && a.cfg.Restart.Restarts(true)
 		a.unclaimed = true
-		if !restarting || a.restartArm {
-			// Nobody will start the identity again soon (which would
-			// take the tree over): free it now.
+		if !restarting || a.restartArm || rep.Of(a.cfg.Identity) == 0 {
+			// Nobody will start the identity again soon, or its tree
+			// did not come back here (no subreaper on this system):
+			// free it now rather than when a restart takes it over.
 			if rerr := a.claim(); rerr != nil {
 				e = rerr
 			}

@@ -9,11 +9,13 @@ import (
 )
 
 // Orphans stops the processes that come back to the service when a
-// guardian dies while no cgroup holds its tree (guardian.ContainmentSession):
-// the service is a child subreaper, so a descendant that left the agent's
-// session and closed every inherited descriptor, which nothing else could
-// find, is reparented to it. The only children the service starts are
-// guardians, so every other child is such a leftover.
+// guardian dies: the service is a child subreaper, so the dead guardian's
+// tree is reparented to it, whatever held the tree, down to a descendant
+// that left the agent's session and closed every inherited descriptor,
+// which nothing else could find when no cgroup holds it
+// (guardian.ContainmentSession). The only children the service starts
+// are guardians, so every other child is such a leftover, and the service
+// stops it at once: the tree lost its owner.
 type Orphans interface {
 	// Stop stops every such process, and everything below it, as a
 	// guardian stops a tree: SIGTERM, up to timeout, then SIGKILL. It
@@ -31,6 +33,15 @@ type OrphanReport struct {
 	ByIdentity map[string]int
 	Terminated int
 	Killed     int
+}
+
+// Of returns how many of the processes stopped named identity; a nil
+// report stopped none.
+func (r *OrphanReport) Of(identity string) int {
+	if r == nil {
+		return 0
+	}
+	return r.ByIdentity[identity]
 }
 
 func (r *OrphanReport) String() string {

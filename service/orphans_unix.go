@@ -28,16 +28,15 @@ func newOrphans() (Orphans, error) {
 	return &adopted{a: a}, nil
 }
 
+// Stop counts each process by its identity as the stop finds it, just
+// before signalling it: a walk of its own first would delay the stop of
+// a tree whose guardian just died.
 func (o *adopted) Stop(timeout time.Duration) (*OrphanReport, error) {
-	procs, err := o.a.Adopted()
-	if err != nil || len(procs) == 0 {
+	r := &OrphanReport{ByIdentity: map[string]int{}}
+	rep, err := o.a.Stop(timeout, orphanGrace, func(p punix.Proc) { r.ByIdentity[identityOf(p.Pid)]++ })
+	if len(r.ByIdentity) == 0 {
 		return nil, err
 	}
-	r := &OrphanReport{ByIdentity: map[string]int{}}
-	for _, p := range procs {
-		r.ByIdentity[identityOf(p.Pid)]++
-	}
-	rep, err := o.a.Stop(timeout, orphanGrace)
 	r.Terminated, r.Killed = rep.Terminated, rep.Killed
 	return r, err
 }
