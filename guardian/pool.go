@@ -51,8 +51,10 @@ func (p *Pool) Start(ctx context.Context, spec Spec) (*Session, error) {
 	}
 	var g *spawned
 	p.mu.Lock()
-	if n := len(p.warm); n > 0 {
-		g, p.warm = p.warm[n-1], p.warm[:n-1]
+	if len(p.warm) > 0 {
+		// The oldest: the one most surely done with its start-up and
+		// prepare, which a start that comes too soon would wait for.
+		g, p.warm = p.warm[0], p.warm[1:]
 	}
 	p.mu.Unlock()
 	defer p.refillLater()

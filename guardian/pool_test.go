@@ -22,7 +22,7 @@ func TestPoolUsesWarmGuardian(t *testing.T) {
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			if n := len(p.warm); n == poolSize {
-				g = p.warm[n-1] // the one the next Start takes
+				g = p.warm[0] // the one the next Start takes
 			}
 			return g != nil
 		}, "no warm guardian")
