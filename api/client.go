@@ -44,21 +44,14 @@ type Client struct {
 // NewClient returns a client of the service listening at socketPath (see
 // SocketPath). It connects only when a method is called.
 func NewClient(socketPath string) *Client {
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return dialSocket(ctx, socketPath)
-		},
-		// One connection per request: a connect over a local socket is
-		// cheap, the service checks the peer per connection, and no idle
-		// connection (with its goroutines) outlives a call or points at
-		// a service that has since been restarted. Proxy is nil: the
-		// environment's proxy settings must never apply here.
-		DisableKeepAlives:  true,
-		DisableCompression: true,
-	}
-	// No Timeout on the http.Client: the event stream lasts as long as
-	// its context; every call is bounded by the caller's context.
-	return &Client{path: socketPath, hc: &http.Client{Transport: tr}}
+	// One connection per request (see oneShot): a connect over a local
+	// socket is cheap, the service checks the peer per connection, and
+	// no idle connection outlives a call or points at a service that has
+	// since been restarted. No proxy and no compression: the
+	// environment's proxy settings must never apply here. No Timeout on
+	// the http.Client: the event stream lasts as long as its context;
+	// every call is bounded by the caller's context.
+	return &Client{path: socketPath, hc: &http.Client{Transport: oneShot{path: socketPath}}}
 }
 
 // dialSocket connects to the service's socket or pipe (platform.Dial: on
@@ -228,6 +221,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) (*htt
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	req.Close = true // the connection ends with the answer
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		// The *url.Error only adds the method and a URL that names no
