@@ -28,6 +28,10 @@ func TestMain(m *testing.M) {
 		switch os.Args[1] {
 		case "guardian":
 			os.Exit(Main(os.Args[2:]))
+		case "guardian-v1":
+			// A guardian of an older binary, which speaks version 1.
+			speaks = 1
+			os.Exit(Main(os.Args[2:]))
 		case "helper":
 			os.Exit(runHelper(os.Args[2:]))
 		case "owner":
