@@ -17,6 +17,12 @@ import (
 // the registration of the profile's service with the OS.
 func (inv *invocation) serviceManager(p service.Paths, args []string) int {
 	verb := args[0]
+	switch verb {
+	case "upgrade":
+		return inv.upgrade(p, args[1:])
+	case "handover-check":
+		return service.HandoverCheck(p, Version, os.Stdin, inv.stdout)
+	}
 	fs := flag.NewFlagSet("service "+verb, flag.ContinueOnError)
 	fs.SetOutput(inv.stderr)
 	printOnly := fs.Bool("print", false, "show exactly what would be written, and write nothing")

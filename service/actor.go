@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/tether-dev/tether/api"
@@ -21,6 +22,7 @@ const (
 	cmdRemove      // removed from the config: stop and end
 	cmdShutdown    // the service is exiting: stop, intent unchanged
 	cmdDepStop     // a required agent is going: stop, intent unchanged
+	cmdFreeze      // an upgrade: detach the session, say what is known, wait for the thaw
 )
 
 type command struct {
@@ -28,6 +30,7 @@ type command struct {
 	reply  chan error // nil: nobody waits
 	noWait bool       // start, restart: answer once spawned, not once ready
 	cause  *api.Error // dep stop: why
+	freeze chan<- *frozenActor
 }
 
 // startWaiter is a caller waiting for a start to settle: once the agent
@@ -46,6 +49,10 @@ type actor struct {
 	cfgc chan config.Agent
 	done chan struct{} // closed when run returns
 
+	// guardianVersion is the protocol version of the running guardian
+	// (0: none), for an upgrade's check, which reads it from elsewhere.
+	guardianVersion atomic.Int32
+
 	// Owned by run.
 	cfg        config.Agent
 	row        api.Agent
@@ -53,6 +60,7 @@ type actor struct {
 	events     <-chan guardian.Event
 	timer      *time.Timer
 	timerC     <-chan time.Time
+	timerDue   time.Time
 	depc       chan struct{} // a dependency's row changed
 	depWait    bool          // the start waits for dependencies
 	depErr     *api.Error    // stopped with a dependency: why
@@ -170,6 +178,8 @@ func (a *actor) handle(cmd command) bool {
 	default:
 	}
 	switch cmd.kind {
+	case cmdFreeze:
+		a.frozen(cmd.freeze)
 	case cmdStart:
 		a.want = true
 		a.failures, a.backoff = 0, 0
@@ -249,6 +259,16 @@ func (a *actor) requestStop() {
 	}
 }
 
+// setSession makes s (nil: none) the agent's session.
+func (a *actor) setSession(s *guardian.Session) {
+	a.session, a.events = s, nil
+	v := 0
+	if s != nil {
+		a.events, v = s.Events(), s.Version()
+	}
+	a.guardianVersion.Store(int32(v))
+}
+
 func (a *actor) stopTimer() {
 	if a.timer != nil {
 		a.timer.Stop()
@@ -260,6 +280,7 @@ func (a *actor) schedule(d time.Duration) {
 	a.stopTimer()
 	a.timer = time.NewTimer(d)
 	a.timerC = a.timer.C
+	a.timerDue = time.Now().Add(d)
 }
 
 func (a *actor) answer(waiters *[]chan error, err error) {
@@ -373,7 +394,7 @@ func (a *actor) start() {
 		a.startFailed(err)
 		return
 	}
-	a.session, a.events = s, s.Events()
+	a.setSession(s)
 	a.stopAsked = false
 	a.contention, a.contDelay = time.Time{}, 0
 	a.startedAt = time.Now()
@@ -455,6 +476,9 @@ func (a *actor) event(ev guardian.Event) bool {
 		}
 		a.settleStarts()
 		return false
+	case guardian.EventAttached:
+		a.attached(ev)
+		return false
 	case guardian.EventStatus:
 		a.row.Status = ev.Status
 		if ev.MainPID > 0 {
@@ -479,7 +503,7 @@ func (a *actor) event(ev guardian.Event) bool {
 // guardian's tree is stopped here unless a start follows soon (which
 // takes the tree over).
 func (a *actor) sessionOver(ev guardian.Event, now time.Time) *api.Error {
-	a.session, a.events = nil, nil
+	a.setSession(nil)
 	a.pending = false
 	a.row.PID, a.row.GuardianPID = 0, 0
 	a.recordRun(func(run *state.Run) {

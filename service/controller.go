@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -27,6 +28,17 @@ type Options struct {
 	HealthyAfter           time.Duration
 	CrashLoopLimit         int
 	ContentionWindow       time.Duration
+
+	// resumed is what an upgrade's successor takes over, by agent id:
+	// the agents start from it instead of from intent.
+	resumed map[string]resumedAgent
+}
+
+// resumedAgent is an agent handed over by the service before: what it
+// knew, and the session of its running guardian, attached again.
+type resumedAgent struct {
+	state   agentHandover
+	session *guardian.Session
 }
 
 // Defaults of the restart policy.
@@ -54,7 +66,9 @@ type Controller struct {
 	quitAsked bool
 
 	pool     *guardian.Pool // a guardian started ahead of each start
-	quit     chan struct{}  // closed when Quit is accepted
+	service  api.Service    // the process and its binary, for Status
+	upgrades chan upgradeCall
+	quit     chan struct{} // closed when Quit is accepted
 	runs     chan stateWrite
 	runsDone chan struct{}
 	logStart chan struct{} // an agent started; see capLogs
@@ -93,6 +107,7 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 		rows:     map[string]api.Agent{},
 		subs:     map[*subscriber]struct{}{},
 		quit:     make(chan struct{}),
+		upgrades: make(chan upgradeCall),
 		pool:     guardian.NewPool(opts.Executable),
 		runs:     make(chan stateWrite, runWriteBuffer),
 		runsDone: make(chan struct{}),
@@ -100,6 +115,10 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 	}
 	go c.capLogs()
 	go c.writeRuns()
+	if opts.resumed != nil {
+		c.resumeAll(cfg)
+		return c
+	}
 	st := store.State()
 	enabled := map[string]bool{}
 	var autostarted []string
@@ -161,6 +180,10 @@ func (c *Controller) Status() api.Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := api.Status{Profile: c.opts.Paths.Profile, ServicePID: os.Getpid(), ConfigError: c.configErr}
+	if c.service.Version != "" {
+		svc := c.service
+		st.Service = &svc
+	}
 	for _, a := range c.cfg.Agents {
 		if row, ok := c.rows[a.ID]; ok {
 			st.Agents = append(st.Agents, row)
@@ -423,9 +446,11 @@ func (c *Controller) logStarted() {
 // and no agent waits for one.
 const runWriteBuffer = 1024
 
-// stateWrite is one change to an agent's last run.
+// stateWrite is one change to an agent's last run, or (done set) a
+// marker closed once everything queued before it is written.
 type stateWrite struct {
-	f func(*state.State)
+	f    func(*state.State)
+	done chan struct{}
 }
 
 // writeRuns applies queued changes to the state until the controller
@@ -464,7 +489,10 @@ func (c *Controller) writeRuns() {
 }
 
 func (c *Controller) applyRuns(batch []stateWrite) {
-	if len(batch) == 0 {
+	if !slices.ContainsFunc(batch, func(w stateWrite) bool { return w.f != nil }) {
+		for _, w := range batch {
+			close(w.done)
+		}
 		return
 	}
 	// A failure is the state file's, and Err reports it to status and
@@ -475,9 +503,16 @@ func (c *Controller) applyRuns(batch []stateWrite) {
 			s.Agents = map[string]state.Agent{}
 		}
 		for _, w := range batch {
-			w.f(s)
+			if w.f != nil {
+				w.f(s)
+			}
 		}
 	})
+	for _, w := range batch {
+		if w.done != nil {
+			close(w.done)
+		}
+	}
 }
 
 // recordRun queues a change to an agent's last run.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -15,8 +16,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/internal/logline"
 	"github.com/tether-dev/tether/platform"
+	"github.com/tether-dev/tether/service/config"
 	"github.com/tether-dev/tether/service/localapi"
 	"github.com/tether-dev/tether/service/state"
 )
@@ -24,44 +28,48 @@ import (
 // Run runs the service of one profile in the foreground until it is
 // told to quit (a stop signal, see stopSignals, or the API), and returns
 // the exit code. A reload signal (SIGHUP on Unix; Windows has none)
-// reloads the config.
-func Run(p Paths, exe string, stderr io.Writer) int {
+// reloads the config. Started by an upgrade (handoverEnv set), it takes
+// over from the service before instead (see upgrade.go); an upgrade asked
+// of it over the API replaces it in turn.
+func Run(p Paths, exe, version string, stderr io.Writer) int {
 	logf := func(format string, args ...any) { logline.Printf(stderr, "service", format, args...) }
 	if err := platform.SecureDir(p.StateDir); err != nil {
 		logf("state directory: %v", err)
 		return 1
 	}
-	lock, err := takeServiceLock(p)
+	var b *beginning
+	var err error
+	if path := os.Getenv(handoverEnv); path != "" {
+		// Agents must not see it.
+		os.Unsetenv(handoverEnv)
+		b, err = takeOverFrom(p, path, logf)
+	} else {
+		b, err = begin(p)
+	}
 	if err != nil {
 		logf("%v", err)
 		return 1
 	}
-	defer lock.Close()
-
-	cfg, err := loadConfig(p)
-	if err != nil {
-		logf("%v", err)
-		return 1
-	}
-	store, err := state.Open(p.StateDir)
-	if err != nil {
-		logf("state: %v", err)
-		return 1
-	}
-	defer store.Close()
-	if err := store.Err(); err != nil {
+	defer b.lock.Close()
+	defer b.store.Close()
+	if err := b.store.Err(); err != nil {
 		logf("the state file is malformed and left as it is (intent will not be saved until it is fixed): %v", err)
 	}
-	l, err := platform.Listen(p.Socket)
-	if err != nil {
-		logf("local API: %v", err)
-		return 1
-	}
-	c := NewController(Options{Paths: p, Executable: exe}, cfg, store)
-	srv := localapi.New(c, l)
+	c := NewController(Options{Paths: p, Executable: exe, resumed: b.resumed}, b.cfg, b.store)
+	c.service = ServiceInfo(exe, version)
+	srv := localapi.New(c, b.listener)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve() }()
-	logf("profile %q serving on %s with %d agent(s) from %s", p.Profile, p.Socket, len(cfg.Agents), cfg.Path)
+	if b.upgrade != nil {
+		up := *b.upgrade
+		up.Took = time.Since(up.Began)
+		c.setUpgrade(up)
+		stopAt("serving")
+		logf("profile %q taken over on %s (upgrade %s in %v) with %d agent(s), %d running, from %s", p.Profile, p.Socket, up.ID, up.Took.Round(time.Microsecond), len(b.cfg.Agents), len(b.resumed), b.cfg.Path)
+	} else {
+		logf("profile %q serving on %s with %d agent(s) from %s", p.Profile, p.Socket, len(b.cfg.Agents), b.cfg.Path)
+	}
+	u := &upgrader{p: p, exe: exe, version: version, c: c, srv: srv, inherit: b.inherit, logf: logf}
 
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, slices.Concat(stopSignals, reloadSignals)...)
@@ -85,6 +93,8 @@ func Run(p Paths, exe string, stderr io.Writer) int {
 					logf("%v (send the signal again to exit anyway)", err)
 				}
 			}()
+		case call := <-c.upgradeCalls():
+			u.upgrade(call)
 		case <-c.Done():
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			_ = srv.Shutdown(ctx)
@@ -101,13 +111,124 @@ func Run(p Paths, exe string, stderr io.Writer) int {
 	}
 }
 
+// beginning is what the service runs with: its lock, config, state and
+// listener, and, for an upgrade's successor, what it takes over.
+type beginning struct {
+	lock     *os.File
+	cfg      *config.Config
+	store    *state.Store
+	listener net.Listener
+	inherit  *inheritance
+	resumed  map[string]resumedAgent
+	upgrade  *api.Upgrade
+}
+
+// begin starts a service afresh.
+func begin(p Paths) (b *beginning, err error) {
+	b = &beginning{}
+	if b.lock, err = takeServiceLock(p); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			b.lock.Close()
+		}
+	}()
+	if b.cfg, err = loadConfig(p); err != nil {
+		return nil, err
+	}
+	if b.store, err = state.Open(p.StateDir); err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	if b.listener, err = platform.Listen(p.Socket); err != nil {
+		b.store.Close()
+		return nil, fmt.Errorf("local API: %w", err)
+	}
+	b.inherit = newInheritance(b.lock, b.listener)
+	return b, nil
+}
+
+// takeOverFrom is begin for an upgrade's successor: everything comes from
+// the handover record at path. A failure here is a crash like any other:
+// the tethers close with this process, and the guardians tear down (I2).
+func takeOverFrom(p Paths, path string, logf func(string, ...any)) (*beginning, error) {
+	rec, err := readHandover(path, p.Profile)
+	if err != nil {
+		return nil, err
+	}
+	in, err := inherited(rec)
+	if err != nil {
+		return nil, err
+	}
+	stopAt("successor")
+	b := &beginning{lock: in.lock, listener: in.listener, inherit: in, upgrade: &rec.Upgrade, resumed: map[string]resumedAgent{}}
+	if b.cfg, err = rec.config(); err != nil {
+		return nil, err
+	}
+	if b.store, err = state.Open(p.StateDir); err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	attached := 0
+	for _, st := range rec.Agents {
+		r := resumedAgent{state: st}
+		if t := st.Tether; t != nil {
+			s, err := attachTether(p, b.cfg, st.ID, t)
+			if err != nil {
+				// Its guardian sees the tether close and tears down;
+				// the agent starts again by its intent.
+				logf("taking over the guardian of %q: %v", st.ID, err)
+				r.state.Tether = nil
+				r.state.Row.PID, r.state.Row.GuardianPID = 0, 0
+				r.state.Row.State = api.StateBackoff
+				r.state.Row.Error = &api.Error{Code: api.CodeInternal, Message: "its guardian could not be taken over at the upgrade: " + err.Error()}
+				r.state.Due = time.Now()
+			} else {
+				r.session = s
+			}
+			if attached++; attached == (countTethers(rec)+1)/2 {
+				stopAt("attaching")
+			}
+		}
+		b.resumed[st.ID] = r
+	}
+	return b, nil
+}
+
+func countTethers(rec *handoverRecord) int {
+	n := 0
+	for _, a := range rec.Agents {
+		if a.Tether != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// attachTether makes a session of the tether handed over for agent id.
+func attachTether(p Paths, cfg *config.Config, id string, t *tetherHandover) (*guardian.Session, error) {
+	var spec guardian.Spec
+	for _, a := range cfg.Agents {
+		if a.ID == id {
+			spec = guardian.Spec{Identity: a.Identity, Profile: p.Profile, StopTimeout: a.StopTimeout}
+		}
+	}
+	if spec.Identity == "" {
+		return nil, fmt.Errorf("no agent %q in the config handed over", id)
+	}
+	a, err := attachment(id, t)
+	if err != nil {
+		return nil, err
+	}
+	return guardian.Attach(spec, a)
+}
+
 // ErrAlreadyRunning: another service runs this profile.
 var ErrAlreadyRunning = errors.New("the service of this profile is already running")
 
 // takeServiceLock makes this the only service of the profile: a lock on
 // service.lock in the state directory, which holds the pid of its holder
 // at platform.LockDataOffset, for the message a second one prints.
-func takeServiceLock(p Paths) (io.Closer, error) {
+func takeServiceLock(p Paths) (*os.File, error) {
 	f, err := platform.OpenLockFile(filepath.Join(p.StateDir, "service.lock"))
 	if err != nil {
 		return nil, err
