@@ -142,3 +142,12 @@ func (rec *handoverRecord) descriptors() []uintptr {
 	}
 	return out
 }
+
+// removeStaleHandover removes the records, and their temporary files,
+// that a handover killed before it was taken over left in stateDir.
+func removeStaleHandover(stateDir string) {
+	left, _ := filepath.Glob(filepath.Join(stateDir, handoverName+"*"))
+	for _, f := range left {
+		_ = os.Remove(f)
+	}
+}

@@ -134,6 +134,9 @@ func begin(p Paths) (b *beginning, err error) {
 			b.lock.Close()
 		}
 	}()
+	// A record left by a handover that did not happen (the service was
+	// killed in the middle of it) names descriptors of a dead process.
+	removeStaleHandover(p.StateDir)
 	if b.cfg, err = loadConfig(p); err != nil {
 		return nil, err
 	}

@@ -16,12 +16,17 @@ import (
 // clients that connect meanwhile wait in its backlog (a unix socket's
 // listen queue), none is refused. Every event stream ends, with a
 // handover event first when handover is set (the client reconnects), and
-// Pause waits for the requests in progress until ctx is done. Then the
-// listener is the next owner's, or Resume serves it again; Serve does not
-// return meanwhile. On ctx's end the requests still in progress go on and
-// Pause returns ctx's error: call Resume.
+// Pause waits until every connection accepted before has been answered
+// and closed, until ctx is done. Then the listener is the next owner's,
+// or Resume serves it again; Serve does not return meanwhile. On ctx's
+// end the requests still in progress go on and Pause returns ctx's
+// error: call Resume.
+//
+// It is not http.Server.Shutdown, which drops a connection whose request
+// it reads after the shutdown began: here that request is answered.
 func (s *Server) Pause(ctx context.Context, handover bool) error {
-	if _, ok := s.l.(deadliner); !ok {
+	d, ok := s.l.(deadliner)
+	if !ok {
 		return fmt.Errorf("the %T listener cannot stop accepting without closing", s.l)
 	}
 	s.mu.Lock()
@@ -31,15 +36,42 @@ func (s *Server) Pause(ctx context.Context, handover bool) error {
 		return errors.New("the server is shutting down")
 	default:
 	}
-	hs := s.hs
+	g := s.gen
 	s.pausing, s.resumed = true, make(chan struct{})
 	s.handingOver.Store(handover)
 	s.mu.Unlock()
-	err := hs.Shutdown(ctx)
-	// Accept was woken by a deadline in the past; the listener itself
-	// stays as it was.
-	_ = s.l.(deadliner).SetDeadline(time.Time{})
-	return err
+	// Every answer from now on closes its connection.
+	g.hs.SetKeepAlivesEnabled(false)
+	g.endStreams()
+	_ = g.ln.Close()
+	defer func() { _ = d.SetDeadline(time.Time{}) }()
+	select {
+	case <-g.served:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	for !g.quiet() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// quiet closes the idle connections of the generation and reports
+// whether none is left.
+func (g *generation) quiet() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for c, st := range g.conns {
+		if st == http.StateIdle {
+			c.Close()
+			delete(g.conns, c)
+		}
+	}
+	return len(g.conns) == 0
 }
 
 // Resume serves the listener again after a Pause.
@@ -49,7 +81,7 @@ func (s *Server) Resume() {
 	if !s.pausing {
 		return
 	}
-	s.hs = s.newHTTPServer()
+	s.gen = s.newGeneration()
 	s.pausing = false
 	s.handingOver.Store(false)
 	close(s.resumed)
@@ -63,10 +95,10 @@ type deadliner interface {
 	SetDeadline(time.Time) error
 }
 
-// pausable wraps l so that the HTTP server's Close of it (at Shutdown,
-// also at a Pause) only wakes its Accept, with a deadline in the past,
-// and leaves the listener open: closing is Server.Shutdown's, and the
-// handover's.
+// pausable wraps l so that the HTTP server's Close of it (at Shutdown)
+// or a Pause's only wakes its Accept, with a deadline in the past, and
+// leaves the listener open: closing it is Server.Shutdown's, or the next
+// owner's after a handover.
 func pausable(l net.Listener) net.Listener {
 	if _, ok := l.(deadliner); !ok {
 		return l

@@ -88,8 +88,8 @@ type Server struct {
 	b Backend
 	l net.Listener
 
-	mu sync.Mutex
-	hs *http.Server // the current generation: a new one after Resume
+	mu  sync.Mutex
+	gen *generation // the HTTP server serving now: a new one after Resume
 	// pausing makes Serve wait for Resume or Shutdown instead of
 	// returning; handingOver makes event streams end with a handover
 	// event.
@@ -130,16 +130,27 @@ func New(b Backend, l net.Listener) *Server {
 		api.PathQuit:    {http.MethodPost, s.quit},
 		api.PathUpgrade: {http.MethodPost, s.upgrade},
 	}
-	s.hs = s.newHTTPServer()
+	s.gen = s.newGeneration()
 	return s
 }
 
-// newHTTPServer makes a generation of the HTTP server, with its own
-// closing channel for the event streams.
-func (s *Server) newHTTPServer() *http.Server {
-	closing := make(chan struct{}) // closed when Shutdown or Pause begins: ends event streams
-	var once sync.Once
-	hs := &http.Server{
+// generation is one HTTP server on the listener: the first, or the one
+// a Resume makes.
+type generation struct {
+	hs      *http.Server
+	ln      net.Listener  // the listener as hs serves it (see pausable)
+	closing chan struct{} // closed when Shutdown or Pause begins: ends event streams
+	once    sync.Once
+	served  chan struct{} // closed when hs.Serve has returned
+
+	mu    sync.Mutex
+	conns map[net.Conn]http.ConnState
+}
+
+func (s *Server) newGeneration() *generation {
+	g := &generation{ln: pausable(s.l), closing: make(chan struct{}), served: make(chan struct{}),
+		conns: map[net.Conn]http.ConnState{}}
+	g.hs = &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
@@ -149,14 +160,29 @@ func (s *Server) newHTTPServer() *http.Server {
 		// LOCAL_PEERCRED, the token a pipe client presents);
 		// ServeHTTP checks it on every request.
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			ctx = context.WithValue(ctx, closingKey{}, closing)
+			ctx = context.WithValue(ctx, closingKey{}, g.closing)
 			return context.WithValue(ctx, peerKey{}, s.peerOf(c))
 		},
+		ConnState: g.track,
 	}
 	// http.Server.Shutdown waits for handlers to return, and the event
 	// stream's never would on its own.
-	hs.RegisterOnShutdown(func() { once.Do(func() { close(closing) }) })
-	return hs
+	g.hs.RegisterOnShutdown(g.endStreams)
+	return g
+}
+
+func (g *generation) endStreams() { g.once.Do(func() { close(g.closing) }) }
+
+// track keeps the connections of the generation, for a Pause to wait
+// for.
+func (g *generation) track(c net.Conn, st http.ConnState) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if st == http.StateClosed || st == http.StateHijacked {
+		delete(g.conns, c)
+	} else {
+		g.conns[c] = st
+	}
 }
 
 type closingKey struct{}
@@ -168,9 +194,10 @@ type closingKey struct{}
 func (s *Server) Serve() error {
 	for {
 		s.mu.Lock()
-		hs := s.hs
+		g := s.gen
 		s.mu.Unlock()
-		err := hs.Serve(pausable(s.l))
+		err := g.hs.Serve(g.ln)
+		close(g.served)
 		s.mu.Lock()
 		pausing, resumed := s.pausing, s.resumed
 		s.mu.Unlock()
@@ -195,7 +222,7 @@ func (s *Server) Serve() error {
 // Serve was never called.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
-	hs := s.hs
+	hs := s.gen.hs
 	select {
 	case <-s.final:
 	default:
