@@ -100,13 +100,7 @@ const upLimit = 60 * time.Second
 // Run it as go test ./bench/ -run '^$' -bench Service -benchtime=50x
 // -count=3: every -count is one service lifetime, 10 to 15 s here.
 func BenchmarkService(b *testing.B) {
-	n := defaultAgents
-	if v := os.Getenv(agentsEnv); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			b.Fatalf("%s=%q: want a positive number of agents", agentsEnv, v)
-		}
-	}
+	n := agentCount(b)
 	exe := tetherBinary(b)
 	if v := os.Getenv(exeEnv); v != "" {
 		exe = v
@@ -211,6 +205,18 @@ func BenchmarkService(b *testing.B) {
 		checkTarget(b, "median API start", millis(quantile(viaAPI, 0.5)), 10, "ms")
 		checkTarget(b, "median command-line start", millis(quantile(viaCLI, 0.5)), 15, "ms")
 	}
+}
+
+// agentCount is the number of agents agentsEnv asks for.
+func agentCount(b *testing.B) int {
+	n := defaultAgents
+	if v := os.Getenv(agentsEnv); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			b.Fatalf("%s=%q: want a positive number of agents", agentsEnv, v)
+		}
+	}
+	return n
 }
 
 // svcWorld is a throwaway user environment for one service: its own XDG

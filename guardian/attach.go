@@ -118,6 +118,9 @@ type Attachment struct {
 	// Owner is this process, the guardian's new owner (sent with
 	// attach).
 	Owner platform.Ref
+	// Later defers attach until SendAttach: a successor that serves its
+	// API first, and then wakes every guardian.
+	Later bool
 }
 
 // Attach makes a Session of a tether handed over by the previous owner.
@@ -132,16 +135,25 @@ func Attach(spec Spec, a Attachment) (*Session, error) {
 	// very process, after execve or in a test) must not cut this one.
 	_ = a.Conn.SetReadDeadline(time.Time{})
 	s := newSession(spec, a.Conn, newLineReaderAfter(a.Pending, a.Conn), a.Proc)
-	s.ready, s.version = a.Ready, a.Version
+	s.ready, s.version, s.owner = a.Ready, a.Version, a.Owner
+	go s.run()
+	if !a.Later {
+		s.SendAttach()
+	}
+	return s, nil
+}
+
+// SendAttach tells the guardian of an attached session that this process
+// owns its tether now (version 2 and later; for version 1 it only closes
+// Attached). A failed write means the guardian is gone or going: its EOF
+// follows, and with it the lost event.
+func (s *Session) SendAttach() {
 	if s.version < 2 {
 		s.markAttached()
-	} else if err := s.write(message{Type: msgAttach, Version: ProtocolVersion, Owner: &a.Owner, Profile: spec.Profile}); err != nil {
-		// The guardian is gone or going: its EOF follows, and with it
-		// the lost event.
-		_ = err
+		return
 	}
-	go s.run()
-	return s, nil
+	owner := s.owner
+	_ = s.write(message{Type: msgAttach, Version: ProtocolVersion, Owner: &owner, Profile: s.spec.Profile})
 }
 
 // Attached is closed once the guardian has answered attach (for a

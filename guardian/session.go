@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tether-dev/tether/platform"
 )
 
 // Event is one report from a running session.
@@ -40,7 +42,8 @@ type Event struct {
 type Session struct {
 	spec    Spec
 	ready   Ready
-	version int // the protocol version spoken with the guardian
+	version int          // the protocol version spoken with the guardian
+	owner   platform.Ref // this process, for attach
 	conn    tetherConn
 	proc    guardianProcess
 	// rd is the tether's reader; run owns it. Detach parks run and

@@ -61,15 +61,17 @@ type actor struct {
 	timer      *time.Timer
 	timerC     <-chan time.Time
 	timerDue   time.Time
-	depc       chan struct{} // a dependency's row changed
-	depWait    bool          // the start waits for dependencies
-	depErr     *api.Error    // stopped with a dependency: why
-	pending    bool          // spawned, its readiness check not passed yet
-	want       bool          // the agent should be running
-	stopAsked  bool          // a stop was sent to the guardian
-	stopSince  time.Time     // when
-	restartArm bool          // start again once stopped
-	ending     bool          // removed or shutting down: end once stopped
+	awaiting   chan attachResult // an upgrade's successor: the session to come
+	adoptIdle  bool              // not to run: adopt a tree that outlived the service, and stop it
+	depc       chan struct{}     // a dependency's row changed
+	depWait    bool              // the start waits for dependencies
+	depErr     *api.Error        // stopped with a dependency: why
+	pending    bool              // spawned, its readiness check not passed yet
+	want       bool              // the agent should be running
+	stopAsked  bool              // a stop was sent to the guardian
+	stopSince  time.Time         // when
+	restartArm bool              // start again once stopped
+	ending     bool              // removed or shutting down: end once stopped
 	backoff    time.Duration
 	failures   int
 	startedAt  time.Time
@@ -144,6 +146,8 @@ var errEnded = &api.Error{Code: api.CodeInternal, Message: "the agent was remove
 
 func (a *actor) run() {
 	defer close(a.done)
+	a.awaitSession()
+	a.adoptUnwanted()
 	for {
 		select {
 		case cmd := <-a.cmds:
@@ -345,7 +349,8 @@ func (a *actor) spec(env []string) guardian.Spec {
 		Identity: a.cfg.Identity, Profile: p.Profile, Argv: argv, Dir: a.cfg.Dir, Env: env,
 		StopTimeout: a.cfg.StopTimeout, LockDir: p.LockDir, PrivateRoot: p.PrivateRoot,
 		LogPath: p.LogPath(a.id), Executable: a.c.opts.Executable,
-		Readiness: readiness(a.cfg, p),
+		Readiness:    readiness(a.cfg, p),
+		SurviveCrash: a.cfg.SurviveCrash, AdoptPath: p.AdoptPath(a.cfg.Identity),
 	}
 }
 
@@ -371,6 +376,11 @@ func (a *actor) reclaim() *api.Error {
 // start asks for a guardian. It blocks the actor for at most the
 // handshake: commands queue meanwhile.
 func (a *actor) start() {
+	// A tree that outlived the service before runs already: it is
+	// adopted whatever its dependencies do now.
+	if a.adopt() {
+		return
+	}
 	if !a.depsReady() {
 		return
 	}
@@ -394,10 +404,16 @@ func (a *actor) start() {
 		a.startFailed(err)
 		return
 	}
+	a.began(s, time.Now())
+}
+
+// began takes s, whose agent started at since (just now, or before an
+// adoption), as the agent's session.
+func (a *actor) began(s *guardian.Session, since time.Time) {
 	a.setSession(s)
 	a.stopAsked = false
 	a.contention, a.contDelay = time.Time{}, 0
-	a.startedAt = time.Now()
+	a.startedAt = since
 	r := s.Ready()
 	a.row.PID, a.row.GuardianPID = r.AgentPID, r.GuardianPID
 	a.pending = r.Pending

@@ -29,16 +29,20 @@ type Options struct {
 	CrashLoopLimit         int
 	ContentionWindow       time.Duration
 
+	// Logf writes a line to the service's log; nil: nowhere.
+	Logf func(format string, args ...any)
+
 	// resumed is what an upgrade's successor takes over, by agent id:
 	// the agents start from it instead of from intent.
 	resumed map[string]resumedAgent
 }
 
 // resumedAgent is an agent handed over by the service before: what it
-// knew, and the session of its running guardian, attached again.
+// knew, and, when its guardian runs, where the session of its tether
+// attached again comes (the actor waits for it before anything else).
 type resumedAgent struct {
 	state   agentHandover
-	session *guardian.Session
+	session chan attachResult
 }
 
 // Defaults of the restart policy.
@@ -85,6 +89,9 @@ var ErrShutdownRefused = errors.New("shutdown refused once: agents could not be 
 func NewController(opts Options, cfg *config.Config, store *state.Store) *Controller {
 	if opts.BaseEnv == nil {
 		opts.BaseEnv = os.Environ()
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
@@ -160,6 +167,8 @@ func (c *Controller) addLocked(a config.Agent, enabled, record bool) {
 	act := newActor(c, a)
 	c.actors[a.ID] = act
 	c.rows[a.ID] = act.row
+	// Not to run: a tree that outlived the service before is stopped.
+	act.adoptIdle = !enabled
 	go act.run()
 	if enabled {
 		if record {
@@ -168,6 +177,8 @@ func (c *Controller) addLocked(a config.Agent, enabled, record bool) {
 		act.send(command{kind: cmdStart})
 	}
 }
+
+func (c *Controller) logf(format string, args ...any) { c.opts.Logf(format, args...) }
 
 // Done is closed once Quit has been accepted.
 func (c *Controller) Done() <-chan struct{} { return c.quit }

@@ -14,9 +14,12 @@ import (
 
 // The handover record is what a service hands its successor at an
 // upgrade (I9): which descriptor is which tether, and what it knew. It is
-// a JSON file in the state directory, written 0600 by temp file, fsync
-// and rename, named to the successor by handoverEnv, and removed by the
-// successor as soon as it has read it.
+// a JSON file in the state directory, written 0600 to a temporary file
+// renamed into place, named to the successor by handoverEnv, and removed
+// by the successor as soon as it has read it. It is not synced: it
+// matters only while the process that wrote it lives (after a crash of
+// the machine there is nothing to hand over), and a sync would make the
+// API wait for the disk.
 //
 // HandoverVersion is the version this binary writes, and the successor
 // reads every version from MinHandoverVersion to HandoverVersion; the
@@ -55,6 +58,8 @@ type handoverRecord struct {
 	Listener uintptr `json:"listener"`
 	// Agents are in the config's order.
 	Agents []agentHandover `json:"agents"`
+	// Steps is the timeline of the handover so far, for the log.
+	Steps []handoverStep `json:"steps,omitempty"`
 }
 
 type handoverConfig struct {
@@ -80,9 +85,7 @@ func writeHandover(stateDir string, rec *handoverRecord) (string, error) {
 		}
 	}()
 	if err = f.Chmod(0o600); err == nil {
-		if _, err = f.Write(b); err == nil {
-			err = f.Sync()
-		}
+		_, err = f.Write(b)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -137,20 +137,42 @@ func (a *actor) handover() agentHandover {
 	return st
 }
 
-// resume takes over what the actor before knew, and its session, if
-// any, before run starts.
-func (a *actor) resume(st agentHandover, s *guardian.Session) {
+// resume takes over what the actor before knew before run starts; its
+// session, if any, comes on session (see awaitSession).
+func (a *actor) resume(st agentHandover, session chan attachResult) {
 	a.row = st.Row
 	a.row.Identity = a.cfg.Identity
 	a.want, a.failures, a.backoff = st.Want, st.Failures, st.Backoff
 	a.startedAt, a.contention, a.contDelay = st.StartedAt, st.Contention, st.ContDelay
 	a.depWait, a.pending = st.DepWait, st.Pending
 	a.stopAsked, a.stopSince, a.restartArm = st.StopAsked, st.StopSince, st.RestartArm
-	if s != nil {
-		a.setSession(s)
-	}
+	a.awaiting = session
 	if !st.Due.IsZero() {
 		a.schedule(max(time.Until(st.Due), 0))
+	}
+}
+
+// awaitSession waits for the session of the tether handed over, first
+// thing in run. A tether that could not be attached is a guardian lost:
+// it tears down on its own, and the agent starts again by its intent.
+func (a *actor) awaitSession() {
+	if a.awaiting == nil {
+		return
+	}
+	r := <-a.awaiting
+	a.awaiting = nil
+	if r.err == nil {
+		a.setSession(r.session)
+		return
+	}
+	a.row.PID, a.row.GuardianPID = 0, 0
+	a.pending, a.stopAsked = false, false
+	e := &api.Error{Code: api.CodeInternal, Message: "its guardian could not be taken over at the upgrade: " + r.err.Error()}
+	if a.want {
+		a.setState(api.StateBackoff, e)
+		a.schedule(0)
+	} else {
+		a.setState(api.StateStopped, e)
 	}
 }
 

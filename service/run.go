@@ -55,7 +55,7 @@ func Run(p Paths, exe, version string, stderr io.Writer) int {
 	if err := b.store.Err(); err != nil {
 		logf("the state file is malformed and left as it is (intent will not be saved until it is fixed): %v", err)
 	}
-	c := NewController(Options{Paths: p, Executable: exe, resumed: b.resumed}, b.cfg, b.store)
+	c := NewController(Options{Paths: p, Executable: exe, Logf: logf, resumed: b.resumed}, b.cfg, b.store)
 	c.service = ServiceInfo(exe, version)
 	srv := localapi.New(c, b.listener)
 	served := make(chan error, 1)
@@ -65,7 +65,8 @@ func Run(p Paths, exe, version string, stderr io.Writer) int {
 		up.Took = time.Since(up.Began)
 		c.setUpgrade(up)
 		stopAt("serving")
-		logf("profile %q taken over on %s (upgrade %s in %v) with %d agent(s), %d running, from %s", p.Profile, p.Socket, up.ID, up.Took.Round(time.Microsecond), len(b.cfg.Agents), len(b.resumed), b.cfg.Path)
+		attachAll(p, b, logf)
+		logf("profile %q taken over on %s (upgrade %s in %v: %s) with %d agent(s) from %s", p.Profile, p.Socket, up.ID, up.Took.Round(time.Microsecond), formatSteps(stepList()), len(b.cfg.Agents), b.cfg.Path)
 	} else {
 		logf("profile %q serving on %s with %d agent(s) from %s", p.Profile, p.Socket, len(b.cfg.Agents), b.cfg.Path)
 	}
@@ -120,6 +121,7 @@ type beginning struct {
 	listener net.Listener
 	inherit  *inheritance
 	resumed  map[string]resumedAgent
+	tethers  map[string]*tetherHandover // by agent id, to attach once serving
 	upgrade  *api.Upgrade
 }
 
@@ -159,6 +161,7 @@ func takeOverFrom(p Paths, path string, logf func(string, ...any)) (*beginning, 
 	if err != nil {
 		return nil, err
 	}
+	beginSteps(rec.Upgrade.Began, append(rec.Steps, handoverStep{Step: "exec'd", At: time.Since(rec.Upgrade.Began)}))
 	in, err := inherited(rec)
 	if err != nil {
 		return nil, err
@@ -168,33 +171,59 @@ func takeOverFrom(p Paths, path string, logf func(string, ...any)) (*beginning, 
 	if b.cfg, err = rec.config(); err != nil {
 		return nil, err
 	}
+	stopAt("config")
 	if b.store, err = state.Open(p.StateDir); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	attached := 0
+	stopAt("state")
+	b.tethers = map[string]*tetherHandover{}
 	for _, st := range rec.Agents {
 		r := resumedAgent{state: st}
-		if t := st.Tether; t != nil {
-			s, err := attachTether(p, b.cfg, st.ID, t)
-			if err != nil {
-				// Its guardian sees the tether close and tears down;
-				// the agent starts again by its intent.
-				logf("taking over the guardian of %q: %v", st.ID, err)
-				r.state.Tether = nil
-				r.state.Row.PID, r.state.Row.GuardianPID = 0, 0
-				r.state.Row.State = api.StateBackoff
-				r.state.Row.Error = &api.Error{Code: api.CodeInternal, Message: "its guardian could not be taken over at the upgrade: " + err.Error()}
-				r.state.Due = time.Now()
-			} else {
-				r.session = s
-			}
-			if attached++; attached == (countTethers(rec)+1)/2 {
-				stopAt("attaching")
-			}
+		if st.Tether != nil {
+			r.session = make(chan attachResult, 1)
+			b.tethers[st.ID] = st.Tether
 		}
 		b.resumed[st.ID] = r
 	}
 	return b, nil
+}
+
+// attachResult is an agent's tether made a session again, or why not.
+type attachResult struct {
+	session *guardian.Session
+	err     error
+}
+
+// attachAll makes sessions of the tethers handed over, each for its
+// actor, which waits for it before anything else: the API already
+// answers by then, from the rows the record carried. Then each guardian
+// is told of its new owner (attach).
+func attachAll(p Paths, b *beginning, logf func(string, ...any)) {
+	var sessions []*guardian.Session
+	n := 0
+	for _, a := range b.cfg.Agents {
+		t, ok := b.tethers[a.ID]
+		if !ok {
+			continue
+		}
+		s, err := attachTether(p, a, t)
+		if err != nil {
+			// Its guardian sees the tether close and tears down; the
+			// agent starts again by its intent.
+			logf("taking over the guardian of %q: %v", a.ID, err)
+		} else {
+			sessions = append(sessions, s)
+		}
+		b.resumed[a.ID].session <- attachResult{s, err}
+		if n++; n == (len(b.tethers)+1)/2 {
+			stopAt("attaching")
+		}
+	}
+	stopAt("attached")
+	for _, s := range sessions {
+		s.SendAttach()
+	}
+	stopAt("announced")
 }
 
 func countTethers(rec *handoverRecord) int {
@@ -207,22 +236,14 @@ func countTethers(rec *handoverRecord) int {
 	return n
 }
 
-// attachTether makes a session of the tether handed over for agent id.
-func attachTether(p Paths, cfg *config.Config, id string, t *tetherHandover) (*guardian.Session, error) {
-	var spec guardian.Spec
-	for _, a := range cfg.Agents {
-		if a.ID == id {
-			spec = guardian.Spec{Identity: a.Identity, Profile: p.Profile, StopTimeout: a.StopTimeout}
-		}
-	}
-	if spec.Identity == "" {
-		return nil, fmt.Errorf("no agent %q in the config handed over", id)
-	}
-	a, err := attachment(id, t)
+// attachTether makes a session of the tether handed over for agent a.
+func attachTether(p Paths, a config.Agent, t *tetherHandover) (*guardian.Session, error) {
+	spec := guardian.Spec{Identity: a.Identity, Profile: p.Profile, StopTimeout: a.StopTimeout}
+	at, err := attachment(a.ID, t)
 	if err != nil {
 		return nil, err
 	}
-	return guardian.Attach(spec, a)
+	return guardian.Attach(spec, at)
 }
 
 // ErrAlreadyRunning: another service runs this profile.

@@ -372,6 +372,7 @@ func (u *upgrader) upgrade(call upgradeCall) {
 		u.c.setUpgrade(up)
 		u.logf("upgrade %s to %s: %v; the service goes on as it was", up.ID, target, err)
 	}
+	beginSteps(began, nil)
 	check, err := checkSuccessor(context.Background(), target, globalArgs(u.p), u.c.offer())
 	if err != nil {
 		fail(err)
@@ -379,6 +380,7 @@ func (u *upgrader) upgrade(call upgradeCall) {
 		return
 	}
 	up.To = check.Build
+	stopAt("checked")
 	u.c.setUpgrade(up)
 	u.logf("upgrade %s: handing over to %s (tether %s, build %s)", up.ID, target, check.Version, check.Build)
 	call.reply <- upgradeReply{ans: api.UpgradeAnswer{Upgrade: up}}
@@ -463,8 +465,53 @@ func ServiceInfo(exe, version string) api.Service {
 	return s
 }
 
-// stopAt stops this process at step when a test asked for it.
+// handoverStep is when a step of a handover was reached, from the
+// upgrade's request: the successor logs the whole timeline.
+type handoverStep struct {
+	Step string        `json:"step"`
+	At   time.Duration `json:"at"`
+}
+
+// steps is the timeline of the handover under way in this process.
+var steps struct {
+	mu    sync.Mutex
+	began time.Time
+	list  []handoverStep
+}
+
+// beginSteps starts a timeline at began (an upgrade's request), with
+// list the steps the process before reached.
+func beginSteps(began time.Time, list []handoverStep) {
+	steps.mu.Lock()
+	defer steps.mu.Unlock()
+	steps.began, steps.list = began, append([]handoverStep(nil), list...)
+}
+
+func stepList() []handoverStep {
+	steps.mu.Lock()
+	defer steps.mu.Unlock()
+	return append([]handoverStep(nil), steps.list...)
+}
+
+func formatSteps(list []handoverStep) string {
+	var b strings.Builder
+	for i, st := range list {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %v", st.Step, st.At.Round(10*time.Microsecond))
+	}
+	return b.String()
+}
+
+// stopAt marks step in the timeline, and stops this process there when
+// a test asked for it.
 func stopAt(step string) {
+	steps.mu.Lock()
+	if !steps.began.IsZero() {
+		steps.list = append(steps.list, handoverStep{Step: step, At: time.Since(steps.began)})
+	}
+	steps.mu.Unlock()
 	if os.Getenv(handoverStopEnv) == step {
 		stopSelf()
 	}

@@ -23,6 +23,11 @@ import (
 // inherited, their close-on-exec flags cleared for the exec alone.
 const successorIsSeparate = false
 
+// attachLater: the successor serves its API before it sends attach: the
+// guardians need not hear of it to go on (the pid is the same), and the
+// wake-up of every guardian would delay the first answer.
+const attachLater = true
+
 // inheritance is what a service hands over besides its agents' tethers:
 // the service lock (held) and the API's listening socket.
 type inheritance struct {
@@ -76,11 +81,12 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, f *frozen, w
 			return fmt.Errorf("the tether of %q: %w", rec.Agents[i].ID, err)
 		}
 	}
+	stopAt("recorded")
+	rec.Steps = stepList()
 	path, err := write(rec)
 	if err != nil {
 		return err
 	}
-	stopAt("recorded")
 	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, handoverEnv+"=") }),
 		handoverEnv+"="+path)
 	argv := append([]string{target}, os.Args[1:]...)
@@ -165,7 +171,7 @@ func attachment(id string, t *tetherHandover) (guardian.Attachment, error) {
 		return guardian.Attachment{}, err
 	}
 	return guardian.Attachment{Conn: conn, Proc: proc, Version: t.Version, Ready: t.Ready,
-		Pending: t.Pending, Owner: platform.Self()}, nil
+		Pending: t.Pending, Owner: platform.Self(), Later: attachLater}, nil
 }
 
 // stopSelf stops this process (a test's handover step).
