@@ -5,21 +5,24 @@
 # make soak   - every lifetime test 20 times over
 # make peers  - tether side by side with supervisord and s6 (apt-get install supervisor s6)
 # make torture - the crash-torture test, TORTURE_ROUNDS rounds (TORTURE_SEED=N replays)
+# make fuzz   - every fuzz target for FUZZTIME (make fuzz FUZZTIME=10m), one at a time
 
 GO          ?= go
 GOBIN       := $(shell $(GO) env GOPATH)/bin
 STATICCHECK := $(GOBIN)/staticcheck
 STATICCHECK_VERSION := v0.8.2
 BENCHTIME   ?= 50x
+FUZZTIME    ?= 1m
+FUZZPARALLEL ?= 1
 
-.PHONY: build test deps fmt vet staticcheck unit cross wine bench soak peers torture
+.PHONY: build test deps fmt vet staticcheck unit fuzz-short cross wine bench soak peers torture fuzz
 
 # The binary is also the guardian, exec'd once per agent start: without
 # cgo it is static and skips the dynamic loader (about 1-2 ms a start).
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/tether .
 
-test: deps fmt vet staticcheck unit cross wine
+test: deps fmt vet staticcheck unit fuzz-short cross wine
 
 # System packages the tests use: installed when root with apt-get,
 # otherwise a SKIP line (a failure with CI=true).
@@ -50,6 +53,11 @@ staticcheck:
 # with session containment and say so (CI=true turns the skip into a failure).
 unit:
 	$(GO) test -count=1 -timeout 15m ./...
+
+# A few seconds of fuzzing per target, from the committed corpora (which
+# unit already replays as tests) and any inputs cached by earlier runs.
+fuzz-short:
+	@GO=$(GO) FUZZTIME=3s FUZZPARALLEL=$(FUZZPARALLEL) bash .ci/fuzz
 
 cross:
 	GOOS=windows GOARCH=amd64 $(GO) vet ./...
@@ -86,3 +94,8 @@ torture:
 # under a temp dir with its own config, never as a system service.
 peers:
 	TETHER_PEERS=1 $(GO) test ./bench/peers/ -run '^TestPeers$$' -v -count=1 -timeout 15m
+
+# Each fuzz target for FUZZTIME, with FUZZPARALLEL workers (1 leaves the
+# machine to others); a failing input lands in testdata/fuzz/ (.ci/fuzz).
+fuzz:
+	@GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZPARALLEL=$(FUZZPARALLEL) bash .ci/fuzz

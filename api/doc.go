@@ -41,6 +41,10 @@
 //     (422), cleanup_failed for a quit whose stops could not be
 //     confirmed, internal (500).
 //
+// An Error carries what a client may act on as data, never only in its
+// message: Left, the processes a failed cleanup left alive and their
+// states; Last, the ending a crash_loop repeats.
+//
 // A client shows a state or code it does not know by its name: the sets
 // are closed for a version of the service, but a newer service may add to
 // them.

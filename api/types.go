@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -18,6 +19,32 @@ const Host = "tether"
 type Error struct {
 	Code    Code   `json:"code"`
 	Message string `json:"message"`
+	// Left lists the processes a failed cleanup left alive
+	// (cleanup_failed), so a client can say what is stuck without
+	// reading the message.
+	Left []Process `json:"left,omitempty"`
+	// Last is, for crash_loop, how the agent last ended: the cause the
+	// loop repeats.
+	Last *Error `json:"last,omitempty"`
+}
+
+// Equal reports whether e and o say the same: code, message, the
+// processes left and the last ending.
+func (e Error) Equal(o Error) bool {
+	if e.Code != o.Code || e.Message != o.Message || !slices.Equal(e.Left, o.Left) || (e.Last == nil) != (o.Last == nil) {
+		return false
+	}
+	return e.Last == nil || e.Last.Equal(*o.Last)
+}
+
+// Process is a process a cleanup left alive, and its state as the system
+// reports it: on Linux and macOS a process state letter (D: waiting in
+// the kernel, uninterruptibly, so SIGKILL takes effect only when that call
+// returns; Z: a zombie; T: stopped); empty where the system says none
+// (Windows).
+type Process struct {
+	PID   int    `json:"pid"`
+	State string `json:"state,omitempty"`
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }

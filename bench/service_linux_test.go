@@ -1,5 +1,3 @@
-//go:build linux
-
 package bench
 
 import (
@@ -21,6 +19,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
 )
@@ -250,7 +249,7 @@ func newSvcWorld(b *testing.B, n int) *svcWorld {
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
-		case strings.HasPrefix(name, "XDG_"), name == "DISPLAY", name == "WAYLAND_DISPLAY", name == helperEnv:
+		case strings.HasPrefix(name, "XDG_"), name == "DISPLAY", name == "WAYLAND_DISPLAY":
 		case name == "GODEBUG":
 			// Our init's execwait=2 is for this process's own children,
 			// not for the service under measure.
@@ -412,22 +411,24 @@ type tree struct {
 // waitTrees waits until the tree of every row is complete: the guardian
 // has exactly two descendants, both live and past their exec of sleep.
 func waitTrees(rows []api.Agent, within time.Duration) ([]tree, error) {
-	deadline := time.Now().Add(within)
-	for {
-		procs, err := punix.Processes()
-		if err != nil {
-			return nil, err
+	var trees []tree
+	var incomplete string
+	var err error
+	if !testproc.Until(within, func() bool {
+		var procs []punix.Proc
+		if procs, err = punix.Processes(); err != nil {
+			return true
 		}
 		byPid := make(map[int]punix.Proc, len(procs))
 		for _, p := range procs {
 			byPid[p.Pid] = p
 		}
-		var trees []tree
-		var incomplete string
+		trees, incomplete = nil, ""
 		for _, r := range rows {
 			g, ok := byPid[r.GuardianPID]
 			if !ok || g.Zombie() {
-				return nil, fmt.Errorf("agent %s: guardian pid %d is gone", r.ID, r.GuardianPID)
+				err = fmt.Errorf("agent %s: guardian pid %d is gone", r.ID, r.GuardianPID)
+				return true
 			}
 			ms := punix.Descendants(procs, r.GuardianPID)
 			complete := len(ms) == 2 && slices.ContainsFunc(ms, func(p punix.Proc) bool { return p.Pid == r.PID })
@@ -436,18 +437,18 @@ func waitTrees(rows []api.Agent, within time.Duration) ([]tree, error) {
 			}
 			if !complete {
 				incomplete = fmt.Sprintf("agent %s (guardian %d, agent %d): %v", r.ID, r.GuardianPID, r.PID, ms)
-				break
+				return false
 			}
 			trees = append(trees, tree{id: r.ID, guardian: g, members: ms})
 		}
-		if incomplete == "" {
-			return trees, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("a tree is incomplete after %v: %s", within, incomplete)
-		}
-		time.Sleep(time.Millisecond)
+		return true
+	}) {
+		return nil, fmt.Errorf("a tree is incomplete after %v: %s", within, incomplete)
 	}
+	if err != nil {
+		return nil, err
+	}
+	return trees, nil
 }
 
 // memory is what the service and its guardians cost.
@@ -710,13 +711,12 @@ func (s *svc) abort() {
 func reapOrphans(grace time.Duration) []punix.Proc {
 	self := os.Getpid()
 	deadline := time.Now().Add(grace)
-	hard := deadline.Add(waitLimit)
 	seen := make(map[punix.Ref]bool)
 	var killed []punix.Proc
-	for {
+	testproc.Until(grace+waitLimit, func() bool {
 		procs, err := punix.Processes()
 		if err != nil {
-			return killed
+			return true
 		}
 		live := 0
 		for _, p := range punix.Descendants(procs, self) {
@@ -740,11 +740,9 @@ func reapOrphans(grace time.Duration) []punix.Proc {
 				h.close()
 			}
 		}
-		if live == 0 || time.Now().After(hard) {
-			return killed
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return live == 0
+	})
+	return killed
 }
 
 // removeRecordedCgroups removes the cgroups named in the owner records of

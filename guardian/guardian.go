@@ -127,7 +127,7 @@ func (r *stopReport) add(more stopReport) {
 
 // treeAliveError is a stop that left processes alive.
 type treeAliveError struct {
-	left []int
+	left []Survivor
 	err  error
 }
 
@@ -521,7 +521,10 @@ func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit
 		c := &Cleanup{Code: CleanupTreeAlive, Message: err.Error(), Terminated: rep.Terminated, Killed: rep.Killed, Forced: rep.Forced, Elapsed: Duration(time.Since(begin))}
 		var alive *treeAliveError
 		if errors.As(err, &alive) {
-			c.Left = alive.left
+			c.Survivors = alive.left
+			for _, p := range alive.left {
+				c.Left = append(c.Left, p.PID)
+			}
 		} else {
 			c.Code = CleanupInternal
 		}

@@ -320,9 +320,9 @@ func (g *guardian) stopTree(timeout time.Duration) (stopReport, error) {
 	}
 	var alive *punix.TreeAliveError
 	if errors.As(err, &alive) {
-		left := make([]int, 0, len(alive.Left))
+		left := make([]Survivor, 0, len(alive.Left))
 		for _, p := range alive.Left {
-			left = append(left, p.Pid)
+			left = append(left, Survivor{PID: p.Pid, State: string(p.State)})
 		}
 		return out, &treeAliveError{left: left, err: err}
 	}

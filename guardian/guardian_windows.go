@@ -326,7 +326,12 @@ func (g *guardian) stopTree(timeout time.Duration) (stopReport, error) {
 	out := stopReport{Terminated: rep.Requested, Killed: rep.Killed, Forced: rep.Forced}
 	var alive *pwin.JobAliveError
 	if errors.As(err, &alive) {
-		return out, &treeAliveError{left: alive.Pids, err: err}
+		// A job reports its members' pids; Windows has no state to add.
+		left := make([]Survivor, 0, len(alive.Pids))
+		for _, pid := range alive.Pids {
+			left = append(left, Survivor{PID: pid})
+		}
+		return out, &treeAliveError{left: left, err: err}
 	}
 	return out, err
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 )
 
@@ -30,8 +31,8 @@ var speaks = ProtocolVersion
 // versionOK says whether the other side's version v can be spoken with.
 func versionOK(v int) bool { return v >= MinProtocolVersion && v <= ProtocolVersion }
 
-// maxLine bounds one protocol line; a start request with a large
-// environment fits well inside it.
+// maxLine bounds one protocol line, its newline included; a start
+// request with a large environment fits well inside it.
 const maxLine = 1 << 20
 
 // msgType names a protocol message.
@@ -281,13 +282,16 @@ const (
 
 // Cleanup is the outcome of a teardown.
 type Cleanup struct {
-	Code       CleanupCode `json:"code"`
-	Message    string      `json:"message,omitempty"`
-	Left       []int       `json:"left,omitempty"` // pids still alive, for tree_alive
-	Terminated int         `json:"terminated"`
-	Killed     int         `json:"killed"`
-	Forced     bool        `json:"forced"` // the stop timeout ran out and SIGKILL followed
-	Elapsed    Duration    `json:"elapsed"`
+	Code    CleanupCode `json:"code"`
+	Message string      `json:"message,omitempty"`
+	Left    []int       `json:"left,omitempty"` // pids still alive, for tree_alive
+	// Survivors are the processes of Left with the state the system
+	// reported for each (tree_alive).
+	Survivors  []Survivor `json:"survivors,omitempty"`
+	Terminated int        `json:"terminated"`
+	Killed     int        `json:"killed"`
+	Forced     bool       `json:"forced"` // the stop timeout ran out and SIGKILL followed
+	Elapsed    Duration   `json:"elapsed"`
 }
 
 // Err returns nil for a clean teardown and a *CleanupError otherwise.
@@ -295,7 +299,16 @@ func (c *Cleanup) Err() error {
 	if c == nil || c.Code == CleanupOK {
 		return nil
 	}
-	return &CleanupError{Code: c.Code, Message: c.Message, Left: c.Left}
+	return &CleanupError{Code: c.Code, Message: c.Message, Left: c.Left, Survivors: c.Survivors}
+}
+
+// Survivor is a process still alive after SIGKILL and the kill grace,
+// and its state as the system reports it: on Linux and macOS a process
+// state letter (D: in an uninterruptible wait, which ends only when the
+// kernel call returns; Z: a zombie; T: stopped), empty where unknown.
+type Survivor struct {
+	PID   int    `json:"pid"`
+	State string `json:"state,omitempty"`
 }
 
 // Duration is a time.Duration that travels as a string such as "5s".
@@ -320,51 +333,68 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// lineReader reads protocol lines. A read that fails (a deadline, to
-// hand the tether to another owner) keeps what it had read of a line, and
-// rest returns every byte read off the tether but not yet returned as a
-// message: the next owner's reader starts with them (newLineReaderAfter),
-// so no message is lost or cut in two.
+// lineReader reads protocol lines. A read that fails on a deadline (one
+// set to hand the tether to another owner) keeps what it had read of a
+// line, and rest returns every byte read off the tether but not yet
+// returned as a message: the next owner's reader starts with them
+// (newLineReaderAfter), so no message is lost or cut in two.
 type lineReader struct {
 	r       *bufio.Reader
+	limit   int
 	partial []byte
+	// err ends the stream: a failed read (other than a deadline's), a
+	// line over the limit, or the end.
+	err error
 }
 
-func newLineReader(r io.Reader) *lineReader { return newLineReaderAfter(nil, r) }
+func newLineReader(r io.Reader) *lineReader { return newLineReaderSize(r, maxLine) }
+
+// newLineReaderSize reads lines of at most limit bytes, newline included.
+func newLineReaderSize(r io.Reader, limit int) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(r, min(4096, limit)), limit: limit}
+}
 
 // newLineReaderAfter reads first the bytes in pending, then r.
 func newLineReaderAfter(pending []byte, r io.Reader) *lineReader {
 	if len(pending) > 0 {
 		r = io.MultiReader(bytes.NewReader(pending), r)
 	}
-	return &lineReader{r: bufio.NewReaderSize(r, 4096)}
+	return newLineReader(r)
 }
 
 // errProtocol reports a line that is not a protocol message.
 var errProtocol = errors.New("protocol error")
 
-// next returns the next message, io.EOF at a clean end, or an error.
+// next returns the next message, io.EOF at a clean end, or an error. A
+// line that is not a message is an errProtocol, and the next line follows;
+// a line over the limit is an errProtocol too, but, like a failed read,
+// it ends the stream: every later call returns the same error. A read
+// cut by a deadline returns its error and ends nothing.
 func (r *lineReader) next() (message, error) {
+	if r.err != nil {
+		return message{}, r.err
+	}
 	for {
 		b, err := r.r.ReadSlice('\n')
 		r.partial = append(r.partial, b...)
-		if len(r.partial) > maxLine {
-			return message{}, fmt.Errorf("%w: line longer than %d bytes", errProtocol, maxLine)
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
+		complete := err == nil
+		switch {
+		case complete && len(r.partial) > r.limit, !complete && len(r.partial)+1 > r.limit:
+			r.err = fmt.Errorf("%w: a line over %d bytes with its newline (%w)", errProtocol, r.limit, bufio.ErrTooLong)
+			return message{}, r.err
+		case errors.Is(err, bufio.ErrBufferFull):
 			continue
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) && len(r.partial) > 0 {
-				err = io.ErrUnexpectedEOF
-			}
+		case errors.Is(err, io.EOF) && len(r.partial) > 0:
+			// The last line, without its newline; the end follows.
+			r.err = io.EOF
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return message{}, err
+		case err != nil:
+			r.err = err
 			return message{}, err
 		}
-		line := bytes.TrimSuffix(r.partial, []byte("\n"))
+		line := bytes.TrimSuffix(bytes.TrimSuffix(r.partial, []byte("\n")), []byte("\r"))
 		r.partial = r.partial[:0]
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
 		var m message
 		if err := json.Unmarshal(line, &m); err != nil {
 			return message{}, fmt.Errorf("%w: %v", errProtocol, err)

@@ -368,7 +368,7 @@ func (a *actor) reclaim() *api.Error {
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.StopTimeout+30*time.Second)
 	defer cancel()
 	if err := guardian.Reclaim(ctx, spec); err != nil {
-		return &api.Error{Code: api.CodeCleanupFailed, Message: "freeing the identity after its guardian died: " + err.Error()}
+		return cleanupError("freeing the identity after its guardian died: ", err)
 	}
 	return nil
 }
@@ -480,7 +480,7 @@ func (a *actor) event(ev guardian.Event) bool {
 		a.recordRun(func(run *state.Run) { run.Exit = ev.Exit.String() })
 		return false
 	case guardian.EventCleanupFailed:
-		e := &api.Error{Code: api.CodeCleanupFailed, Message: ev.Err.Error()}
+		e := cleanupError("", ev.Err)
 		a.setState(api.StateCleanupFailed, e)
 		a.answer(&a.stopWait, e)
 		return false
@@ -545,7 +545,7 @@ func (a *actor) sessionOver(ev guardian.Event, now time.Time) *api.Error {
 		}
 		return e
 	case ev.Err != nil:
-		return &api.Error{Code: api.CodeCleanupFailed, Message: ev.Err.Error()}
+		return cleanupError("", ev.Err)
 	}
 	return nil
 }
@@ -614,7 +614,7 @@ func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 	}
 	a.failures++
 	if a.failures > a.c.opts.CrashLoopLimit {
-		a.setState(api.StateFailed, &api.Error{Code: api.CodeCrashLoop,
+		a.setState(api.StateFailed, &api.Error{Code: api.CodeCrashLoop, Last: e,
 			Message: fmt.Sprintf("ended %d times in a row, each within %v of starting; last: %s", a.failures, a.c.opts.HealthyAfter, e.Message)})
 		return
 	}

@@ -12,28 +12,24 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gen2brain/beeep"
-	"github.com/tether-dev/tether/assets"
 	"github.com/tether-dev/tether/install"
 	"github.com/tether-dev/tether/internal/logline"
 )
 
-// osDeps are the engine's ways into the real OS.
-func osDeps() deps {
-	beeep.AppName = "tether"
+// osDeps are the engine's ways into the real OS; n shows the notices.
+func osDeps(n *desktopNotifier) deps {
 	return deps{
 		now:            time.Now,
-		notify:         notify,
+		notify:         n.notify,
+		noticeActions:  n.onAction,
 		open:           openPath,
 		startService:   startService,
 		loginInstalled: loginInstalled,
 		setLogin:       setLogin,
 		configInit:     configInit,
+		copy:           copyToClipboard,
+		watchSleep:     watchSleep,
 	}
-}
-
-func notify(n Notice) error {
-	return beeep.Notify(n.Title, n.Body, assets.PNG(assets.Failed))
 }
 
 func installOptions(o Options) install.Options {

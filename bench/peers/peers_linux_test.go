@@ -1,5 +1,3 @@
-//go:build linux
-
 package peers
 
 import (
@@ -21,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
 )
@@ -74,11 +73,10 @@ const (
 func TestMain(m *testing.M) {
 	// PID 1 here may not reap: orphans of the trees and of killed
 	// supervisors must come back to this process, which reaps them.
-	if _, err := punix.BecomeSubreaper(); err != nil {
-		fmt.Fprintln(os.Stderr, "peers: becoming a child subreaper:", err)
-		os.Exit(1)
-	}
-	os.Exit(m.Run())
+	testproc.Main(m, testproc.Before(func() error {
+		_, err := punix.BecomeSubreaper()
+		return err
+	}))
 }
 
 // supervisor is one peer under measure, in its own directory.
@@ -200,12 +198,11 @@ func (h *harness) reapZombies() {
 func (h *harness) killAll() int {
 	self := os.Getpid()
 	killed := map[punix.Ref]bool{}
-	deadline := time.Now().Add(waitLimit)
-	for time.Now().Before(deadline) {
+	testproc.UntilEvery(waitLimit, 5*time.Millisecond, func() bool {
 		h.reapZombies()
 		procs, err := punix.Processes()
 		if err != nil {
-			break
+			return true
 		}
 		live := 0
 		for _, p := range punix.Descendants(procs, self) {
@@ -221,11 +218,8 @@ func (h *harness) killAll() int {
 				unix.Close(fd)
 			}
 		}
-		if live == 0 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return live == 0
+	})
 	h.wg.Wait()
 	h.reapZombies()
 	return len(killed)
@@ -353,24 +347,24 @@ func count(ms []member, tag string) int {
 // waitComplete waits until every tag's tree is complete, and returns
 // when a process of the first tag was first seen, since begin.
 func waitComplete(begin time.Time, tags ...string) (time.Duration, error) {
-	deadline := time.Now().Add(waitLimit)
 	var first time.Duration
-	for {
-		ms, err := scan("")
-		if err != nil {
-			return 0, err
+	var ms []member
+	var err error
+	if !testproc.UntilEvery(waitLimit, pollEvery, func() bool {
+		if ms, err = scan(""); err != nil {
+			return true
 		}
 		if first == 0 && count(ms, tags[0]) > 0 {
 			first = time.Since(begin)
 		}
-		if !slices.ContainsFunc(tags, func(t string) bool { return !complete(ms, t) }) {
-			return first, nil
-		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("trees %v not complete after %v: %v", tags, waitLimit, ms)
-		}
-		time.Sleep(pollEvery)
+		return !slices.ContainsFunc(tags, func(t string) bool { return !complete(ms, t) })
+	}) {
+		return 0, fmt.Errorf("trees %v not complete after %v: %v", tags, waitLimit, ms)
 	}
+	if err != nil {
+		return 0, err
+	}
+	return first, nil
 }
 
 // waitGone waits until no process of tag lives, up to limit, and returns
@@ -861,24 +855,18 @@ func (s *tetherSup) up() error {
 	if s.done, err = s.h.spawn(s.cmd); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(waitLimit)
-	for {
+	if !testproc.UntilEvery(waitLimit, pollEvery, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := s.client.Status(ctx)
+		_, err = s.client.Status(ctx)
 		cancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-s.done:
-			return fmt.Errorf("the service exited: %v", s.cmd.ProcessState)
-		default:
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(pollEvery)
+		return err == nil || exited(s.done)
+	}) {
+		return err
 	}
+	if err != nil {
+		return fmt.Errorf("the service exited: %v", s.cmd.ProcessState)
+	}
+	return nil
 }
 
 func (s *tetherSup) startAgents(names ...string) error {
@@ -937,20 +925,13 @@ func (s *tetherSup) down() {
 	}
 	// Guardians whose service was killed before exit once their
 	// teardown is done.
-	deadline := time.Now().Add(waitLimit)
-	for time.Now().Before(deadline) {
+	testproc.UntilEvery(waitLimit, 5*time.Millisecond, func() bool {
 		s.h.reapZombies()
 		procs, err := punix.Processes()
-		if err != nil {
-			return
-		}
-		if !slices.ContainsFunc(punix.Descendants(procs, os.Getpid()), func(p punix.Proc) bool {
+		return err != nil || !slices.ContainsFunc(punix.Descendants(procs, os.Getpid()), func(p punix.Proc) bool {
 			return !p.Zombie() && strings.HasPrefix(comm(p.Pid), "tether")
-		}) {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		})
+	})
 }
 
 func (s *tetherSup) rows() ([]api.Agent, error) {
@@ -1103,22 +1084,16 @@ func (s *supervisordSup) up() error {
 	if s.done, err = s.h.spawn(s.cmd); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(waitLimit)
-	for {
-		_, err := s.call("supervisor.getState")
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-s.done:
-			return fmt.Errorf("supervisord exited: %v", s.cmd.ProcessState)
-		default:
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testproc.UntilEvery(waitLimit, 5*time.Millisecond, func() bool {
+		_, err = s.call("supervisor.getState")
+		return err == nil || exited(s.done)
+	}) {
+		return err
 	}
+	if err != nil {
+		return fmt.Errorf("supervisord exited: %v", s.cmd.ProcessState)
+	}
+	return nil
 }
 
 // call makes one XML-RPC call over the unix socket; args are strings,
@@ -1258,24 +1233,30 @@ func (s *s6Sup) up() error {
 	deadline := time.Now().Add(waitLimit)
 	for _, a := range s.agents {
 		ctl := filepath.Join(s.scan, a.name, "supervise", "control")
-		for {
-			fd, err := unix.Open(ctl, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-			if err == nil {
+		if !testproc.Until(time.Until(deadline), func() bool {
+			var fd int
+			if fd, err = unix.Open(ctl, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err == nil {
 				unix.Close(fd)
-				break
 			}
-			select {
-			case <-s.done:
-				return fmt.Errorf("s6-svscan exited: %v", s.cmd.ProcessState)
-			default:
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("%s: no s6-supervise after %v: %v", ctl, waitLimit, err)
-			}
-			time.Sleep(time.Millisecond)
+			return err == nil || exited(s.done)
+		}) {
+			return fmt.Errorf("%s: no s6-supervise after %v: %v", ctl, waitLimit, err)
+		}
+		if err != nil {
+			return fmt.Errorf("s6-svscan exited: %v", s.cmd.ProcessState)
 		}
 	}
 	return nil
+}
+
+// exited reports whether done is closed: the supervisor exited.
+func exited(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
 }
 
 func (s *s6Sup) startAgents(names ...string) error {
@@ -1339,19 +1320,19 @@ func (s *s6Sup) down() {
 		s.cmd = nil
 	}
 	deadline := time.Now().Add(waitLimit)
-	for time.Now().Before(deadline) {
+	testproc.UntilEvery(waitLimit, 5*time.Millisecond, func() bool {
 		s.h.reapZombies()
 		pids, err := s.supervisors()
 		if err != nil || len(pids) == 0 {
-			return
+			return true
 		}
 		if time.Until(deadline) < waitLimit/2 {
 			for _, p := range pids {
 				_ = unix.Kill(p, unix.SIGKILL)
 			}
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 // side is s6-svscan and the s6-supervise of each running memory agent.
