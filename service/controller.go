@@ -72,6 +72,7 @@ type Controller struct {
 	pool     *guardian.Pool // a guardian started ahead of each start
 	service  api.Service    // the process and its binary, for Status
 	upgrades chan upgradeCall
+	stopping chan struct{} // closed when the first shutdown begins
 	quit     chan struct{} // closed when Quit is accepted
 	runs     chan stateWrite
 	runsDone chan struct{}
@@ -115,6 +116,7 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 		subs:     map[*subscriber]struct{}{},
 		quit:     make(chan struct{}),
 		upgrades: make(chan upgradeCall),
+		stopping: make(chan struct{}),
 		pool:     guardian.NewPool(opts.Executable),
 		runs:     make(chan stateWrite, runWriteBuffer),
 		runsDone: make(chan struct{}),
@@ -179,6 +181,10 @@ func (c *Controller) addLocked(a config.Agent, enabled, record bool) {
 }
 
 func (c *Controller) logf(format string, args ...any) { c.opts.Logf(format, args...) }
+
+// Stopping is closed when the service begins to stop every agent (a
+// shutdown, refused or not).
+func (c *Controller) Stopping() <-chan struct{} { return c.stopping }
 
 // Done is closed once Quit has been accepted.
 func (c *Controller) Done() <-chan struct{} { return c.quit }
@@ -374,6 +380,9 @@ func (c *Controller) Shutdown(ctx context.Context, force bool) error {
 		acts = append(acts, a)
 	}
 	again := c.quitAsked
+	if !c.quitAsked {
+		close(c.stopping)
+	}
 	c.quitAsked = true
 	c.mu.Unlock()
 	var failed []string

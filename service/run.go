@@ -33,6 +33,13 @@ import (
 // of it over the API replaces it in turn.
 func Run(p Paths, exe, version string, stderr io.Writer) int {
 	logf := func(format string, args ...any) { logline.Printf(stderr, "service", format, args...) }
+	// Taken first: no agent may inherit the manager's socket.
+	mgr := platform.TakeServiceManager()
+	notify := func(state string) {
+		if err := mgr.Notify(state); err != nil {
+			logf("%v", err)
+		}
+	}
 	if err := platform.SecureDir(p.StateDir); err != nil {
 		logf("state directory: %v", err)
 		return 1
@@ -70,8 +77,11 @@ func Run(p Paths, exe, version string, stderr io.Writer) int {
 	} else {
 		logf("profile %q serving on %s with %d agent(s) from %s", p.Profile, p.Socket, len(b.cfg.Agents), b.cfg.Path)
 	}
-	u := &upgrader{p: p, exe: exe, version: version, c: c, srv: srv, inherit: b.inherit, logf: logf}
+	// The socket listens: a Type=notify unit's start returns now.
+	notify("READY=1\nSTATUS=serving profile " + p.Profile)
+	u := &upgrader{p: p, exe: exe, version: version, c: c, srv: srv, inherit: b.inherit, logf: logf, notify: notify, env: mgr.Env()}
 
+	stopping := c.Stopping()
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, slices.Concat(stopSignals, reloadSignals)...)
 	defer signal.Stop(sigs)
@@ -79,11 +89,13 @@ func Run(p Paths, exe, version string, stderr io.Writer) int {
 		select {
 		case s := <-sigs:
 			if slices.Contains(reloadSignals, s) {
+				notify(platform.Reloading())
 				if err := c.Reload(context.Background()); err != nil {
 					logf("reload: %v", err)
 				} else {
 					logf("reloaded %s", p.Config)
 				}
+				notify("READY=1")
 				continue
 			}
 			logf("received %v: stopping every agent", s)
@@ -96,6 +108,9 @@ func Run(p Paths, exe, version string, stderr io.Writer) int {
 			}()
 		case call := <-c.upgradeCalls():
 			u.upgrade(call)
+		case <-stopping:
+			stopping = nil
+			notify("STOPPING=1")
 		case <-c.Done():
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			_ = srv.Shutdown(ctx)

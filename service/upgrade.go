@@ -21,6 +21,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/platform"
 )
 
 // An upgrade (I9), as the running service makes it:
@@ -350,6 +351,8 @@ type upgrader struct {
 	}
 	inherit *inheritance // the descriptors that are not the actors'
 	logf    func(string, ...any)
+	notify  func(string) // tells the service manager, if any
+	env     []string     // added to the successor's environment
 }
 
 // upgrade checks the binary call asks for, answers, and hands over: it
@@ -394,9 +397,13 @@ func (u *upgrader) upgrade(call upgradeCall) {
 func (u *upgrader) handOver(target string, up api.Upgrade) (err error) {
 	pctx, cancel := context.WithTimeout(context.Background(), pauseTimeout)
 	defer cancel()
+	// A manager shows the service reloading until the successor says it
+	// is ready (or this one, when the handover fails).
+	u.notify(platform.Reloading())
 	defer func() {
 		if err != nil {
 			u.srv.Resume()
+			u.notify("READY=1")
 		}
 	}()
 	if err := u.srv.Pause(pctx, true); err != nil {
@@ -416,7 +423,7 @@ func (u *upgrader) handOver(target string, up api.Upgrade) (err error) {
 	}()
 	stopAt("frozen")
 	rec := u.c.record(f, up)
-	return u.inherit.takeOver(target, rec, f, func(rec *handoverRecord) (string, error) {
+	return u.inherit.takeOver(target, rec, u.env, func(rec *handoverRecord) (string, error) {
 		return writeHandover(u.p.StateDir, rec)
 	})
 }

@@ -54,10 +54,11 @@ func fdOf(c syscall.Conn) (uintptr, error) {
 }
 
 // takeOver fills in the record's descriptors, writes it, and execve's
-// target with the same arguments and environment, plus the record's
-// path. It returns only when the exec failed: then nothing was
+// target with the same arguments and environment, plus the record's path
+// and extraEnv (the service manager's socket, which agents must not see
+// and the successor must). It returns only when the exec failed: then nothing was
 // inherited and the service goes on.
-func (in *inheritance) takeOver(target string, rec *handoverRecord, f *frozen, write func(*handoverRecord) (string, error)) error {
+func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []string, write func(*handoverRecord) (string, error)) error {
 	if in.listener == nil {
 		return errors.New("the API listener is not a unix socket that can be inherited")
 	}
@@ -89,6 +90,7 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, f *frozen, w
 	}
 	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, handoverEnv+"=") }),
 		handoverEnv+"="+path)
+	env = append(env, extraEnv...)
 	argv := append([]string{target}, os.Args[1:]...)
 	fds := rec.descriptors()
 	// No fork may happen while the descriptors are inheritable: a child
