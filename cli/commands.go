@@ -184,6 +184,9 @@ func (inv *invocation) check(args []string) int {
 		return ExitFailure
 	}
 	fmt.Fprintf(inv.stdout, "ok: %s: %d agent(s)\n", cfg.Path, len(cfg.Agents))
+	for _, w := range serviceWarnings(p, cfg) {
+		fmt.Fprintln(inv.stderr, "tether check: warning:", w)
+	}
 	return ExitOK
 }
 

@@ -75,6 +75,10 @@ const (
 // service that died again (RestartSec, ThrottleInterval).
 const RestartDelay = 2 * time.Second
 
+// RestartWindow is how long a service that died may take to answer again
+// when its manager restarts it: RestartDelay, and the start itself.
+const RestartWindow = RestartDelay + 8*time.Second
+
 // File is one thing Install writes: a file, or on Windows a registry value
 // (then Path is `HKCU\<key>\<value name>`, Content the value's string
 // data and Mode 0).
@@ -120,7 +124,14 @@ type StatusInfo struct {
 	// Enabled: it starts at login (a disabled systemd unit is installed
 	// and not enabled).
 	Enabled bool
-	State   State
+	// Reachable: a service manager that can run the service answers (on
+	// Linux, a systemd user manager); without one, start at login is
+	// the tray's autostart entry alone.
+	Reachable bool
+	// Restarts: the manager starts the service again when it dies
+	// (systemd's Restart=, launchd's KeepAlive).
+	Restarts bool
+	State    State
 	// Detail says why State is unknown, or adds the manager's own word
 	// (for example "failed").
 	Detail string

@@ -134,7 +134,7 @@ func status(t target) (StatusInfo, error) {
 	if info.Installed, info.Current, err = readInstalled(f); err != nil {
 		return info, err
 	}
-	info.Enabled = info.Installed
+	info.Enabled, info.Reachable, info.Restarts = info.Installed, true, info.Installed
 	s, err := launchdService(t)
 	if err != nil {
 		info.Detail = err.Error()

@@ -280,6 +280,7 @@ func status(t target) (StatusInfo, error) {
 		info.Detail = err.Error()
 		return info, nil
 	}
+	info.Reachable, info.Restarts = true, info.Installed
 	out, err := systemctl("is-active", info.Name)
 	switch word := strings.TrimSpace(out); word {
 	case "active":

@@ -151,7 +151,7 @@ func status(t target) (StatusInfo, error) {
 	if err != nil {
 		return info, err
 	}
-	info.Installed, info.Current, info.Enabled = ok, ok && v == string(f.Content), ok
+	info.Installed, info.Current, info.Enabled, info.Reachable = ok, ok && v == string(f.Content), ok, true
 	return info, nil
 }
 

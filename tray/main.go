@@ -38,8 +38,11 @@ func Main(o Options) int {
 	if o.Stderr == nil {
 		o.Stderr = os.Stderr
 	}
+	if len(o.Args) == 1 && o.Args[0] == "--at-login" {
+		o.AtLogin, o.Args = true, nil
+	}
 	if len(o.Args) > 0 {
-		fmt.Fprintf(o.Stderr, "tether tray: takes no arguments, got %q\n", strings.Join(o.Args, " "))
+		fmt.Fprintf(o.Stderr, "tether tray: takes no arguments but --at-login, got %q\n", strings.Join(o.Args, " "))
 		return 2
 	}
 	if err := prepareBus(); err != nil {
