@@ -223,7 +223,7 @@ func TestDesktopEntry(t *testing.T) {
 	if files[1].Path != icon || string(files[1].Content) != "\x89PNG" {
 		t.Errorf("icon file %s %q, want %s", files[1].Path, files[1].Content, icon)
 	}
-	requireLines(t, files[0].Content, "Icon="+icon)
+	requireLines(t, files[0].Content, "Icon="+desktopString(icon))
 }
 
 // The unit is Type=notify, reloads with SIGHUP, runs with the PATH it was
