@@ -45,6 +45,9 @@ type Upgrade struct {
 	// Executable is the binary asked for.
 	Executable string    `json:"executable"`
 	Began      time.Time `json:"began"`
+	// Paused is when the API stopped accepting, from Began: requests
+	// queue from then until the successor serves.
+	Paused time.Duration `json:"paused,omitempty"`
 	// Took is how long the handover took, from the request to the
 	// successor serving (zero until it does).
 	Took time.Duration `json:"took,omitempty"`

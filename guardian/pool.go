@@ -39,6 +39,22 @@ func NewPool(exe string) *Pool {
 	return p
 }
 
+// NewPoolAfter is NewPool with the first guardians started after delay
+// (or at the first Start): for a process with more urgent work at its
+// start, such as an upgrade's successor.
+func NewPoolAfter(exe string, delay time.Duration) *Pool {
+	p := &Pool{exe: exe}
+	p.mu.Lock()
+	p.later = time.AfterFunc(delay, func() {
+		p.mu.Lock()
+		p.later = nil
+		p.mu.Unlock()
+		p.refill()
+	})
+	p.mu.Unlock()
+	return p
+}
+
 // Start is Start with a warm guardian when one is ready; spec.Executable
 // must be empty or the pool's.
 func (p *Pool) Start(ctx context.Context, spec Spec) (*Session, error) {
@@ -106,6 +122,28 @@ func (p *Pool) refill() {
 			p.warm = append(p.warm, g)
 		}()
 	}
+}
+
+// Release lets the warm guardians go without waiting for them to exit,
+// and returns their pids: a process that stays, such as one about to
+// execve a successor, must reap them (they exit at once on EOF).
+func (p *Pool) Release() []int {
+	p.mu.Lock()
+	p.closed = true
+	if p.later != nil {
+		p.later.Stop()
+		p.later = nil
+	}
+	warm := p.warm
+	p.warm = nil
+	p.mu.Unlock()
+	p.wg.Wait()
+	var pids []int
+	for _, g := range warm {
+		g.conn.Close()
+		pids = append(pids, g.proc.Pid())
+	}
+	return pids
 }
 
 // Close releases the warm guardians. Sessions already started are not

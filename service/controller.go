@@ -79,6 +79,17 @@ type Controller struct {
 	logStart chan struct{} // an agent started; see capLogs
 }
 
+// successorPoolDelay is how long an upgrade's successor waits before it
+// starts guardians ahead of need: its first work is to answer.
+const successorPoolDelay = time.Second
+
+func newPool(opts Options) *guardian.Pool {
+	if opts.resumed != nil {
+		return guardian.NewPoolAfter(opts.Executable, successorPoolDelay)
+	}
+	return guardian.NewPool(opts.Executable)
+}
+
 // ErrShutdownRefused: agents could not be confirmed stopped; a second
 // Quit exits anyway.
 var ErrShutdownRefused = errors.New("shutdown refused once: agents could not be confirmed stopped")
@@ -117,7 +128,7 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 		quit:     make(chan struct{}),
 		upgrades: make(chan upgradeCall),
 		stopping: make(chan struct{}),
-		pool:     guardian.NewPool(opts.Executable),
+		pool:     newPool(opts),
 		runs:     make(chan stateWrite, runWriteBuffer),
 		runsDone: make(chan struct{}),
 		logStart: make(chan struct{}, 1),

@@ -60,6 +60,10 @@ type handoverRecord struct {
 	Agents []agentHandover `json:"agents"`
 	// Steps is the timeline of the handover so far, for the log.
 	Steps []handoverStep `json:"steps,omitempty"`
+	// Reap lists children of the writer that exit on their own (warm
+	// guardians let go): its successor on Unix, the same process, reaps
+	// them.
+	Reap []int `json:"reap,omitempty"`
 }
 
 type handoverConfig struct {

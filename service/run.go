@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,6 +33,7 @@ import (
 // over from the service before instead (see upgrade.go); an upgrade asked
 // of it over the API replaces it in turn.
 func Run(p Paths, exe, version string, stderr io.Writer) int {
+	began := time.Now()
 	logf := func(format string, args ...any) { logline.Printf(stderr, "service", format, args...) }
 	// Taken first: no agent may inherit the manager's socket.
 	mgr := platform.TakeServiceManager()
@@ -46,10 +48,15 @@ func Run(p Paths, exe, version string, stderr io.Writer) int {
 	}
 	var b *beginning
 	var err error
+	restoreGC := func() {}
 	if path := os.Getenv(handoverEnv); path != "" {
 		// Agents must not see it.
 		os.Unsetenv(handoverEnv)
-		b, err = takeOverFrom(p, path, logf)
+		// What is read to take over is garbage at once: the collector
+		// waits until the API answers.
+		gc := debug.SetGCPercent(400)
+		restoreGC = func() { debug.SetGCPercent(gc) }
+		b, err = takeOverFrom(p, path, began, logf)
 	} else {
 		b, err = begin(p)
 	}
@@ -70,9 +77,15 @@ func Run(p Paths, exe, version string, stderr io.Writer) int {
 	if b.upgrade != nil {
 		up := *b.upgrade
 		up.Took = time.Since(up.Began)
+		for _, st := range stepList() {
+			if st.Step == "paused" {
+				up.Paused = st.At
+			}
+		}
 		c.setUpgrade(up)
 		stopAt("serving")
 		attachAll(p, b, logf)
+		restoreGC()
 		logf("profile %q taken over on %s (upgrade %s in %v: %s) with %d agent(s) from %s", p.Profile, p.Socket, up.ID, up.Took.Round(time.Microsecond), formatSteps(stepList()), len(b.cfg.Agents), b.cfg.Path)
 	} else {
 		logf("profile %q serving on %s with %d agent(s) from %s", p.Profile, p.Socket, len(b.cfg.Agents), b.cfg.Path)
@@ -171,26 +184,40 @@ func begin(p Paths) (b *beginning, err error) {
 // takeOverFrom is begin for an upgrade's successor: everything comes from
 // the handover record at path. A failure here is a crash like any other:
 // the tethers close with this process, and the guardians tear down (I2).
-func takeOverFrom(p Paths, path string, logf func(string, ...any)) (*beginning, error) {
+func takeOverFrom(p Paths, path string, began time.Time, logf func(string, ...any)) (*beginning, error) {
 	rec, err := readHandover(path, p.Profile)
 	if err != nil {
 		return nil, err
 	}
-	beginSteps(rec.Upgrade.Began, append(rec.Steps, handoverStep{Step: "exec'd", At: time.Since(rec.Upgrade.Began)}))
+	beginSteps(rec.Upgrade.Began, append(rec.Steps,
+		handoverStep{Step: "running", At: began.Sub(rec.Upgrade.Began)},
+		handoverStep{Step: "read", At: time.Since(rec.Upgrade.Began)}))
 	in, err := inherited(rec)
 	if err != nil {
 		return nil, err
 	}
 	stopAt("successor")
+	reapLater(rec.Reap)
 	b := &beginning{lock: in.lock, listener: in.listener, inherit: in, upgrade: &rec.Upgrade, resumed: map[string]resumedAgent{}}
-	if b.cfg, err = rec.config(); err != nil {
+	// The config and the state side by side: both are only read.
+	var serr error
+	opened := make(chan struct{})
+	go func() {
+		defer close(opened)
+		b.store, serr = state.Open(p.StateDir)
+	}()
+	b.cfg, err = rec.config()
+	<-opened
+	if err != nil {
+		if serr == nil {
+			b.store.Close()
+		}
 		return nil, err
 	}
-	stopAt("config")
-	if b.store, err = state.Open(p.StateDir); err != nil {
-		return nil, fmt.Errorf("state: %w", err)
+	if serr != nil {
+		return nil, fmt.Errorf("state: %w", serr)
 	}
-	stopAt("state")
+	stopAt("config and state")
 	b.tethers = map[string]*tetherHandover{}
 	for _, st := range rec.Agents {
 		r := resumedAgent{state: st}
@@ -201,6 +228,16 @@ func takeOverFrom(p Paths, path string, logf func(string, ...any)) (*beginning, 
 		b.resumed[st.ID] = r
 	}
 	return b, nil
+}
+
+// reapLater reaps, in the background, the children the service before
+// let go (see handoverRecord.Reap).
+func reapLater(pids []int) {
+	for _, pid := range pids {
+		if p, err := guardian.ChildProcess(pid); err == nil {
+			go func() { _ = p.Wait() }()
+		}
+	}
 }
 
 // attachResult is an agent's tether made a session again, or why not.
@@ -235,21 +272,32 @@ func attachAll(p Paths, b *beginning, logf func(string, ...any)) {
 		}
 	}
 	stopAt("attached")
-	for _, s := range sessions {
-		s.SendAttach()
+	if !attachLater {
+		for _, s := range sessions {
+			s.SendAttach()
+		}
+		return
 	}
-	stopAt("announced")
+	// The guardians need not hear of it at once (the pid is the same):
+	// the clients that queued during the handover are answered first,
+	// and the guardians are woken a few at a time.
+	go func() {
+		time.Sleep(announceDelay)
+		for i, s := range sessions {
+			s.SendAttach()
+			if i%announceBatch == announceBatch-1 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
 }
 
-func countTethers(rec *handoverRecord) int {
-	n := 0
-	for _, a := range rec.Agents {
-		if a.Tether != nil {
-			n++
-		}
-	}
-	return n
-}
+// A successor on Unix sends attach announceDelay after it serves, to
+// announceBatch guardians at a time.
+const (
+	announceDelay = 100 * time.Millisecond
+	announceBatch = 16
+)
 
 // attachTether makes a session of the tether handed over for agent a.
 func attachTether(p Paths, a config.Agent, t *tetherHandover) (*guardian.Session, error) {

@@ -107,6 +107,7 @@ func (c *Controller) setUpgrade(u api.Upgrade) {
 // frozen is the controller stopped for a handover.
 type frozen struct {
 	actors []*frozenActor // in the config's order
+	reap   []int          // warm guardians let go, for the successor to reap
 }
 
 // freeze stops every actor where nothing is in flight and detaches its
@@ -152,7 +153,13 @@ func (c *Controller) freeze(ctx context.Context) (*frozen, error) {
 		c.thaw(f)
 		return nil, errors.Join(errs...)
 	}
-	c.pool.Close()
+	if successorIsSeparate {
+		c.pool.Close()
+	} else {
+		// Not waited for here: they exit on EOF, and this very
+		// process, after execve, reaps them.
+		f.reap = c.pool.Release()
+	}
 	c.flushRuns()
 	return f, nil
 }
@@ -163,6 +170,7 @@ func (c *Controller) thaw(f *frozen) {
 		return
 	}
 	c.pool = guardian.NewPool(c.opts.Executable)
+	reapLater(f.reap)
 	for _, fa := range f.actors {
 		if fa != nil {
 			close(fa.thaw)
@@ -452,6 +460,7 @@ func (c *Controller) record(f *frozen, up api.Upgrade) *handoverRecord {
 	for _, fa := range f.actors {
 		rec.Agents = append(rec.Agents, fa.state)
 	}
+	rec.Reap = f.reap
 	return rec
 }
 

@@ -88,6 +88,7 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []s
 	if err != nil {
 		return err
 	}
+	stopAt("written")
 	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, handoverEnv+"=") }),
 		handoverEnv+"="+path)
 	env = append(env, extraEnv...)
