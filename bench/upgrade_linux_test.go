@@ -115,7 +115,7 @@ const hammerEvery = 5 * time.Millisecond
 // upgradeResult is one upgrade as upgradeOnce saw it.
 type upgradeResult struct {
 	took, again, gap, waitMax time.Duration
-	refused              int
+	refused                   int
 }
 
 // upgradeOnce upgrades the world's service to exe with four clients
