@@ -53,9 +53,10 @@ type handoverRecord struct {
 	Config handoverConfig `json:"config"`
 	// Lock and Listener are the descriptors of the service lock (held:
 	// the successor never lets another service of the profile in) and of
-	// the API's listening socket (still listening: clients queue).
-	Lock     uintptr `json:"lock"`
-	Listener uintptr `json:"listener"`
+	// the API's listening socket (still listening: clients queue), or on
+	// Windows the pipe's listening instances.
+	Lock     uintptr   `json:"lock"`
+	Listener []uintptr `json:"listener"`
 	// Agents are in the config's order.
 	Agents []agentHandover `json:"agents"`
 	// Steps is the timeline of the handover so far, for the log.
@@ -71,13 +72,16 @@ type handoverConfig struct {
 	Source []byte `json:"source"`
 }
 
+// handoverPath is where the record of stateDir's profile is written.
+func handoverPath(stateDir string) string { return filepath.Join(stateDir, handoverName) }
+
 // writeHandover writes rec to the state directory and returns its path.
 func writeHandover(stateDir string, rec *handoverRecord) (string, error) {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(stateDir, handoverName)
+	path := handoverPath(stateDir)
 	f, err := os.CreateTemp(stateDir, handoverName+".*")
 	if err != nil {
 		return "", err
@@ -141,7 +145,7 @@ func (rec *handoverRecord) config() (*config.Config, error) {
 
 // descriptors lists every descriptor the record hands over.
 func (rec *handoverRecord) descriptors() []uintptr {
-	out := []uintptr{rec.Lock, rec.Listener}
+	out := append([]uintptr{rec.Lock}, rec.Listener...)
 	for _, a := range rec.Agents {
 		if a.Tether != nil {
 			out = append(out, a.Tether.Conn)

@@ -185,6 +185,9 @@ func begin(p Paths) (b *beginning, err error) {
 // the handover record at path. A failure here is a crash like any other:
 // the tethers close with this process, and the guardians tear down (I2).
 func takeOverFrom(p Paths, path string, began time.Time, logf func(string, ...any)) (*beginning, error) {
+	if err := awaitHandover(); err != nil {
+		return nil, err
+	}
 	rec, err := readHandover(path, p.Profile)
 	if err != nil {
 		return nil, err
@@ -192,7 +195,7 @@ func takeOverFrom(p Paths, path string, began time.Time, logf func(string, ...an
 	beginSteps(rec.Upgrade.Began, append(rec.Steps,
 		handoverStep{Step: "running", At: began.Sub(rec.Upgrade.Began)},
 		handoverStep{Step: "read", At: time.Since(rec.Upgrade.Began)}))
-	in, err := inherited(rec)
+	in, err := inherited(rec, p)
 	if err != nil {
 		return nil, err
 	}
@@ -218,6 +221,11 @@ func takeOverFrom(p Paths, path string, began time.Time, logf func(string, ...an
 		return nil, fmt.Errorf("state: %w", serr)
 	}
 	stopAt("config and state")
+	// The point of no return: from here this process reads the tethers.
+	if err := in.prepared(); err != nil {
+		b.store.Close()
+		return nil, err
+	}
 	b.tethers = map[string]*tetherHandover{}
 	for _, st := range rec.Agents {
 		r := resumedAgent{state: st}
@@ -276,6 +284,7 @@ func attachAll(p Paths, b *beginning, logf func(string, ...any)) {
 		for _, s := range sessions {
 			s.SendAttach()
 		}
+		b.inherit.tookOver(sessions, logf)
 		return
 	}
 	// The guardians need not hear of it at once (the pid is the same):
@@ -285,6 +294,9 @@ func attachAll(p Paths, b *beginning, logf func(string, ...any)) {
 		time.Sleep(announceDelay)
 		for i, s := range sessions {
 			s.SendAttach()
+			if i+1 == (len(sessions)+1)/2 {
+				stopAt("announcing")
+			}
 			if i%announceBatch == announceBatch-1 {
 				time.Sleep(time.Millisecond)
 			}

@@ -61,7 +61,8 @@ const (
 // process stops itself (SIGSTOP on Unix) so that a test can kill it
 // there: "paused", "frozen", "recorded", "exec" (descriptors inheritable,
 // about to execve), "successor" (the record read, nothing attached),
-// "attaching" (half the tethers attached), "serving".
+// "serving", "attaching" (half the tethers made sessions again),
+// "announcing" (half the guardians sent attach).
 const handoverStopEnv = "TETHER_TEST_HANDOVER_STOP"
 
 // upgradeCall is an upgrade asked for over the API, for the run loop.
@@ -431,8 +432,9 @@ func (u *upgrader) handOver(target string, up api.Upgrade) (err error) {
 	}()
 	stopAt("frozen")
 	rec := u.c.record(f, up)
-	return u.inherit.takeOver(target, rec, u.env, func(rec *handoverRecord) (string, error) {
-		return writeHandover(u.p.StateDir, rec)
+	return u.inherit.takeOver(target, rec, u.env, handoverPath(u.p.StateDir), func(rec *handoverRecord) error {
+		_, err := writeHandover(u.p.StateDir, rec)
+		return err
 	})
 }
 

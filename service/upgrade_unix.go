@@ -58,7 +58,7 @@ func fdOf(c syscall.Conn) (uintptr, error) {
 // and extraEnv (the service manager's socket, which agents must not see
 // and the successor must). It returns only when the exec failed: then nothing was
 // inherited and the service goes on.
-func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []string, write func(*handoverRecord) (string, error)) error {
+func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []string, path string, write func(*handoverRecord) error) error {
 	if in.listener == nil {
 		return errors.New("the API listener is not a unix socket that can be inherited")
 	}
@@ -66,9 +66,11 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []s
 	if rec.Lock, err = fdOf(in.lock); err != nil {
 		return fmt.Errorf("the service lock: %w", err)
 	}
-	if rec.Listener, err = fdOf(in.listener); err != nil {
+	lfd, err := fdOf(in.listener)
+	if err != nil {
 		return fmt.Errorf("the API listener: %w", err)
 	}
+	rec.Listener = []uintptr{lfd}
 	for i := range rec.Agents {
 		t := rec.Agents[i].Tether
 		if t == nil {
@@ -84,8 +86,7 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []s
 	}
 	stopAt("recorded")
 	rec.Steps = stepList()
-	path, err := write(rec)
-	if err != nil {
+	if err := write(rec); err != nil {
 		return err
 	}
 	stopAt("written")
@@ -127,10 +128,16 @@ func setCloseOnExec(fds []uintptr, on bool) error {
 	return nil
 }
 
+// awaitHandover: after execve the record is there already.
+func awaitHandover() error { return nil }
+
 // inherited takes the descriptors the record names, as the successor
 // after execve: each is made close-on-exec again at once, so no child
 // of this process ever gets one.
-func inherited(rec *handoverRecord) (*inheritance, error) {
+func inherited(rec *handoverRecord, p Paths) (*inheritance, error) {
+	if len(rec.Listener) != 1 {
+		return nil, fmt.Errorf("%w: %d listeners handed over, want one socket", ErrHandoverRecord, len(rec.Listener))
+	}
 	if rec.PID != os.Getpid() {
 		return nil, fmt.Errorf("%w: written by pid %d, and this is pid %d (not its successor)", ErrHandoverRecord, rec.PID, os.Getpid())
 	}
@@ -143,11 +150,11 @@ func inherited(rec *handoverRecord) (*inheritance, error) {
 	if err := platform.TryLock(lock); err != nil {
 		return nil, fmt.Errorf("the service lock handed over (descriptor %d): %w", rec.Lock, err)
 	}
-	lf := os.NewFile(rec.Listener, "api")
+	lf := os.NewFile(rec.Listener[0], "api")
 	l, err := net.FileListener(lf)
 	lf.Close()
 	if err != nil {
-		return nil, fmt.Errorf("the API listener handed over (descriptor %d): %w", rec.Listener, err)
+		return nil, fmt.Errorf("the API listener handed over (descriptor %d): %w", rec.Listener[0], err)
 	}
 	ul, ok := l.(*net.UnixListener)
 	if !ok {
@@ -159,6 +166,11 @@ func inherited(rec *handoverRecord) (*inheritance, error) {
 	ul.SetUnlinkOnClose(true)
 	return &inheritance{lock: lock, listener: ul}, nil
 }
+
+// prepared and tookOver tell the service before nothing: it is this
+// process.
+func (in *inheritance) prepared() error                                    { return nil }
+func (in *inheritance) tookOver([]*guardian.Session, func(string, ...any)) {}
 
 // attachment is the tether t as this process takes it over.
 func attachment(id string, t *tetherHandover) (guardian.Attachment, error) {

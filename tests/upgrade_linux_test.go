@@ -238,14 +238,14 @@ func TestUpgradeExecFails(t *testing.T) {
 
 // A kill at each step of the handover: before the exec (the old service
 // paused, frozen, its record written, its descriptors inheritable), and
-// after it (the successor with the record read, half its tethers
-// attached, serving). Whatever the moment, it is a crash: every tree goes
+// after it (the successor with the record read, serving, with half its
+// tethers made sessions again, with half its guardians sent attach). Whatever the moment, it is a crash: every tree goes
 // within its stop timeout (I2), nothing is left (no guardian, lock,
 // private directory or record), and a relaunch brings every agent back
 // exactly once: never two trees.
 func TestUpgradeKilledAtEachStep(t *testing.T) {
 	const stop = 300 * time.Millisecond
-	for _, step := range []string{"paused", "frozen", "recorded", "exec", "successor", "attaching", "serving"} {
+	for _, step := range []string{"paused", "frozen", "recorded", "exec", "successor", "serving", "attaching", "announcing"} {
 		t.Run(step, func(t *testing.T) {
 			w, svc, m := upgradeWorld(t, stop, "TETHER_TEST_HANDOVER_STOP="+step)
 			upgraded := make(chan result, 1)
