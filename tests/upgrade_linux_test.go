@@ -258,8 +258,10 @@ func TestUpgradeKilledAtEachStep(t *testing.T) {
 				t.Fatalf("guardians still running after their teardown: %v", left)
 			}
 			w.waitOwnerGone("default", m, begin, stop+ownerGoneMargin)
-			if r := <-upgraded; r.code == 0 {
-				t.Errorf("the upgrade succeeded although its service was killed at %s", step)
+			// Once the successor serves, the upgrade is made, and the
+			// command may say so before the kill.
+			if r := <-upgraded; r.code == 0 && !slices.Contains([]string{"serving", "attaching", "announcing"}, step) {
+				t.Errorf("the upgrade succeeded although its service was killed at %s, before it took over", step)
 			}
 			t.Logf("killed at %s: everything gone %v later", step, took)
 
