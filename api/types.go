@@ -49,6 +49,19 @@ type Process struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
 
+// Containment is how a running agent's tree is held together, from the
+// strongest rung to the weakest; every rung starts the agent in a session
+// of its own.
+type Containment string
+
+// The containment rungs.
+const (
+	ContainmentCgroup  Containment = "cgroup"  // a cgroup v2 of its own; teardown ends with cgroup.kill
+	ContainmentScope   Containment = "scope"   // the same, inside a transient scope of the user's systemd manager
+	ContainmentSession Containment = "session" // no cgroup: the session, and child subreapers in the guardian and the service
+	ContainmentJob     Containment = "job"     // Windows: a kill-on-close job object
+)
+
 // Agent is one row of the status.
 type Agent struct {
 	ID          string    `json:"id"`
@@ -63,6 +76,9 @@ type Agent struct {
 	// Status is the agent's own word on how it is doing: its last
 	// STATUS= text (ready: notify), or what a starting agent waits for.
 	Status string `json:"status,omitempty"`
+	// Containment is the rung the running tree got; empty while none
+	// runs.
+	Containment Containment `json:"containment,omitempty"`
 }
 
 // Status is the answer of GET /localapi/v0/status.

@@ -69,9 +69,20 @@ func buildTether() (string, error) {
 	return dir, nil
 }
 
-// tetherBinary returns the tether binary TestMain built.
+// exeEnv names a tether binary for the benchmarks to run instead of the
+// one TestMain built: an older build to compare with, or one built with a
+// profiling hook (go build -overlay) to see where the time goes. The
+// guardian benchmarks run it as the guardian, the service benchmarks as
+// the service (and so its guardians too).
+const exeEnv = "TETHER_BENCH_TETHER"
+
+// tetherBinary returns the tether binary the benchmarks run: exeEnv's, or
+// the one TestMain built.
 func tetherBinary(b *testing.B) string {
 	b.Helper()
+	if v := os.Getenv(exeEnv); v != "" {
+		return v
+	}
 	if tetherExe == "" {
 		b.Fatal("TestMain built no tether binary")
 	}

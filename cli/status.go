@@ -69,11 +69,14 @@ func (inv *invocation) status(args []string) int {
 // statusTable prints the rows as a table.
 func (inv *invocation) statusTable(st api.Status) {
 	tw := tabwriter.NewWriter(inv.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tIDENTITY\tSTATE\tPID\tSINCE\tRESTARTS\tERROR")
+	fmt.Fprintln(tw, "ID\tIDENTITY\tSTATE\tPID\tCONTAINMENT\tSINCE\tRESTARTS\tERROR")
 	for _, a := range st.Agents {
-		pid := "-"
+		pid, containment := "-", "-"
 		if a.PID > 0 {
 			pid = strconv.Itoa(a.PID)
+		}
+		if a.Containment != "" {
+			containment = string(a.Containment)
 		}
 		msg := ""
 		switch {
@@ -83,7 +86,7 @@ func (inv *invocation) statusTable(st api.Status) {
 			// The agent's own word (STATUS=), or what it waits for.
 			msg = oneLine(a.Status, 80)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", a.ID, a.Identity, a.State, pid, ago(a.Since), a.Restarts, msg)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", a.ID, a.Identity, a.State, pid, containment, ago(a.Since), a.Restarts, msg)
 	}
 	tw.Flush()
 }
@@ -184,6 +187,17 @@ var stateHelp = []struct {
 	{api.StateAdoptable, "its service died; by survive_service_crash it runs on, waiting for the next service (shown while none runs)"},
 }
 
+// containmentHelp says what each containment rung means to the user.
+var containmentHelp = []struct {
+	containment api.Containment
+	help        string
+}{
+	{api.ContainmentCgroup, "a cgroup of its own: everything it starts is in it and is killed with it"},
+	{api.ContainmentScope, "the same, inside a transient scope from your systemd user manager"},
+	{api.ContainmentSession, "no cgroup could be had: its session, and tether catching what leaves it"},
+	{api.ContainmentJob, "Windows: a job object that ends with its guardian"},
+}
+
 // codeHelp says what each code an agent's row can carry means to the
 // user, in the order of api.AgentCodes.
 var codeHelp = []struct {
@@ -209,10 +223,10 @@ func statusHelp() string {
 	var b strings.Builder
 	b.WriteString(`usage: tether status [--json]
 
-One row per agent: its id, identity, state, pid, how long it has been in
-that state, how often it was restarted, and its last error as CODE: message
-(or, without one, its status: the agent's own STATUS= text, or what a
-starting agent waits for).
+One row per agent: its id, identity, state, pid, the containment its
+running tree got, how long it has been in that state, how often it was
+restarted, and its last error as CODE: message (or, without one, its
+status: the agent's own STATUS= text, or what a starting agent waits for).
 
 --json prints the rows as JSON:
 
@@ -230,6 +244,12 @@ state is one of:
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	for _, s := range stateHelp {
 		fmt.Fprintf(tw, "  %s\t%s\n", s.state, s.help)
+	}
+	tw.Flush()
+	b.WriteString("\ncontainment is one of, strongest first:\n")
+	tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	for _, c := range containmentHelp {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.containment, c.help)
 	}
 	tw.Flush()
 	b.WriteString("\nerror.code is one of:\n")

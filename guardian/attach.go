@@ -186,13 +186,17 @@ func (p processWatch) Wait() error {
 // guardian is not this process's child.
 func WatchedProcess(ref platform.Ref) guardianProcess { return processWatch{ref: ref} }
 
-// ChildProcess returns the guardian of pid, a child of this process, for
-// an Attachment: Wait reaps it.
+// ChildProcess returns the guardian of pid, a child of this process
+// started before an execve, for an Attachment: it is counted as this
+// process's own child from now on (as Start counts the guardians it
+// starts: an owner that adopts orphans never takes it for one), and
+// Wait reaps it. Call it before the adoption of orphans begins.
 func ChildProcess(pid int) (guardianProcess, error) {
 	p, err := os.FindProcess(pid)
 	if err != nil {
 		return nil, err
 	}
+	claimChild(pid)
 	return childProcess{p}, nil
 }
 
@@ -202,6 +206,7 @@ func (c childProcess) Pid() int { return c.p.Pid }
 
 func (c childProcess) Wait() error {
 	st, err := c.p.Wait()
+	guardianReaped(c.p.Pid)
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ func protocolSeeds(t testing.TB) []byte {
 		{Type: msgStart, Version: ProtocolVersion, Start: &request{Identity: "a@relay", Reclaim: true}},
 		{Type: msgStop, Timeout: &timeout},
 		{Type: msgReady, Version: ProtocolVersion, Ready: &Ready{GuardianPID: 41, AgentPID: 42, SessionID: 42,
-			Containment: "cgroup+session", Cgroup: "/sys/fs/cgroup/tether/a", Subreaper: true, PrivateDir: "/tmp/p/a",
+			Containment: ContainmentCgroup, Cgroup: "/sys/fs/cgroup/tether/a", Subreaper: true, PrivateDir: "/tmp/p/a",
 			LockPath: "/run/l", Since: since, TookOver: holder}},
 		{Type: msgFailed, Version: ProtocolVersion, Failure: &failure{Code: CodeContention, Message: "held", Holder: holder}},
 		{Type: msgFailed, Version: ProtocolVersion, Failure: &failure{Code: CodeSpawn, Message: "no such file", Path: "/bin/x", Cause: CauseNotFound}},

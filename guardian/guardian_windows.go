@@ -151,6 +151,9 @@ func redirectOutput(f *os.File) error {
 
 func (g *guardian) settle() {}
 
+// prepareOS has nothing to do on Windows: the job is made per start.
+func (g *guardian) prepareOS() {}
+
 func (g *guardian) ownerGone() <-chan struct{} {
 	if g.owner != nil {
 		return g.owner.Exited()
@@ -181,7 +184,7 @@ func (g *guardian) watchOwner(r *procRef) error {
 	return nil
 }
 
-func (g *guardian) containment() string { return "job" }
+func (g *guardian) containment() Containment { return ContainmentJob }
 
 func (g *guardian) describe(r *Ready) {
 	r.Job = g.job.Name()

@@ -67,7 +67,7 @@ func TestStartStopLeavesNothing(t *testing.T) {
 		spec.NoCgroup = noCgroup
 		s := e.start(spec)
 		r := s.Ready()
-		if want := map[bool]string{true: "session", false: "cgroup+session"}[noCgroup]; r.Containment != want {
+		if want := map[bool]Containment{true: ContainmentSession, false: ContainmentCgroup}[noCgroup]; r.Containment != want {
 			t.Errorf("containment %q, want %q", r.Containment, want)
 		}
 		if !r.Subreaper {

@@ -38,7 +38,7 @@ func TestStartStopLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Containment != "job" || r.Job == "" || r.LockPath != name || r.AgentPID == 0 {
+	if r.Containment != ContainmentJob || r.Job == "" || r.LockPath != name || r.AgentPID == 0 {
 		t.Errorf("ready %+v", r)
 	}
 	if fi, err := os.Stat(r.PrivateDir); err != nil || !fi.IsDir() {

@@ -85,7 +85,7 @@ func spawn(exe string) (*spawned, error) {
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
 	cmd.Stderr = stderrW
-	err = cmd.Start()
+	err = startGuardian(cmd)
 	guardEnd.Close()
 	stderrW.Close()
 	if err != nil {
@@ -176,6 +176,7 @@ func (p *execProcess) Pid() int { return p.cmd.Process.Pid }
 
 func (p *execProcess) Wait() error {
 	err := p.cmd.Wait()
+	guardianReaped(p.cmd.Process.Pid)
 	<-p.stderrDone
 	return err
 }

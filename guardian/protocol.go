@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/tether-dev/tether/probe"
 )
 
 // ProtocolVersion is the newest version of the protocol this binary
@@ -204,16 +206,17 @@ type Ready struct {
 	GuardianPID int `json:"guardian_pid"`
 	// GuardianStart is the guardian's start time, which with its pid
 	// names it across pid reuse (version 2).
-	GuardianStart uint64    `json:"guardian_start,omitempty"`
-	AgentPID      int       `json:"agent_pid"`
-	SessionID     int       `json:"session_id"`
-	Containment   string    `json:"containment"` // "cgroup+session", "session" or "job"
-	Cgroup        string    `json:"cgroup,omitempty"`
-	Job           string    `json:"job,omitempty"` // Windows: the job object's name
-	Subreaper     bool      `json:"subreaper"`
-	PrivateDir    string    `json:"private_dir"`
-	LockPath      string    `json:"lock_path"`
-	Since         time.Time `json:"since"`
+	GuardianStart uint64      `json:"guardian_start,omitempty"`
+	AgentPID      int         `json:"agent_pid"`
+	SessionID     int         `json:"session_id"`
+	Containment   Containment `json:"containment"`
+	Cgroup        string      `json:"cgroup,omitempty"`
+	Scope         string      `json:"scope,omitempty"` // the transient scope unit holding the guardian, for ContainmentScope
+	Job           string      `json:"job,omitempty"`   // Windows: the job object's name
+	Subreaper     bool        `json:"subreaper"`
+	PrivateDir    string      `json:"private_dir"`
+	LockPath      string      `json:"lock_path"`
+	Since         time.Time   `json:"since"`
 	// TookOver names the guardian whose abandoned tree was stopped
 	// before this start, if any.
 	TookOver *Holder `json:"took_over,omitempty"`
@@ -221,6 +224,30 @@ type Ready struct {
 	// yet: an agent_ready message, or a stop with ReasonNotReady, follows.
 	Pending bool `json:"pending,omitempty"`
 }
+
+// Containment names the rung of the containment ladder an agent's tree
+// got; the constants go from the strongest to the weakest. Every rung
+// starts the agent in a session of its own. A guardian takes the
+// strongest it can get and says in its log why not a stronger one.
+type Containment string
+
+// The containment rungs.
+const (
+	// ContainmentCgroup: a cgroup v2 of its own below the guardian's,
+	// which is writable (root, or a unit with Delegate=yes); the agent is
+	// cloned into it and teardown ends with cgroup.kill.
+	ContainmentCgroup Containment = "cgroup"
+	// ContainmentScope: the same, below a transient scope with
+	// Delegate=yes that the user's systemd manager made for the
+	// guardian, where no cgroup was writable.
+	ContainmentScope Containment = "scope"
+	// ContainmentSession: no cgroup; the session, and the child
+	// subreapers (the guardian, and its owner) that descendants which
+	// leave it come back to.
+	ContainmentSession Containment = "session"
+	// ContainmentJob: Windows' kill-on-close job object.
+	ContainmentJob Containment = "job"
+)
 
 // Holder says who holds, or held, an identity.
 type Holder struct {
@@ -360,6 +387,20 @@ func newLineReaderAfter(pending []byte, r io.Reader) *lineReader {
 		r = io.MultiReader(bytes.NewReader(pending), r)
 	}
 	return newLineReader(r)
+}
+
+// warmCodecs encodes a message with every field of a pointer type set and
+// decodes it again: encoding/json then holds the encoder and the fields of
+// every protocol type, which it would otherwise build at the first real
+// message.
+func warmCodecs() {
+	m := message{
+		Start: &request{Readiness: &Readiness{Ready: &probe.Spec{}, Health: &HealthCheck{}}}, Timeout: new(Duration),
+		Ready: &Ready{TookOver: &Holder{}}, Failure: &failure{Holder: &Holder{}}, Exit: &Exit{}, Cleanup: &Cleanup{}, Retry: new(Duration),
+	}
+	if b, err := json.Marshal(m); err == nil {
+		_ = json.Unmarshal(b, &message{})
+	}
 }
 
 // errProtocol reports a line that is not a protocol message.

@@ -55,7 +55,7 @@ const DefaultStartTimeout = 60 * time.Second
 // the check's only timer, and it ends with the start.
 const (
 	readyPollFirst = 10 * time.Millisecond
-	readyPollMax   = 500 * time.Millisecond
+	readyPollMax   = 100 * time.Millisecond
 )
 
 func (r *Readiness) validate() error {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/testproc"
 	"github.com/tether-dev/tether/probe"
 	"golang.org/x/sys/unix"
 )
@@ -218,10 +219,16 @@ func TestReadyFDClosedWithoutNewline(t *testing.T) {
 	}
 }
 
-// agentEnviron reads a process's environment.
+// agentEnviron reads a process's environment. A process in the middle
+// of an exec shows an empty one for a moment: the read is retried.
 func agentEnviron(t *testing.T, pid int) map[string]string {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	var b []byte
+	var err error
+	testproc.Eventually(t, 5*time.Second, func() bool {
+		b, err = os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		return err != nil || len(b) > 0
+	}, "pid %d shows no environment", pid)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,10 @@
 // Package platform is the portable face of tether's two OS halves: lock
 // files, user-only directories and files, the local socket or pipe and
-// the identity of its peer, and process references. Each operation is
-// documented here once, under one name, and forwards by build tag to
-// platform/unix or platform/windows, which implement it; on any other
-// system it fails with errors.ErrUnsupported.
+// the identity of its peer, process references, and the watch of writes
+// to a directory's files. Each operation is documented here once, under
+// one name, and forwards by build tag to platform/unix or
+// platform/windows, which implement it; on any other system it fails with
+// errors.ErrUnsupported.
 //
 // Callers (guardian, service, api, demo, internal/testdir) name these
 // operations through this package only. What has no portable meaning

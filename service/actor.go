@@ -77,6 +77,8 @@ type actor struct {
 	startedAt  time.Time
 	contention time.Time // when contention began
 	contDelay  time.Duration
+	leftover   bool          // processes its dead guardian left could not be stopped
+	unclaimed  bool          // its guardian died and no guardian has freed the identity since
 	startWait  []startWaiter // answered when a start settles
 	stopWait   []chan error  // answered when a stop settles
 }
@@ -223,6 +225,20 @@ func (a *actor) handle(cmd command) bool {
 			}
 		}
 		if a.session == nil {
+			// A dead guardian's tree, waiting for a restart to take
+			// it over, is stopped now, and so is what it left here
+			// that could not be stopped before.
+			e := a.claim()
+			if e == nil && a.leftover {
+				if _, e = a.stopOrphans(0); e == nil {
+					a.leftover = false
+				}
+			}
+			if e != nil {
+				a.setState(api.StateCleanupFailed, e)
+				a.answer(&a.stopWait, e)
+				return a.ending
+			}
 			if a.row.State != api.StateFailed || cmd.kind == cmdStop {
 				a.row.Status = ""
 				a.setState(api.StateStopped, nil)
@@ -354,6 +370,16 @@ func (a *actor) spec(env []string) guardian.Spec {
 	}
 }
 
+// stopLeft is the stop timeout what a dead guardian left gets: all of it,
+// or, when the guardian died in the middle of a stop, what is left of it
+// (at least a millisecond: zero would mean the default).
+func (a *actor) stopLeft() time.Duration {
+	if a.stopAsked {
+		return max(a.cfg.StopTimeout-time.Since(a.stopSince), time.Millisecond)
+	}
+	return a.cfg.StopTimeout
+}
+
 // reclaim frees the identity after its guardian died: the tree it
 // abandoned still runs and holds the lock. It blocks the actor for at
 // most the tree's stop timeout and the kill grace. A guardian that died
@@ -361,16 +387,39 @@ func (a *actor) spec(env []string) guardian.Spec {
 // gets what is left of its stop timeout, not a second one.
 func (a *actor) reclaim() *api.Error {
 	spec := a.spec(nil)
-	if a.stopAsked {
-		// At least a millisecond: zero would mean the default.
-		spec.StopTimeout = max(a.cfg.StopTimeout-time.Since(a.stopSince), time.Millisecond)
-	}
+	spec.StopTimeout = a.stopLeft()
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.StopTimeout+30*time.Second)
 	defer cancel()
 	if err := guardian.Reclaim(ctx, spec); err != nil {
 		return cleanupError("freeing the identity after its guardian died: ", err)
 	}
 	return nil
+}
+
+// stopOrphans stops what a dead guardian's tree left with the service
+// (see Options.Orphans), giving it timeout between SIGTERM and SIGKILL,
+// and describes what it stopped ("" for nothing). A failure leaves the
+// agent unable to start until a retry succeeds (leftover).
+func (a *actor) stopOrphans(timeout time.Duration) (string, *api.Error) {
+	rep, err := a.c.stopOrphans(timeout)
+	if err != nil {
+		a.leftover = true
+		return "", &api.Error{Code: api.CodeCleanupFailed, Message: "stopping what the dead guardian left: " + err.Error()}
+	}
+	if rep == nil {
+		return "", nil
+	}
+	return rep.String(), nil
+}
+
+// claim frees the identity if its guardian died and nothing has freed it
+// since (see reclaim).
+func (a *actor) claim() *api.Error {
+	if !a.unclaimed {
+		return nil
+	}
+	a.unclaimed = false
+	return a.reclaim()
 }
 
 // start asks for a guardian. It blocks the actor for at most the
@@ -383,6 +432,15 @@ func (a *actor) start() {
 	}
 	if !a.depsReady() {
 		return
+	}
+	if a.leftover {
+		// Never a second tree beside what the last one left.
+		if _, e := a.stopOrphans(0); e != nil {
+			a.setState(api.StateCleanupFailed, e)
+			a.answerStarts(e)
+			return
+		}
+		a.leftover = false
 	}
 	a.row.Status = ""
 	a.setState(api.StateStarting, a.row.Error)
@@ -411,11 +469,13 @@ func (a *actor) start() {
 // adoption), as the agent's session.
 func (a *actor) began(s *guardian.Session, since time.Time) {
 	a.setSession(s)
+	a.unclaimed = false // the new guardian took over whatever was left
 	a.stopAsked = false
 	a.contention, a.contDelay = time.Time{}, 0
 	a.startedAt = since
 	r := s.Ready()
 	a.row.PID, a.row.GuardianPID = r.AgentPID, r.GuardianPID
+	a.row.Containment = api.Containment(r.Containment)
 	a.pending = r.Pending
 	a.recordRun(func(run *state.Run) { *run = state.Run{Started: a.startedAt.UTC(), PID: r.AgentPID} })
 	if a.pending {
@@ -519,9 +579,10 @@ func (a *actor) event(ev guardian.Event) bool {
 // guardian's tree is stopped here unless a start follows soon (which
 // takes the tree over).
 func (a *actor) sessionOver(ev guardian.Event, now time.Time) *api.Error {
+	containment := a.session.Ready().Containment
 	a.setSession(nil)
 	a.pending = false
-	a.row.PID, a.row.GuardianPID = 0, 0
+	a.row.PID, a.row.GuardianPID, a.row.Containment = 0, 0, ""
 	a.recordRun(func(run *state.Run) {
 		run.Stopped = now.UTC()
 		if ev.Exit != nil {
@@ -534,12 +595,22 @@ func (a *actor) sessionOver(ev guardian.Event, now time.Time) *api.Error {
 	switch {
 	case ev.Type == guardian.EventLost:
 		e := &api.Error{Code: api.CodeInternal, Message: ev.Err.Error()}
+		if containment == guardian.ContainmentSession {
+			// No cgroup holds the tree: what left the session came
+			// back here, and only here can it be found.
+			if note, oe := a.stopOrphans(a.stopLeft()); oe != nil {
+				e = oe
+			} else if note != "" {
+				e.Message += "; " + note
+			}
+		}
 		// A guardian's death is a failure of the run.
 		restarting := !a.stopAsked && a.want && a.cfg.Restart.Restarts(true)
+		a.unclaimed = true
 		if !restarting || a.restartArm {
 			// Nobody will start the identity again soon (which would
 			// take the tree over): free it now.
-			if rerr := a.reclaim(); rerr != nil {
+			if rerr := a.claim(); rerr != nil {
 				e = rerr
 			}
 		}
@@ -562,7 +633,11 @@ func (a *actor) settleStop(e *api.Error) bool {
 		rowErr = a.depErr
 	}
 	a.depErr = nil
-	a.setState(api.StateStopped, rowErr)
+	if a.leftover {
+		a.setState(api.StateCleanupFailed, rowErr)
+	} else {
+		a.setState(api.StateStopped, rowErr)
+	}
 	a.answer(&a.stopWait, errOrNil(e))
 	if a.ending {
 		return true
@@ -581,6 +656,13 @@ func (a *actor) settleStop(e *api.Error) bool {
 // without a stop: by its restart policy it stays stopped or failed, is
 // parked as a crash loop, or is started again after a backoff.
 func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
+	if a.leftover {
+		// What its dead guardian left could not be stopped: no new
+		// tree until it is.
+		a.answerStarts(errOrNil(e))
+		a.setState(api.StateCleanupFailed, e)
+		return
+	}
 	failed := ev.Type == guardian.EventLost || ev.Exit == nil || ev.Exit.Code != 0
 	if code, ok := checkCodes[ev.Reason]; ok && e == nil {
 		// A check stopped it: that is a failure, whatever the exit.

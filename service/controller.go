@@ -23,6 +23,9 @@ type Options struct {
 	Paths      Paths
 	Executable string   // the tether binary: guardians and a bare "tether" argv[0]
 	BaseEnv    []string // the environment agents start from; nil means os.Environ()
+	// Orphans, when set, stops what a dead guardian's tree left with the
+	// service (see Orphans); the service's Run sets it.
+	Orphans Orphans
 	// Policy knobs; zero means the defaults below.
 	BackoffMin, BackoffMax time.Duration
 	HealthyAfter           time.Duration
@@ -69,6 +72,7 @@ type Controller struct {
 	closing   bool
 	quitAsked bool
 
+	orphanMu sync.Mutex     // one stop of orphans at a time
 	pool     *guardian.Pool // a guardian started ahead of each start
 	service  api.Service    // the process and its binary, for Status
 	upgrades chan upgradeCall
@@ -178,6 +182,13 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 // saves an autostart as intent (for agents added by a reload).
 func (c *Controller) addLocked(a config.Agent, enabled, record bool) {
 	act := newActor(c, a)
+	if enabled {
+		// Until its actor takes the start, the row already says what
+		// is under way: a status answered meanwhile never shows an
+		// enabled agent as stopped and disabled.
+		act.want = true
+		act.row.State, act.row.Enabled = api.StateStarting, true
+	}
 	c.actors[a.ID] = act
 	c.rows[a.ID] = act.row
 	// Not to run: a tree that outlived the service before is stopped.
@@ -266,12 +277,15 @@ func (c *Controller) Stop(ctx context.Context, id string) (api.Agent, error) {
 	if err != nil {
 		return api.Agent{}, err
 	}
-	serr := c.setEnabled(id, false)
+	// The durable disable goes on while the tree is stopped: the sync
+	// of the intent never delays the stop.
+	serrc := make(chan error, 1)
+	go func() { serrc <- c.setEnabled(id, false) }()
 	err = c.stopDependents(ctx, id)
 	if derr := a.do(ctx, cmdStop); derr != nil {
 		err = derr
 	}
-	if err == nil {
+	if serr := <-serrc; err == nil {
 		err = serr
 	}
 	return c.row(id), err
@@ -405,6 +419,10 @@ func (c *Controller) Shutdown(ctx context.Context, force bool) error {
 			mu.Unlock()
 		}
 	})
+	// Normally none: each is stopped when its guardian's loss is seen.
+	if _, err := c.stopOrphans(c.longestStopTimeout()); err != nil {
+		failed = append(failed, "processes left by dead guardians: "+err.Error())
+	}
 	if len(failed) > 0 && !force && !again {
 		sort.Strings(failed)
 		return fmt.Errorf("%w: %s", ErrShutdownRefused, strings.Join(failed, "; "))
@@ -420,6 +438,27 @@ func (c *Controller) Shutdown(ctx context.Context, force bool) error {
 	return nil
 }
 
+// stopOrphans stops what dead guardians' trees left with the service, one
+// caller at a time. It returns nil when there is nothing to stop.
+func (c *Controller) stopOrphans(timeout time.Duration) (*OrphanReport, error) {
+	if c.opts.Orphans == nil {
+		return nil, nil
+	}
+	c.orphanMu.Lock()
+	defer c.orphanMu.Unlock()
+	return c.opts.Orphans.Stop(timeout)
+}
+
+func (c *Controller) longestStopTimeout() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := guardian.DefaultStopTimeout
+	for _, a := range c.cfg.Agents {
+		d = max(d, a.StopTimeout)
+	}
+	return d
+}
+
 // Quit implements localapi.Backend: a shutdown that an unconfirmed stop
 // refuses once, with the reason; asking again exits anyway.
 func (c *Controller) Quit(ctx context.Context) error {
@@ -430,46 +469,6 @@ func (c *Controller) Quit(ctx context.Context) error {
 		return &api.Error{Code: api.CodeCleanupFailed, Message: err.Error() + " (quit again to exit anyway)"}
 	}
 	return nil
-}
-
-// capLogs keeps every agent's log under MaxLogSize (see logChecker) until
-// the controller shuts down.
-func (c *Controller) capLogs() {
-	lc := newLogChecker(MaxLogSize, time.Now())
-	t := time.NewTimer(logCheckFirst)
-	defer t.Stop()
-	due := time.Now().Add(logCheckFirst)
-	for {
-		select {
-		case <-c.quit:
-			return
-		case <-c.logStart:
-			// An agent started: its log may grow at any pace.
-			if time.Until(due) > logCheckFirst {
-				due = time.Now().Add(logCheckFirst)
-				t.Reset(logCheckFirst)
-			}
-			continue
-		case <-t.C:
-		}
-		c.mu.Lock()
-		paths := make([]string, 0, len(c.actors))
-		for id := range c.actors {
-			paths = append(paths, c.opts.Paths.LogPath(id))
-		}
-		c.mu.Unlock()
-		wait := lc.check(paths, time.Now())
-		due = time.Now().Add(wait)
-		t.Reset(wait)
-	}
-}
-
-// logStarted tells capLogs that an agent started, without waiting.
-func (c *Controller) logStarted() {
-	select {
-	case c.logStart <- struct{}{}:
-	default:
-	}
 }
 
 // runWrites carries last-run records to writeRuns. They are batched: 200

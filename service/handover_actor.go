@@ -28,6 +28,9 @@ type agentHandover struct {
 	StopAsked  bool          `json:"stop_asked,omitempty"`
 	StopSince  time.Time     `json:"stop_since,omitzero"`
 	RestartArm bool          `json:"restart_arm,omitempty"`
+	DepErr     *api.Error    `json:"dep_err,omitempty"`   // stopped with a dependency: why
+	Leftover   bool          `json:"leftover,omitempty"`  // what a dead guardian left could not be stopped
+	Unclaimed  bool          `json:"unclaimed,omitempty"` // its guardian died and nothing has freed the identity since
 
 	Tether *tetherHandover `json:"tether,omitempty"`
 }
@@ -129,7 +132,7 @@ func (a *actor) handover() agentHandover {
 		ID: a.id, Row: a.row, Want: a.want, Failures: a.failures, Backoff: a.backoff,
 		StartedAt: a.startedAt, Contention: a.contention, ContDelay: a.contDelay,
 		DepWait: a.depWait, Pending: a.pending, StopAsked: a.stopAsked, StopSince: a.stopSince,
-		RestartArm: a.restartArm,
+		RestartArm: a.restartArm, DepErr: a.depErr, Leftover: a.leftover, Unclaimed: a.unclaimed,
 	}
 	if a.timerC != nil {
 		st.Due = a.timerDue
@@ -146,6 +149,7 @@ func (a *actor) resume(st agentHandover, session chan attachResult) {
 	a.startedAt, a.contention, a.contDelay = st.StartedAt, st.Contention, st.ContDelay
 	a.depWait, a.pending = st.DepWait, st.Pending
 	a.stopAsked, a.stopSince, a.restartArm = st.StopAsked, st.StopSince, st.RestartArm
+	a.depErr, a.leftover, a.unclaimed = st.DepErr, st.Leftover, st.Unclaimed
 	a.awaiting = session
 	if !st.Due.IsZero() {
 		a.schedule(max(time.Until(st.Due), 0))

@@ -69,7 +69,16 @@ func Run(p Paths, exe, version string, stderr io.Writer) int {
 	if err := b.store.Err(); err != nil {
 		logf("the state file is malformed and left as it is (intent will not be saved until it is fixed): %v", err)
 	}
-	c := NewController(Options{Paths: p, Executable: exe, Logf: logf, resumed: b.resumed}, b.cfg, b.store)
+	// After a takeover: the guardians handed over are counted as this
+	// process's own children first (see takeOverFrom), so the adopter
+	// never takes one for an orphan.
+	orphans, err := newOrphans()
+	if err != nil {
+		logf("not a child subreaper (%v): what a dead guardian's tree leaves outside its session goes to init", err)
+	} else if orphans != nil {
+		defer orphans.Close()
+	}
+	c := NewController(Options{Paths: p, Executable: exe, Orphans: orphans, Logf: logf, resumed: b.resumed}, b.cfg, b.store)
 	c.service = ServiceInfo(exe, version)
 	srv := localapi.New(c, b.listener)
 	served := make(chan error, 1)
@@ -149,7 +158,7 @@ type beginning struct {
 	listener net.Listener
 	inherit  *inheritance
 	resumed  map[string]resumedAgent
-	tethers  map[string]*tetherHandover // by agent id, to attach once serving
+	tethers  map[string]attachResult // by agent id, to attach once serving
 	upgrade  *api.Upgrade
 }
 
@@ -226,12 +235,15 @@ func takeOverFrom(p Paths, path string, began time.Time, logf func(string, ...an
 		b.store.Close()
 		return nil, err
 	}
-	b.tethers = map[string]*tetherHandover{}
+	// Each tether as an attachment now: on Unix this counts its guardian
+	// as this process's own child before the adoption of orphans begins.
+	b.tethers = map[string]attachResult{}
 	for _, st := range rec.Agents {
 		r := resumedAgent{state: st}
-		if st.Tether != nil {
+		if t := st.Tether; t != nil {
 			r.session = make(chan attachResult, 1)
-			b.tethers[st.ID] = st.Tether
+			at, err := attachment(st.ID, t)
+			b.tethers[st.ID] = attachResult{attachment: at, err: err}
 		}
 		b.resumed[st.ID] = r
 	}
@@ -248,10 +260,12 @@ func reapLater(pids []int) {
 	}
 }
 
-// attachResult is an agent's tether made a session again, or why not.
+// attachResult is an agent's tether as an attachment, then a session
+// again, or why not.
 type attachResult struct {
-	session *guardian.Session
-	err     error
+	attachment guardian.Attachment
+	session    *guardian.Session
+	err        error
 }
 
 // attachAll makes sessions of the tethers handed over, each for its
@@ -266,7 +280,12 @@ func attachAll(p Paths, b *beginning, logf func(string, ...any)) {
 		if !ok {
 			continue
 		}
-		s, err := attachTether(p, a, t)
+		var s *guardian.Session
+		err := t.err
+		if err == nil {
+			spec := guardian.Spec{Identity: a.Identity, Profile: p.Profile, StopTimeout: a.StopTimeout}
+			s, err = guardian.Attach(spec, t.attachment)
+		}
 		if err != nil {
 			// Its guardian sees the tether close and tears down; the
 			// agent starts again by its intent.
@@ -274,7 +293,7 @@ func attachAll(p Paths, b *beginning, logf func(string, ...any)) {
 		} else {
 			sessions = append(sessions, s)
 		}
-		b.resumed[a.ID].session <- attachResult{s, err}
+		b.resumed[a.ID].session <- attachResult{session: s, err: err}
 		if n++; n == (len(b.tethers)+1)/2 {
 			stopAt("attaching")
 		}
@@ -310,16 +329,6 @@ const (
 	announceDelay = 100 * time.Millisecond
 	announceBatch = 16
 )
-
-// attachTether makes a session of the tether handed over for agent a.
-func attachTether(p Paths, a config.Agent, t *tetherHandover) (*guardian.Session, error) {
-	spec := guardian.Spec{Identity: a.Identity, Profile: p.Profile, StopTimeout: a.StopTimeout}
-	at, err := attachment(a.ID, t)
-	if err != nil {
-		return nil, err
-	}
-	return guardian.Attach(spec, at)
-}
 
 // ErrAlreadyRunning: another service runs this profile.
 var ErrAlreadyRunning = errors.New("the service of this profile is already running")

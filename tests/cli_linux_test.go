@@ -60,7 +60,7 @@ func run(t *testing.T, timeout time.Duration, args ...string) result {
 func (w *world) run(timeout time.Duration, args ...string) result {
 	t := w.t
 	t.Helper()
-	cmd := exec.Command(tether, args...)
+	cmd := w.cmd(tether, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.Env = w.env

@@ -150,6 +150,10 @@ func (w *world) heldLocks() []string {
 	var held []string
 	for _, p := range paths {
 		f, err := punix.OpenLockFile(p)
+		if w.foreign {
+			// OpenLockFile refuses a file of another user.
+			f, err = os.OpenFile(p, os.O_RDWR|unix.O_NOFOLLOW, 0)
+		}
 		if err != nil {
 			held = append(held, fmt.Sprintf("%s (%v)", p, err))
 			continue

@@ -23,6 +23,29 @@ type world struct {
 	t   *testing.T
 	dir string
 	env []string
+	// command starts a program as the world's user (nil: exec.Command,
+	// as the test's own user); see userWorld.
+	command func(name string, args ...string) *exec.Cmd
+	// foreign says that user is not the test's: the service refuses the
+	// test's own API client, so it is asked through the command line.
+	foreign bool
+}
+
+// cmd is exec.Command in the world's user's way.
+func (w *world) cmd(name string, args ...string) *exec.Cmd {
+	if w.command != nil {
+		return w.command(name, args...)
+	}
+	return exec.Command(name, args...)
+}
+
+// answers reports whether profile's service answers its status.
+func (w *world) answers(profile string) bool {
+	if w.foreign {
+		return w.run(10*time.Second, "--profile", profile, "status").code == 0
+	}
+	_, err := w.client(profile).Status(context.Background())
+	return err == nil
 }
 
 func newWorld(t *testing.T) *world {
@@ -92,7 +115,7 @@ func (w *world) startServiceArgs(profile string, flags ...string) *service {
 		w.t.Fatal(err)
 	}
 	args := append([]string{"--profile", profile}, flags...)
-	cmd := exec.Command(tether, append(args, "service", "run")...)
+	cmd := w.cmd(tether, append(args, "service", "run")...)
 	cmd.Env = w.env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
@@ -116,7 +139,7 @@ func (w *world) startServiceArgs(profile string, flags ...string) *service {
 	})
 	exited := false
 	if !testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
-		if _, err := w.client(profile).Status(context.Background()); err == nil {
+		if w.answers(profile) {
 			return true
 		}
 		select {

@@ -30,14 +30,28 @@ import (
 // process's environ once it has exec'd its sleep (and, for the
 // grandchild, once setsid(1) ran), so a tree whose three roles are seen
 // is complete. With "ignore", SIGTERM is ignored and the sleeps inherit
-// that.
+// that. With "ready" it is the polite agent that becomes ready readyAfter
+// after it starts, and says so each way a supervisor's config asks for
+// (see readiness_linux_test.go): a line on its output, a file that a probe
+// looks for, a newline on an inherited descriptor, sd_notify's READY=1,
+// an HTTP listener (started at once, listening after the same 0.2 s).
 const agentScript = `#!/bin/bash
-# peer benchmark agent: $1 is polite or ignore
+# peer benchmark agent: $1 is polite, ignore or ready
 [ "$1" = ignore ] && trap '' TERM
 set -m
 ROLE=worker sleep 100000 &
 set +m
 ( ROLE=grand setsid sleep 100000 & )
+if [ "$1" = ready ]; then
+	[ -z "$READY_HTTP_PORT" ] || /usr/bin/python3 -c 'import sys, time, http.server as h
+time.sleep(0.2)
+h.HTTPServer(("127.0.0.1", int(sys.argv[1])), h.SimpleHTTPRequestHandler).serve_forever()' "$READY_HTTP_PORT" &
+	sleep 0.2
+	echo ready
+	[ -z "$READY_NOTIFY" ] || systemd-notify --ready
+	[ -z "$READY_FILE" ] || : >"$READY_FILE"
+	[ -z "$READY_FD" ] || { echo >&"$READY_FD"; eval "exec $READY_FD>&-"; }
+fi
 export ROLE=agent
 exec sleep 100000
 `
@@ -156,7 +170,11 @@ func (h *harness) spawn(cmd *exec.Cmd) (done chan struct{}, err error) {
 
 // run runs a short command to its end.
 func (h *harness) run(name string, args ...string) error {
-	cmd := exec.Command(name, args...)
+	return h.runCmd(exec.Command(name, args...))
+}
+
+// runCmd runs cmd, a short command, to its end.
+func (h *harness) runCmd(cmd *exec.Cmd) error {
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	done, err := h.spawn(cmd)
@@ -165,7 +183,7 @@ func (h *harness) run(name string, args ...string) error {
 	}
 	<-done
 	if !cmd.ProcessState.Success() {
-		return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), cmd.ProcessState, out.String())
+		return fmt.Errorf("%s: %v: %s", strings.Join(cmd.Args, " "), cmd.ProcessState, out.String())
 	}
 	return nil
 }
@@ -463,7 +481,9 @@ type results struct {
 	wakeups     float64 // per second, supervisor side
 	wakeupProcs int
 	errs        []string
-	pssFor      string // what the Pss row counts
+	pssFor      string          // what the Pss row counts
+	cliSpawn    []time.Duration // request to the first process, from the command line
+	ready       []readyResult   // by way of readiness
 }
 
 // measure runs every row against s. A failure of one row is recorded and
@@ -542,6 +562,10 @@ func measure(t *testing.T, h *harness, s supervisor, idle time.Duration) *result
 			}
 			killTag(tag(mode))
 			h.reapZombies()
+			if err := settle(s, mode); err != nil {
+				fail("start "+mode, err)
+				break
+			}
 		}
 	}
 	var memTags []string
@@ -645,21 +669,23 @@ func measure(t *testing.T, h *harness, s supervisor, idle time.Duration) *result
 	return r
 }
 
-// TestPeers runs every row against tether, supervisord and s6 and prints
-// the table.
+// TestPeers runs every row against tether, supervisord, s6, PM2 and
+// process-compose and prints the table.
 func TestPeers(t *testing.T) {
 	// A measurement, not a check: it runs with make peers.
 	if os.Getenv("TETHER_PEERS") == "" {
 		t.Skip("the peer comparison runs with make peers (TETHER_PEERS=1)")
 	}
 	var missing []string
-	for _, bin := range []string{"supervisord", "s6-svscan", "s6-supervise", "s6-svc", "bash", "setsid", "sleep"} {
+	for _, bin := range []string{"supervisord", "supervisorctl", "s6-svscan", "s6-supervise", "s6-svc", "bash", "setsid", "sleep"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			missing = append(missing, bin)
 		}
 	}
+	pm2, pc, more := findPinnedPeers()
+	missing = append(missing, more...)
 	if len(missing) > 0 {
-		msg := fmt.Sprintf("peers not installed (%s): apt-get install supervisor s6", strings.Join(missing, ", "))
+		msg := fmt.Sprintf("peers not installed (%s): make peers installs them (.ci/peers-deps)", strings.Join(missing, ", "))
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg)
 		}
@@ -704,11 +730,20 @@ func TestPeers(t *testing.T) {
 		newTether(h, exe),
 		newSupervisord(h),
 		newS6(h),
+		newPM2(h, pm2),
+		newProcessCompose(h, pc),
 	}
 	var res []*results
 	for _, s := range sups {
 		t.Logf("measuring %s", s.name())
-		res = append(res, measure(t, h, s, idle))
+		r := measure(t, h, s, idle)
+		if r.dup == 0 && len(r.errs) == 0 {
+			// The window closed before the restarted supervisor was up.
+			r.errs = append(r.errs, "trees after the restart")
+		}
+		measureCLI(t, h, s, r)
+		measureReady(t, h, s, r)
+		res = append(res, r)
 	}
 	table := renderTable(sups, res, idle)
 	fmt.Print("\n" + table)
@@ -735,9 +770,11 @@ func TestPeers(t *testing.T) {
 
 // pssWhat says which process the Pss row of each supervisor counts.
 var pssWhat = map[string]string{
-	"tether":      "median guardian",
-	"supervisord": "supervisord / agents",
-	"s6":          "median s6-supervise",
+	"tether":          "median guardian",
+	"supervisord":     "supervisord / agents",
+	"s6":              "median s6-supervise",
+	"pm2":             "God Daemon / agents",
+	"process-compose": "process-compose / agents",
 }
 
 func renderTable(sups []supervisor, res []*results, idle time.Duration) string {
@@ -767,6 +804,7 @@ func renderTable(sups []supervisor, res []*results, idle time.Duration) string {
 	row(fmt.Sprintf("start request answered (median of %d)", startReps), func(r *results) string { return dur(r.answered) })
 	row(fmt.Sprintf("start latency, request to the agent's first process (median of %d)", startReps), func(r *results) string { return dur(r.spawn) })
 	row(fmt.Sprintf("start latency, request to whole tree (median of %d)", startReps), func(r *results) string { return dur(r.start) })
+	row(fmt.Sprintf("start latency from the command line, request to the agent's first process (median of %d)", startReps), func(r *results) string { return dur(r.cliSpawn) })
 	for _, mode := range []string{"polite", "ignore"} {
 		label := "stop latency, polite agent"
 		if mode == "ignore" {
@@ -781,14 +819,21 @@ func renderTable(sups []supervisor, res []*results, idle time.Duration) string {
 	}
 	row("tree processes alive 1 s after the supervisor's SIGKILL", func(r *results) string { return strconv.Itoa(r.survivors1) })
 	row("tree processes alive 5 s after the supervisor's SIGKILL", func(r *results) string { return strconv.Itoa(r.survivors5) })
-	row("trees at once in the 5 s after SIGKILL + restart", func(r *results) string { return strconv.Itoa(r.dup) })
+	row("trees at once in the 5 s after SIGKILL + restart", func(r *results) string {
+		if r.dup == 0 {
+			return "n/a (no tree seen)"
+		}
+		return strconv.Itoa(r.dup)
+	})
 	row(fmt.Sprintf("Pss per agent, supervisor side (%d agents)", memAgents), func(r *results) string {
 		return fmt.Sprintf("%.2f MiB (%s)", r.pss, r.pssFor)
 	})
 	row(fmt.Sprintf("idle context switches/s, supervisor side (%d agents, %v)", memAgents, idle), func(r *results) string {
 		return fmt.Sprintf("%.2f (%d procs)", r.wakeups, r.wakeupProcs)
 	})
-	b.WriteString("\nreproduce: go test ./bench/peers/ -run Peers -v -count=1   (or: make peers)\n")
+	row(fmt.Sprintf("readiness: start request to the agent reported ready, agent ready %v after it starts (median)", readyAfter), readyCell)
+	b.WriteString("\n" + drivenBy(sups) + "\n")
+	b.WriteString("\nreproduce: make peers   (or TETHER_PEERS=1 go test ./bench/peers/ -run Peers -v -count=1, with PEERS_PM2 and PEERS_PROCESS_COMPOSE)\n")
 	return b.String()
 }
 
@@ -1061,13 +1106,13 @@ command=/bin/bash %s %s
 environment=%s="supervisord-%s"
 autostart=%v
 autorestart=false
-startsecs=0
+startsecs=%d
 stopasgroup=true
 killasgroup=true
 stopwaitsecs=%d
 stdout_logfile=%s/%s.log
 redirect_stderr=true
-`, a.name, filepath.Join(s.h.dir, "agent.sh"), a.mode, tagEnv, a.name, a.autostart, int(stopTimeout.Seconds()), s.dir, a.name)
+`, a.name, filepath.Join(s.h.dir, "agent.sh"), a.mode, tagEnv, a.name, a.autostart, supervisordStartsecs(a), int(stopTimeout.Seconds()), s.dir, a.name)
 	}
 	s.n = len(agents)
 	return os.WriteFile(filepath.Join(s.dir, "supervisord.conf"), []byte(c.String()), 0o600)
@@ -1201,8 +1246,11 @@ func (s *s6Sup) setup(agents []agentSpec) error {
 		if err := os.MkdirAll(sd, 0o700); err != nil {
 			return err
 		}
-		run := fmt.Sprintf("#!/bin/sh\nexec env %s=s6-%s /bin/bash %s %s\n", tagEnv, a.name, filepath.Join(s.h.dir, "agent.sh"), a.mode)
+		run := fmt.Sprintf("#!/bin/sh\nexec env %s=s6-%s %s/bin/bash %s %s\n", tagEnv, a.name, s6ReadyEnv(a), filepath.Join(s.h.dir, "agent.sh"), a.mode)
 		if err := os.WriteFile(filepath.Join(sd, "run"), []byte(run), 0o755); err != nil {
+			return err
+		}
+		if err := s6Notification(sd, a); err != nil {
 			return err
 		}
 		if err := os.WriteFile(filepath.Join(sd, "timeout-kill"), []byte(strconv.Itoa(int(stopTimeout.Milliseconds()))+"\n"), 0o644); err != nil {

@@ -73,3 +73,6 @@ func DescendantProcs(root int) ([]Proc, error) {
 	}
 	return Descendants(procs, root), nil
 }
+
+// Environ is not available on macOS without libproc.
+func Environ(pid int) ([]string, error) { return nil, errors.New("environ: not available on macOS") }

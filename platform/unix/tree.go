@@ -29,6 +29,9 @@ type Tree struct {
 	// Extra are further processes known to belong to the tree, such as
 	// the holders of its lock found after its guardian died.
 	Extra []Ref
+	// adopted makes Root's descendants only those below the children it
+	// adopted, not the ones it started (see Adopter).
+	adopted bool
 }
 
 // TreeAliveError reports processes that were still alive after SIGKILL and
@@ -59,7 +62,11 @@ type StopReport struct {
 // never the calling process itself.
 func (t *Tree) Members() ([]Proc, error) {
 	if t.Root > 0 && t.RootSubreaper {
-		procs, err := DescendantProcs(t.Root)
+		descendants := DescendantProcs
+		if t.adopted {
+			descendants = func(int) ([]Proc, error) { return adoptedProcs() }
+		}
+		procs, err := descendants(t.Root)
 		if err != nil {
 			return nil, err
 		}

@@ -1,5 +1,3 @@
-//go:build linux
-
 // Package usermanager is test support: it starts a real systemd user
 // manager (systemd --user) for one unprivileged user, for the length of a
 // test, on a machine whose init is not systemd and without touching the
@@ -54,6 +52,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -103,7 +102,26 @@ type Manager struct {
 	v1     string // the delegated name=systemd v1 directory, if any
 	cmd    *exec.Cmd
 	exited chan struct{}
-	log    *bytes.Buffer
+	log    *lockedBuffer
+}
+
+// lockedBuffer collects the manager's output, written by os/exec's copier
+// while the test may read it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // PickUser returns an unprivileged user to run a manager as: the first
@@ -182,7 +200,7 @@ func Start(t testing.TB, opts Options) *Manager {
 			skipOrFail(t, "%v", err)
 		}
 	}
-	m := &Manager{UID: opts.UID, GID: opts.GID, t: t, exited: make(chan struct{}), log: &bytes.Buffer{}}
+	m := &Manager{UID: opts.UID, GID: opts.GID, t: t, exited: make(chan struct{}), log: &lockedBuffer{}}
 	t.Cleanup(m.stop)
 
 	name := "usermanager-" + randomHex()
