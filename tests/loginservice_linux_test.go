@@ -322,3 +322,43 @@ func TestLoginServiceUnderSystemd(t *testing.T) {
 		t.Errorf("the unit is still there: %v", err)
 	}
 }
+
+// survive_service_crash under the login service: the agent's guardian is
+// in a transient scope of its own, outside the unit's cgroup, so the
+// SIGKILL of the service (after which systemd kills what is left of the
+// unit) leaves the tree, and the service systemd starts again adopts it:
+// the same pid, one tree.
+func TestSurviveServiceCrashUnderSystemd(t *testing.T) {
+	r := newLoginRig(t)
+	m := r.marker
+	cfg := filepath.Join(r.m.Home, ".config", "tether", "agents.yaml")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, append(b, "    survive_service_crash: 1m\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.must(true, "service", "install")
+	rows := r.waitRunning("x")
+	exactlyOnce(t, 0, map[string]int{m + "-x": 1})
+	pid := r.unit("MainPID")
+	if out, err := r.m.Systemctl("kill", "--signal=KILL", "--kill-whom=main", "tether.service"); err != nil {
+		t.Fatalf("kill: %v: %s", err, out)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for r.unit("MainPID") == pid || r.unit("ActiveState") != "active" {
+		if time.Now().After(deadline) {
+			t.Fatalf("systemd did not restart the service: %s\n%s", r.unit("ActiveState"), r.tail())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	after := r.waitRunning("x")
+	if after["x"].PID != rows["x"].PID {
+		log, _ := os.ReadFile(filepath.Join(r.m.Home, ".local", "state", "tether", "default", "logs", "x.log"))
+		t.Errorf("x runs as pid %d after the service's crash, was %d: not adopted\n%s", after["x"].PID, rows["x"].PID, log)
+	}
+	exactlyOnce(t, 300*time.Millisecond, map[string]int{m + "-x": 1})
+	r.must(true, "service", "uninstall")
+	exactlyOnce(t, 0, map[string]int{m + "-x": 0})
+}
