@@ -362,7 +362,7 @@ func (e *engine) hello(st api.Status) {
 		e.lost = false
 		notes = append(notes, backNotice(e.opts.Profile, st))
 	}
-	e.in.Conn, e.in.ConnErr, e.in.StartingService = Connected, "", false
+	e.in.Conn, e.in.ConnErr, e.in.StartingService, e.in.Waiting = Connected, "", false, nil
 	e.in.Status = st
 	e.in.Slots = growSlots(e.in.Slots, len(st.Agents))
 	e.det.keep(st.Agents)
@@ -425,9 +425,16 @@ func (e *engine) down(err error) {
 		conn = NotRunning
 		msg = fmt.Sprintf("No tether service is running for profile %q (%s).", e.profileName(), e.opts.Socket)
 	}
+	var waiting []api.Waiting
+	if conn == NotRunning {
+		ctx, cancel := context.WithTimeout(e.ctx, 2*time.Second)
+		waiting, _ = api.WaitingToBeAdopted(ctx, e.opts.Socket, e.profileName())
+		cancel()
+	}
 	e.mu.Lock()
 	was := e.in.Conn
-	e.in.Conn, e.in.ConnErr = conn, msg
+	refresh := len(waiting) != len(e.in.Waiting)
+	e.in.Conn, e.in.ConnErr, e.in.Waiting = conn, msg, waiting
 	e.in.Status = api.Status{}
 	e.lost = e.lost || was == Connected
 	autoStart := e.opts.AtLogin && !e.autoStarted && conn == NotRunning
@@ -436,7 +443,7 @@ func (e *engine) down(err error) {
 	if was == Connected {
 		e.announceLost()
 	}
-	if was != conn {
+	if was != conn || refresh {
 		e.changed()
 	}
 	if autoStart {
