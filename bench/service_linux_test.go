@@ -118,15 +118,7 @@ func BenchmarkService(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := w.startService(exe)
-	if err != nil {
-		b.Fatal(err)
-	}
-	undoKey := u.add(s.abort)
-	up, err := s.waitRunning(upLimit)
-	if err != nil {
-		b.Fatalf("%v\nservice log:\n%s", err, s.output())
-	}
+	s, up, undoKey := w.startRunning(b, exe, u)
 	first := slices.MinFunc(up.rows, func(x, y api.Agent) int { return x.Since.Compare(y.Since) })
 	last := slices.MaxFunc(up.rows, func(x, y api.Agent) int { return x.Since.Compare(y.Since) })
 	b.Logf("%d agents running %.0f ms after the service started (seen by polling; the last row's since says %.0f ms, the first's %.0f ms)",
@@ -246,6 +238,22 @@ func agentCount(b *testing.B) int {
 		}
 	}
 	return n
+}
+
+// startRunning starts the world's service, with its abort registered in
+// u, and waits until every agent runs.
+func (w *svcWorld) startRunning(b *testing.B, exe string, u *undo) (*svc, upResult, int) {
+	b.Helper()
+	s, err := w.startService(exe)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key := u.add(s.abort)
+	up, err := s.waitRunning(upLimit)
+	if err != nil {
+		b.Fatalf("%v\nservice log:\n%s", err, s.output())
+	}
+	return s, up, key
 }
 
 // svcWorld is a throwaway user environment for one service: its own XDG

@@ -40,15 +40,7 @@ func BenchmarkUpgrade(b *testing.B) {
 	lookPath(b, "sleep")
 	w := newSvcWorld(b, n)
 	u := newUndo(b)
-	s, err := w.startService(exe)
-	if err != nil {
-		b.Fatal(err)
-	}
-	undoKey := u.add(s.abort)
-	up, err := s.waitRunning(upLimit)
-	if err != nil {
-		b.Fatalf("%v\nservice log:\n%s", err, s.output())
-	}
+	s, up, undoKey := w.startRunning(b, exe, u)
 	if _, err := waitTrees(up.rows, waitLimit); err != nil {
 		b.Fatal(err)
 	}

@@ -128,18 +128,8 @@ func (p *Pool) refill() {
 // and returns their pids: a process that stays, such as one about to
 // execve a successor, must reap them (they exit at once on EOF).
 func (p *Pool) Release() []int {
-	p.mu.Lock()
-	p.closed = true
-	if p.later != nil {
-		p.later.Stop()
-		p.later = nil
-	}
-	warm := p.warm
-	p.warm = nil
-	p.mu.Unlock()
-	p.wg.Wait()
 	var pids []int
-	for _, g := range warm {
+	for _, g := range p.shut() {
 		g.conn.Close()
 		pids = append(pids, g.proc.Pid())
 	}
@@ -149,6 +139,15 @@ func (p *Pool) Release() []int {
 // Close releases the warm guardians. Sessions already started are not
 // affected.
 func (p *Pool) Close() {
+	for _, g := range p.shut() {
+		g.conn.Close()
+		_ = g.proc.Wait()
+	}
+}
+
+// shut closes the pool to refills and returns the warm guardians, once
+// no spawn is under way.
+func (p *Pool) shut() []*spawned {
 	p.mu.Lock()
 	p.closed = true
 	if p.later != nil {
@@ -159,8 +158,5 @@ func (p *Pool) Close() {
 	p.warm = nil
 	p.mu.Unlock()
 	p.wg.Wait()
-	for _, g := range warm {
-		g.conn.Close()
-		_ = g.proc.Wait()
-	}
+	return warm
 }

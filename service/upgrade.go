@@ -534,3 +534,27 @@ func stopAt(step string) {
 		stopSelf()
 	}
 }
+
+// eachTether calls f with each tether of rec and the descriptor of its
+// conn in this process, and sets the tether's Conn to what f returns: on
+// Unix the descriptor itself (inherited across execve), on Windows its
+// duplicate in the successor.
+func eachTether(rec *handoverRecord, f func(fd uintptr) (uintptr, error)) error {
+	for i := range rec.Agents {
+		t := rec.Agents[i].Tether
+		if t == nil {
+			continue
+		}
+		rc, err := t.handoff.SyscallConn()
+		if err == nil {
+			var fd uintptr
+			if err = rc.Control(func(d uintptr) { fd = d }); err == nil {
+				t.Conn, err = f(fd)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("the tether of %q: %w", rec.Agents[i].ID, err)
+		}
+	}
+	return nil
+}

@@ -71,18 +71,8 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []s
 		return fmt.Errorf("the API listener: %w", err)
 	}
 	rec.Listener = []uintptr{lfd}
-	for i := range rec.Agents {
-		t := rec.Agents[i].Tether
-		if t == nil {
-			continue
-		}
-		rc, err := t.handoff.SyscallConn()
-		if err == nil {
-			err = rc.Control(func(d uintptr) { t.Conn = d })
-		}
-		if err != nil {
-			return fmt.Errorf("the tether of %q: %w", rec.Agents[i].ID, err)
-		}
+	if err := eachTether(rec, func(fd uintptr) (uintptr, error) { return fd, nil }); err != nil {
+		return err
 	}
 	stopAt("recorded")
 	rec.Steps = stepList()

@@ -122,22 +122,8 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []s
 		return err
 	}
 	handedOver = true
-	for i := range rec.Agents {
-		t := rec.Agents[i].Tether
-		if t == nil {
-			continue
-		}
-		var h uintptr
-		rc, err := t.handoff.SyscallConn()
-		if err == nil {
-			err = rc.Control(func(d uintptr) { h = d })
-		}
-		if err == nil {
-			t.Conn, err = pwin.DuplicateInto(to, h)
-		}
-		if err != nil {
-			return fmt.Errorf("the tether of %q: %w", rec.Agents[i].ID, err)
-		}
+	if err := eachTether(rec, func(h uintptr) (uintptr, error) { return pwin.DuplicateInto(to, h) }); err != nil {
+		return err
 	}
 	stopAt("recorded")
 	rec.Steps = stepList()

@@ -98,15 +98,10 @@ type pipeInstance struct {
 // (FILE_FLAG_FIRST_PIPE_INSTANCE); Wine ignores that flag, so the count
 // of instances is checked as well.
 func ListenPipe(name string) (_ *PipeListener, err error) {
-	sa, err := userOnlyAttributes("GA")
+	l, err := newPipeListener(name)
 	if err != nil {
 		return nil, err
 	}
-	name16, err := windows.UTF16PtrFromString(name)
-	if err != nil {
-		return nil, &os.PathError{Op: "listen", Path: name, Err: err}
-	}
-	l := &PipeListener{name: name, name16: name16, sa: sa}
 	first, err := l.create(true)
 	if errors.Is(err, windows.ERROR_ACCESS_DENIED) || errors.Is(err, windows.ERROR_PIPE_BUSY) {
 		return nil, &PipeInUseError{Name: name, PID: pipeServerPID(name)}
@@ -491,6 +486,20 @@ func pipeServerPID(name string) int {
 	return int(pid)
 }
 
+// newPipeListener is a listener of name with its security attributes and
+// no instance yet.
+func newPipeListener(name string) (*PipeListener, error) {
+	sa, err := userOnlyAttributes("GA")
+	if err != nil {
+		return nil, err
+	}
+	name16, err := windows.UTF16PtrFromString(name)
+	if err != nil {
+		return nil, &os.PathError{Op: "listen", Path: name, Err: err}
+	}
+	return &PipeListener{name: name, name16: name16, sa: sa}, nil
+}
+
 // events makes the listener's quit and wake events.
 func (l *PipeListener) events() error {
 	var err error
@@ -565,15 +574,10 @@ func (l *PipeListener) Undo() error {
 // handed over (Handover): handles are their values in this process. A
 // client that connected to one meanwhile is accepted first.
 func AdoptPipeListener(name string, handles []uintptr) (*PipeListener, error) {
-	sa, err := userOnlyAttributes("GA")
+	l, err := newPipeListener(name)
 	if err != nil {
 		return nil, err
 	}
-	name16, err := windows.UTF16PtrFromString(name)
-	if err != nil {
-		return nil, &os.PathError{Op: "listen", Path: name, Err: err}
-	}
-	l := &PipeListener{name: name, name16: name16, sa: sa}
 	if err := l.events(); err != nil {
 		return nil, err
 	}
