@@ -87,15 +87,6 @@ func (inv *invocation) printPlan(o install.Options) int {
 	return ExitOK
 }
 
-// installed reports the outcome of an install or an uninstall.
-func (inv *invocation) installed(r install.Result, err error) int {
-	if err != nil {
-		return inv.installFailure(err)
-	}
-	fmt.Fprintln(inv.stdout, r.Message)
-	return ExitOK
-}
-
 // stopService stops the registered service through its manager or, where
 // there is none to ask (Windows Run key), through the local API.
 func (inv *invocation) stopService(p service.Paths, o install.Options) int {

@@ -143,17 +143,6 @@ func (rec *handoverRecord) config() (*config.Config, error) {
 	return cfg, nil
 }
 
-// descriptors lists every descriptor the record hands over.
-func (rec *handoverRecord) descriptors() []uintptr {
-	out := append([]uintptr{rec.Lock}, rec.Listener...)
-	for _, a := range rec.Agents {
-		if a.Tether != nil {
-			out = append(out, a.Tether.Conn)
-		}
-	}
-	return out
-}
-
 // removeStaleHandover removes the records, and their temporary files,
 // that a handover killed before it was taken over left in stateDir.
 func removeStaleHandover(stateDir string) {

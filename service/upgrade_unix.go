@@ -181,3 +181,14 @@ func attachment(id string, t *tetherHandover) (guardian.Attachment, error) {
 
 // stopSelf stops this process (a test's handover step).
 func stopSelf() { _ = syscall.Kill(os.Getpid(), syscall.SIGSTOP) }
+
+// descriptors lists every descriptor the record hands over.
+func (rec *handoverRecord) descriptors() []uintptr {
+	out := append([]uintptr{rec.Lock}, rec.Listener...)
+	for _, a := range rec.Agents {
+		if a.Tether != nil {
+			out = append(out, a.Tether.Conn)
+		}
+	}
+	return out
+}
