@@ -309,6 +309,33 @@ func TestLoginServiceUnderSystemd(t *testing.T) {
 	}
 	r.waitRunning("x", "y")
 
+	// A newer binary installs over the running service: it is upgraded in
+	// place, the same pid, every agent kept.
+	rows = r.waitRunning("x", "y")
+	mainPID := r.unit("MainPID")
+	newer := filepath.Join(r.bin, "tether-new")
+	if b, err := os.ReadFile(r.exe); err != nil {
+		t.Fatal(err)
+	} else if err := os.WriteFile(newer, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := chownAll(r.bin, r.m.UID, r.m.GID); err != nil {
+		t.Fatal(err)
+	}
+	exe := r.exe
+	r.exe = newer
+	res = r.must(true, "service", "install")
+	if !strings.Contains(res.stdout, "upgrading it to this binary") || !strings.Contains(res.stdout, "every agent kept running") {
+		t.Errorf("install of a newer binary said %q", res.stdout)
+	}
+	if got := r.unit("MainPID"); got != mainPID {
+		t.Errorf("the service's pid went from %s to %s", mainPID, got)
+	}
+	if after := r.waitRunning("x", "y"); after["x"].PID != rows["x"].PID || after["y"].PID != rows["y"].PID {
+		t.Errorf("the upgrade restarted agents: %+v, was %+v", after, rows)
+	}
+	r.exe = exe
+
 	// Uninstall: it stops the service, and says so and with which agents.
 	res = r.must(true, "service", "uninstall")
 	if !strings.Contains(res.stdout, "stopped the service") || !strings.Contains(res.stdout, "x, y") {
