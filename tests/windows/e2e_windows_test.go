@@ -245,7 +245,14 @@ func (s *service) row(t *testing.T, id string) api.Agent {
 // written anew by each agent.
 func (w *world) tree() []pwin.Ref {
 	w.t.Helper()
-	b, err := os.ReadFile(w.pids)
+	// Wine may refuse the read while the agent renames the file into
+	// place (a sharing violation): read again for a moment.
+	var b []byte
+	var err error
+	testproc.UntilEvery(time.Second, 10*time.Millisecond, func() bool {
+		b, err = os.ReadFile(w.pids)
+		return err == nil
+	})
 	if err != nil {
 		w.t.Fatalf("the agent's pids: %v", err)
 	}
