@@ -186,17 +186,20 @@ func (p processWatch) Wait() error {
 // guardian is not this process's child.
 func WatchedProcess(ref platform.Ref) guardianProcess { return processWatch{ref: ref} }
 
+// ClaimChild counts pid, a child of this process started before an
+// execve, as its own from now on, as Start counts the guardians it
+// starts: an owner that adopts orphans never takes it for one. Call it
+// before the adoption of orphans begins, and once per child.
+func ClaimChild(pid int) { claimChild(pid) }
+
 // ChildProcess returns the guardian of pid, a child of this process
-// started before an execve, for an Attachment: it is counted as this
-// process's own child from now on (as Start counts the guardians it
-// starts: an owner that adopts orphans never takes it for one), and
-// Wait reaps it. Call it before the adoption of orphans begins.
+// claimed by ClaimChild, for an Attachment: Wait reaps it and ends the
+// claim.
 func ChildProcess(pid int) (guardianProcess, error) {
 	p, err := os.FindProcess(pid)
 	if err != nil {
 		return nil, err
 	}
-	claimChild(pid)
 	return childProcess{p}, nil
 }
 

@@ -60,6 +60,7 @@ func handOver(t *testing.T, s *Session) *Session {
 		t.Fatalf("Detach: %v", err)
 	}
 	h.Release()
+	ClaimChild(s.Ready().GuardianPID)
 	proc, err := ChildProcess(s.Ready().GuardianPID)
 	if err != nil {
 		t.Fatal(err)

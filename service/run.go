@@ -158,7 +158,7 @@ type beginning struct {
 	listener net.Listener
 	inherit  *inheritance
 	resumed  map[string]resumedAgent
-	tethers  map[string]attachResult // by agent id, to attach once serving
+	tethers  map[string]*tetherHandover // by agent id, to attach once serving
 	upgrade  *api.Upgrade
 }
 
@@ -235,15 +235,14 @@ func takeOverFrom(p Paths, path string, began time.Time, logf func(string, ...an
 		b.store.Close()
 		return nil, err
 	}
-	// Each tether as an attachment now: on Unix this counts its guardian
-	// as this process's own child before the adoption of orphans begins.
-	b.tethers = map[string]attachResult{}
+	b.tethers = map[string]*tetherHandover{}
 	for _, st := range rec.Agents {
 		r := resumedAgent{state: st}
 		if t := st.Tether; t != nil {
 			r.session = make(chan attachResult, 1)
-			at, err := attachment(st.ID, t)
-			b.tethers[st.ID] = attachResult{attachment: at, err: err}
+			b.tethers[st.ID] = t
+			// Before the adoption of orphans begins.
+			claimGuardian(t)
 		}
 		b.resumed[st.ID] = r
 	}
@@ -254,18 +253,17 @@ func takeOverFrom(p Paths, path string, began time.Time, logf func(string, ...an
 // let go (see handoverRecord.Reap).
 func reapLater(pids []int) {
 	for _, pid := range pids {
+		guardian.ClaimChild(pid)
 		if p, err := guardian.ChildProcess(pid); err == nil {
 			go func() { _ = p.Wait() }()
 		}
 	}
 }
 
-// attachResult is an agent's tether as an attachment, then a session
-// again, or why not.
+// attachResult is an agent's tether made a session again, or why not.
 type attachResult struct {
-	attachment guardian.Attachment
-	session    *guardian.Session
-	err        error
+	session *guardian.Session
+	err     error
 }
 
 // attachAll makes sessions of the tethers handed over, each for its
@@ -281,10 +279,10 @@ func attachAll(p Paths, b *beginning, logf func(string, ...any)) {
 			continue
 		}
 		var s *guardian.Session
-		err := t.err
+		at, err := attachment(a.ID, t)
 		if err == nil {
 			spec := guardian.Spec{Identity: a.Identity, Profile: p.Profile, StopTimeout: a.StopTimeout}
-			s, err = guardian.Attach(spec, t.attachment)
+			s, err = guardian.Attach(spec, at)
 		}
 		if err != nil {
 			// Its guardian sees the tether close and tears down; the

@@ -162,6 +162,10 @@ func inherited(rec *handoverRecord, p Paths) (*inheritance, error) {
 func (in *inheritance) prepared() error                                    { return nil }
 func (in *inheritance) tookOver([]*guardian.Session, func(string, ...any)) {}
 
+// claimGuardian counts t's guardian, a child of this process since before
+// the execve, as its own.
+func claimGuardian(t *tetherHandover) { guardian.ClaimChild(t.Guardian.Pid) }
+
 // attachment is the tether t as this process takes it over.
 func attachment(id string, t *tetherHandover) (guardian.Attachment, error) {
 	conn, err := punix.Pollable(int(t.Conn), "tether-"+id)

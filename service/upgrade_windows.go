@@ -238,6 +238,9 @@ func (in *inheritance) tookOver(sessions []*guardian.Session, logf func(string, 
 	}()
 }
 
+// claimGuardian: a guardian is no child of the successor on Windows.
+func claimGuardian(*tetherHandover) {}
+
 // attachment is the tether t, duplicated into this process; its guardian
 // is not this process's child, and is watched.
 func attachment(id string, t *tetherHandover) (guardian.Attachment, error) {
