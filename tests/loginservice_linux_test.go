@@ -272,7 +272,15 @@ func TestLoginServiceUnderSystemd(t *testing.T) {
 	r.writeConfig(2)
 	r.must(true, "service", "install", "--no-start")
 
-	// start returns once it answers.
+	// start fails with the manager's word when the service cannot start
+	// (a config it refuses), and returns once it answers when it can.
+	if err := os.WriteFile(cfg, []byte("agents: [\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res := r.tether(true, "service", "start"); res.code != 1 || !strings.Contains(res.stderr, "Result=exit-code") {
+		t.Errorf("service start of a service that cannot start: exit %d, %q; want 1 with the manager's state", res.code, res.stderr)
+	}
+	r.writeConfig(2)
 	res = r.must(true, "service", "start")
 	if _, code := r.status(); code != 0 || !strings.Contains(res.stdout, "answers") {
 		t.Fatalf("right after service start: status exit %d, start said %q", code, res.stdout)
