@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/tether-dev/tether/probe"
@@ -29,6 +30,18 @@ const (
 // speaks is the version this guardian speaks: ProtocolVersion, except in
 // tests that play a guardian of an older binary.
 var speaks = ProtocolVersion
+
+// speaksFlag, set at link time (go build -ldflags "-X
+// github.com/tether-dev/tether/guardian.speaksFlag=1"), makes the
+// guardians of this binary speak an older version: for the tests that run
+// an older binary's guardians under a newer service.
+var speaksFlag string
+
+func init() {
+	if v, err := strconv.Atoi(speaksFlag); err == nil && v >= MinProtocolVersion && v < ProtocolVersion {
+		speaks = v
+	}
+}
 
 // versionOK says whether the other side's version v can be spoken with.
 func versionOK(v int) bool { return v >= MinProtocolVersion && v <= ProtocolVersion }
