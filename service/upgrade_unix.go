@@ -183,9 +183,6 @@ func attachment(id string, t *tetherHandover) (guardian.Attachment, error) {
 		Pending: t.Pending, Owner: platform.Self(), Later: attachLater}, nil
 }
 
-// stopSelf stops this process (a test's handover step).
-func stopSelf() { _ = syscall.Kill(os.Getpid(), syscall.SIGSTOP) }
-
 // descriptors lists every descriptor the record hands over.
 func (rec *handoverRecord) descriptors() []uintptr {
 	out := append([]uintptr{rec.Lock}, rec.Listener...)

@@ -264,7 +264,11 @@ func TestUpgradeKilledAtEachStep(t *testing.T) {
 			w, svc, m := upgradeWorld(t, stop, "TETHER_TEST_HANDOVER_STOP="+step)
 			upgraded := make(chan result, 1)
 			go func() { upgraded <- w.run(time.Minute, "service", "upgrade") }()
-			waitStopped(t, svc.cmd.Process.Pid)
+			if !waitStopped(svc.cmd.Process.Pid, 30*time.Second) {
+				svc.kill()
+				r := <-upgraded
+				t.Fatalf("the service never stopped at %s; the upgrade: exit %d %s%s\nservice log:\n%s", step, r.code, r.stdout, r.stderr, svc.output())
+			}
 			begin := time.Now()
 			svc.kill()
 			took := w.waitOwnerGone("default", m, begin, stop+ownerGoneMargin)
@@ -292,16 +296,16 @@ func TestUpgradeKilledAtEachStep(t *testing.T) {
 	}
 }
 
-// waitStopped waits until pid is stopped by a signal (state T).
-func waitStopped(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+// waitStopped waits, up to within, until pid is stopped by a signal
+// (state T), and reports whether it was.
+func waitStopped(pid int, within time.Duration) bool {
+	deadline := time.Now().Add(within)
 	for {
 		if p, err := punix.Stat(pid); err == nil && p.State == 'T' {
-			return
+			return true
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("pid %d never stopped", pid)
+			return false
 		}
 		time.Sleep(time.Millisecond)
 	}
