@@ -209,7 +209,7 @@ func takeOverFrom(p Paths, path string, began time.Time, logf func(string, ...an
 		return nil, err
 	}
 	stopAt("successor")
-	reapLater(rec.Reap)
+	reapLater(rec.Reap, true)
 	b := &beginning{lock: in.lock, listener: in.listener, inherit: in, upgrade: &rec.Upgrade, resumed: map[string]resumedAgent{}}
 	// The config and the state side by side: both are only read.
 	var serr error
@@ -249,11 +249,15 @@ func takeOverFrom(p Paths, path string, began time.Time, logf func(string, ...an
 	return b, nil
 }
 
-// reapLater reaps, in the background, the children the service before
-// let go (see handoverRecord.Reap).
-func reapLater(pids []int) {
+// reapLater reaps, in the background, the children the service let go
+// (see handoverRecord.Reap); claim counts them as this process's own
+// first, as a successor after execve must (the service that let them go
+// still counts them).
+func reapLater(pids []int, claim bool) {
 	for _, pid := range pids {
-		guardian.ClaimChild(pid)
+		if claim {
+			guardian.ClaimChild(pid)
+		}
 		if p, err := guardian.ChildProcess(pid); err == nil {
 			go func() { _ = p.Wait() }()
 		}

@@ -171,7 +171,7 @@ func (c *Controller) thaw(f *frozen) {
 		return
 	}
 	c.pool = guardian.NewPool(c.opts.Executable)
-	reapLater(f.reap)
+	reapLater(f.reap, false)
 	for _, fa := range f.actors {
 		if fa != nil {
 			close(fa.thaw)
