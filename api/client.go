@@ -137,6 +137,10 @@ func (c *Client) Logs(ctx context.Context, id string, n int) (Logs, error) {
 // status, an agent event whenever an agent's row changes, and a log event
 // per new line of the agents in logs.
 //
+// A handover of the service (an upgrade, api.EventHandover) does not end
+// the sequence: it goes on with the successor's stream, which begins with
+// a hello; log lines written in between may be missed.
+//
 // The sequence can be ranged over once. It ends when the loop breaks, or
 // with a last error: ctx's error once ctx is done, ErrStreamClosed when the
 // service closed the stream, or the transport's. The connection is released
@@ -154,20 +158,13 @@ func (c *Client) FollowLog(ctx context.Context, id string, n int) (iter.Seq2[Eve
 }
 
 func (c *Client) events(ctx context.Context, tail int, logs []string) (iter.Seq2[Event, error], error) {
-	path := PathEvents
-	if len(logs) > 0 {
-		q := url.Values{"logs": {strings.Join(logs, ",")}}
-		if tail > 0 {
-			q.Set("n", strconv.Itoa(tail))
-		}
-		path += "?" + q.Encode()
-	}
+	path := eventsPath(tail, logs)
 	resp, err := c.do(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return nil, err
 	}
 	return func(yield func(Event, error) bool) {
-		defer resp.Body.Close()
+		defer func() { resp.Body.Close() }()
 		dec := json.NewDecoder(resp.Body)
 		for {
 			var ev Event
@@ -183,11 +180,36 @@ func (c *Client) events(ctx context.Context, tail int, logs []string) (iter.Seq2
 				yield(Event{}, err)
 				return
 			}
+			if ev.Type == EventHandover {
+				// The service hands over to its successor, which
+				// listens on the same socket: the stream goes on
+				// there, from its hello (the logs from their new
+				// lines).
+				resp.Body.Close()
+				if resp, err = c.do(ctx, http.MethodGet, eventsPath(0, logs), nil); err != nil {
+					yield(Event{}, fmt.Errorf("reconnecting after the service's handover: %w", err))
+					return
+				}
+				dec = json.NewDecoder(resp.Body)
+				continue
+			}
 			if !yield(ev, nil) {
 				return
 			}
 		}
 	}, nil
+}
+
+func eventsPath(tail int, logs []string) string {
+	path := PathEvents
+	if len(logs) > 0 {
+		q := url.Values{"logs": {strings.Join(logs, ",")}}
+		if tail > 0 {
+			q.Set("n", strconv.Itoa(tail))
+		}
+		path += "?" + q.Encode()
+	}
+	return path
 }
 
 // call makes one request and decodes a successful answer into out.

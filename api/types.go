@@ -92,6 +92,9 @@ type Status struct {
 	// ConfigError reports a config that failed to load on reload; the
 	// running config stays in force.
 	ConfigError *Error `json:"config_error,omitempty"`
+	// Service describes the service process: its binary, and its last
+	// upgrade.
+	Service *Service `json:"service,omitempty"`
 }
 
 // Event types on the event stream.

@@ -105,13 +105,7 @@ const upLimit = 60 * time.Second
 // Run it as go test ./bench/ -run '^$' -bench Service -benchtime=50x
 // -count=3: every -count is one service lifetime, 10 to 15 s here.
 func BenchmarkService(b *testing.B) {
-	n := defaultAgents
-	if v := os.Getenv(agentsEnv); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			b.Fatalf("%s=%q: want a positive number of agents", agentsEnv, v)
-		}
-	}
+	n := agentCount(b)
 	exe := tetherBinary(b)
 	lookPath(b, "sleep")
 	w := newSvcWorld(b, n)
@@ -124,15 +118,7 @@ func BenchmarkService(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := w.startService(exe)
-	if err != nil {
-		b.Fatal(err)
-	}
-	undoKey := u.add(s.abort)
-	up, err := s.waitRunning(upLimit)
-	if err != nil {
-		b.Fatalf("%v\nservice log:\n%s", err, s.output())
-	}
+	s, up, undoKey := w.startRunning(b, exe, u)
 	first := slices.MinFunc(up.rows, func(x, y api.Agent) int { return x.Since.Compare(y.Since) })
 	last := slices.MaxFunc(up.rows, func(x, y api.Agent) int { return x.Since.Compare(y.Since) })
 	b.Logf("%d agents running %.0f ms after the service started (seen by polling; the last row's since says %.0f ms, the first's %.0f ms)",
@@ -240,6 +226,34 @@ func BenchmarkService(b *testing.B) {
 		checkTarget(b, "median API start", millis(quantile(viaAPI, 0.5)), 10, "ms")
 		checkTarget(b, "median command-line start", millis(quantile(viaCLI, 0.5)), 15, "ms")
 	}
+}
+
+// agentCount is the number of agents agentsEnv asks for.
+func agentCount(b *testing.B) int {
+	n := defaultAgents
+	if v := os.Getenv(agentsEnv); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			b.Fatalf("%s=%q: want a positive number of agents", agentsEnv, v)
+		}
+	}
+	return n
+}
+
+// startRunning starts the world's service, with its abort registered in
+// u, and waits until every agent runs.
+func (w *svcWorld) startRunning(b *testing.B, exe string, u *undo) (*svc, upResult, int) {
+	b.Helper()
+	s, err := w.startService(exe)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key := u.add(s.abort)
+	up, err := s.waitRunning(upLimit)
+	if err != nil {
+		b.Fatalf("%v\nservice log:\n%s", err, s.output())
+	}
+	return s, up, key
 }
 
 // svcWorld is a throwaway user environment for one service: its own XDG

@@ -43,7 +43,8 @@ commands:
   tray                       the system tray (also a bare "tether" on a desktop)
   demo                       self-contained crash-survival demo in a temp dir
   service run                run the service in the foreground
-  service install|uninstall|start|stop|status [--print]
+  service install|uninstall|start|stop|status [--print]   install also starts it (--no-start: not)
+  service upgrade [BINARY]   replace the running service by BINARY (this one), every agent left running
   status [--json]            one row per agent (status --help: its states and codes)
   start|stop|restart ID...   start and restart answer once ready (--no-wait: once spawned)
   logs ID [-f] [-n N]

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/service"
 )
 
 // status prints one row per agent, as a table or, with --json, as JSON;
@@ -35,12 +36,38 @@ func (inv *invocation) status(args []string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	st, err := c.Status(ctx)
+	if errors.Is(err, api.ErrNotRunning) {
+		// Agents that outlived their service still show.
+		st.Agents = inv.waitingRows(ctx, p)
+		code := inv.apiFailure(p, err)
+		if len(st.Agents) > 0 {
+			fmt.Fprintf(inv.stderr, "%d agent(s) outlived the service and wait to be adopted by the next one (survive_service_crash):\n", len(st.Agents))
+			if *asJSON {
+				inv.statusJSON(st)
+			} else {
+				inv.statusTable(st)
+			}
+		}
+		return code
+	}
 	if err != nil {
 		return inv.apiFailure(p, err)
 	}
 	if *asJSON {
 		return inv.statusJSON(st)
 	}
+	inv.statusTable(st)
+	if st.StateError != nil {
+		fmt.Fprintf(inv.stderr, "tether: state file problem: %s\n", st.StateError.Message)
+	}
+	if st.ConfigError != nil {
+		fmt.Fprintf(inv.stderr, "tether: the last reload was rejected: %s\n", st.ConfigError.Message)
+	}
+	return ExitOK
+}
+
+// statusTable prints the rows as a table.
+func (inv *invocation) statusTable(st api.Status) {
 	tw := tabwriter.NewWriter(inv.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tIDENTITY\tSTATE\tPID\tCONTAINMENT\tSINCE\tRESTARTS\tERROR")
 	for _, a := range st.Agents {
@@ -62,13 +89,30 @@ func (inv *invocation) status(args []string) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", a.ID, a.Identity, a.State, pid, containment, ago(a.Since), a.Restarts, msg)
 	}
 	tw.Flush()
-	if st.StateError != nil {
-		fmt.Fprintf(inv.stderr, "tether: state file problem: %s\n", st.StateError.Message)
+}
+
+// waitingRows are the rows of the agents of the profile whose guardians
+// wait to be adopted, while no service runs: state adoptable, the status
+// saying until when.
+func (inv *invocation) waitingRows(ctx context.Context, p service.Paths) []api.Agent {
+	ws, _ := api.WaitingToBeAdopted(ctx, p.Socket, p.Profile)
+	ids := map[string]string{}
+	if cfg, err := service.LoadConfig(p); err == nil {
+		for _, a := range cfg.Agents {
+			ids[a.Identity] = a.ID
+		}
 	}
-	if st.ConfigError != nil {
-		fmt.Fprintf(inv.stderr, "tether: the last reload was rejected: %s\n", st.ConfigError.Message)
+	var rows []api.Agent
+	for _, w := range ws {
+		id := ids[w.Identity]
+		if id == "" {
+			id = "-"
+		}
+		rows = append(rows, api.Agent{ID: id, Identity: w.Identity, State: api.StateAdoptable, PID: w.AgentPID,
+			GuardianPID: w.GuardianPID, Since: w.Orphaned,
+			Status: fmt.Sprintf("waiting to be adopted until %s (in %v)", w.Until.Local().Format("15:04:05"), time.Until(w.Until).Round(time.Second))})
 	}
-	return ExitOK
+	return rows
 }
 
 // statusRow is one agent in "status --json", as the contract names it:
@@ -140,6 +184,7 @@ var stateHelp = []struct {
 	{api.StateBackoff, "it ended, or its identity is held elsewhere: started again after a pause"},
 	{api.StateFailed, "not started again until you start it; error says why"},
 	{api.StateCleanupFailed, "its processes could not be confirmed dead: identity kept locked, tether retries"},
+	{api.StateAdoptable, "its service died; by survive_service_crash it runs on, waiting for the next service (shown while none runs)"},
 }
 
 // containmentHelp says what each containment rung means to the user.

@@ -32,6 +32,10 @@ func protocolSeeds(t testing.TB) []byte {
 		{Type: msgExited, Exit: &Exit{Code: -1, Signal: "killed"}},
 		{Type: msgCleanupFailed, Cleanup: &Cleanup{Code: CleanupTreeAlive, Message: "2 left", Left: []int{7, 8}, Forced: true, Elapsed: Duration(time.Millisecond)}, Retry: &timeout, Reason: ReasonOwnerLost},
 		{Type: msgStopped, Cleanup: &Cleanup{Code: CleanupOK, Terminated: 3, Killed: 1}, Reason: ReasonStopRequested},
+		{Type: msgAttach, Version: ProtocolVersion, Owner: &procRef{Pid: 40, Start: 123}, Profile: "work"},
+		{Type: msgAttached, Version: ProtocolVersion, Ready: &Ready{GuardianPID: 41, GuardianStart: 99, AgentPID: 42, Since: since, Pending: true}, Detail: "warming up", MainPID: 43},
+		{Type: msgQuery, Version: ProtocolVersion},
+		{Type: msgWaiting, Version: ProtocolVersion, Waiting: &Waiting{Identity: "a@relay", Profile: "work", GuardianPID: 41, AgentPID: 42, Since: since, Orphaned: since, Until: since.Add(time.Minute)}},
 	} {
 		m.Time = since
 		if err := writeMessage(&b, m); err != nil {

@@ -80,7 +80,6 @@ func run() int {
 		return 1
 	}
 	g := &guardian{conn: conn}
-	defer conn.Close()
 
 	g.subreaper, _ = punix.BecomeSubreaper()
 	g.reaper = punix.NewReaper()
@@ -108,6 +107,9 @@ func (g *guardian) prepareOS() { g.cgroupDir, g.cgroupErr = punix.OwnCgroupDir()
 // ownerGone is nil: on Unix the tether's EOF is the one sign of the
 // owner's death.
 func (g *guardian) ownerGone() <-chan struct{} { return nil }
+
+// watchOwner does nothing: on Unix the tether alone says the owner died.
+func (g *guardian) watchOwner(*procRef) error { return nil }
 
 func (g *guardian) containment() Containment {
 	switch {

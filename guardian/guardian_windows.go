@@ -113,14 +113,13 @@ func run(conn *os.File, owner procRef) int {
 	signal.Notify(term, syscall.SIGTERM)
 
 	g := &guardian{conn: conn}
-	defer conn.Close()
 	// The tether's EOF is the first sign of the owner's death; its
 	// process handle is a second one. If it is gone already, the
 	// guardian tears down as soon as it has anything to tear down.
 	switch p, err := pwin.OpenProcess(owner); {
 	case err == nil:
 		g.owner = p
-		defer p.Close()
+		defer func() { _ = g.watchOwner(nil) }()
 	case errors.Is(err, pwin.ErrNoProcess):
 		g.ownerDead = make(chan struct{})
 		close(g.ownerDead)
@@ -160,6 +159,29 @@ func (g *guardian) ownerGone() <-chan struct{} {
 		return g.owner.Exited()
 	}
 	return g.ownerDead
+}
+
+// watchOwner watches the process r names from now on instead of the
+// owner before (a new owner attached); nil stops watching.
+func (g *guardian) watchOwner(r *procRef) error {
+	if g.owner != nil {
+		g.owner.Close()
+	}
+	g.owner, g.ownerDead = nil, nil
+	if r == nil {
+		return nil
+	}
+	p, err := pwin.OpenProcess(*r)
+	if errors.Is(err, pwin.ErrNoProcess) {
+		// Gone already: as good as its death.
+		g.ownerDead = make(chan struct{})
+		close(g.ownerDead)
+	}
+	if err != nil {
+		return err
+	}
+	g.owner = p
+	return nil
 }
 
 func (g *guardian) containment() Containment { return ContainmentJob }

@@ -48,3 +48,9 @@ func startGuardian(cmd *exec.Cmd) error {
 
 // guardianReaped ends the count startGuardian began.
 func guardianReaped(pid int) { punix.ForgetChild(pid) }
+
+// claimChild counts pid, a child this process did not start through
+// startGuardian (it did before an execve), as its own.
+func claimChild(pid int) {
+	_, _ = punix.StartChild(func() (int, error) { return pid, nil })
+}

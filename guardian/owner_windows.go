@@ -53,3 +53,6 @@ func startGuardian(cmd *exec.Cmd) error { return cmd.Start() }
 
 // guardianReaped has nothing to undo on Windows.
 func guardianReaped(int) {}
+
+// claimChild has nothing to count on Windows.
+func claimChild(int) {}

@@ -2,17 +2,49 @@ package guardian
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/tether-dev/tether/probe"
 )
 
-// ProtocolVersion is carried by the first line each way on the tether.
-const ProtocolVersion = 1
+// ProtocolVersion is the newest version of the protocol this binary
+// speaks; MinProtocolVersion the oldest it still speaks with. The first
+// line each way on the tether carries the sender's version, and each side
+// speaks the older of the two. Version 1 has start, stop and the
+// guardian's reports; version 2 adds attach and attached (a new owner
+// takes over a live tether: after an upgrade, or an adoption after a
+// crash, see survive_crash) and query and waiting (a guardian waiting to
+// be adopted says who it is).
+const (
+	ProtocolVersion    = 2
+	MinProtocolVersion = 1
+)
+
+// speaks is the version this guardian speaks: ProtocolVersion, except in
+// tests that play a guardian of an older binary.
+var speaks = ProtocolVersion
+
+// speaksFlag, set at link time (go build -ldflags "-X
+// github.com/tether-dev/tether/guardian.speaksFlag=1"), makes the
+// guardians of this binary speak an older version: for the tests that run
+// an older binary's guardians under a newer service.
+var speaksFlag string
+
+func init() {
+	if v, err := strconv.Atoi(speaksFlag); err == nil && v >= MinProtocolVersion && v < ProtocolVersion {
+		speaks = v
+	}
+}
+
+// versionOK says whether the other side's version v can be spoken with.
+func versionOK(v int) bool { return v >= MinProtocolVersion && v <= ProtocolVersion }
 
 // maxLine bounds one protocol line, its newline included; a start
 // request with a large environment fits well inside it.
@@ -31,6 +63,11 @@ const (
 	msgCleanupFailed msgType = "cleanup_failed" // the tree could not be confirmed dead; retrying
 	msgAgentReady    msgType = "agent_ready"    // the agent passed its readiness check (after ready with Pending)
 	msgStatus        msgType = "status"         // the agent's own status text changed (STATUS=)
+	// Version 2.
+	msgAttach   msgType = "attach"   // a new owner -> guardian: the tether is now mine (Owner, Profile)
+	msgAttached msgType = "attached" // guardian -> new owner: the agent as it is now (Ready, Detail, MainPID)
+	msgQuery    msgType = "query"    // anyone of the user -> waiting guardian: who are you
+	msgWaiting  msgType = "waiting"  // waiting guardian -> asker: Waiting
 )
 
 // EventType names what a Session reports after ready. Each but EventLost
@@ -58,6 +95,9 @@ const (
 	// EventStatus: the agent's status text (Status) or main process
 	// (MainPID) changed.
 	EventStatus = EventType(msgStatus)
+	// EventAttached: the guardian answered a new owner's attach with the
+	// agent as it is now (Ready, Status, MainPID).
+	EventAttached = EventType(msgAttached)
 )
 
 // Code is the closed set of reasons a guardian gives for not starting.
@@ -117,6 +157,11 @@ type request struct {
 	// Reclaim asks only to free the identity: stop an abandoned or
 	// leftover tree, release the lock, answer stopped and exit.
 	Reclaim bool `json:"reclaim,omitempty"`
+	// SurviveCrash, when positive, keeps the tree for that long after
+	// the owner's death, waiting at AdoptPath for a new owner of the
+	// same Profile to attach (version 2).
+	SurviveCrash Duration `json:"survive_crash,omitempty"`
+	AdoptPath    string   `json:"adopt_path,omitempty"`
 }
 
 // message is one line on the tether. Only the fields of its Type are set.
@@ -137,8 +182,27 @@ type message struct {
 	// status).
 	Detail string `json:"detail,omitempty"`
 	// MainPID is the agent's main process when it named another one
-	// (MAINPID=) (agent_ready, status).
+	// (MAINPID=) (agent_ready, status, attached).
 	MainPID int `json:"main_pid,omitempty"`
+	// Owner is the process of the new owner (attach): on Windows the
+	// guardian watches it from then on.
+	Owner *procRef `json:"owner,omitempty"`
+	// Profile is the new owner's profile (attach): a guardian waiting to
+	// be adopted refuses another profile's.
+	Profile string `json:"profile,omitempty"`
+	// Waiting describes a guardian waiting to be adopted (waiting).
+	Waiting *Waiting `json:"waiting,omitempty"`
+}
+
+// Waiting is what a guardian waiting to be adopted says of itself.
+type Waiting struct {
+	Identity    string    `json:"identity"`
+	Profile     string    `json:"profile"`
+	GuardianPID int       `json:"guardian_pid"`
+	AgentPID    int       `json:"agent_pid"`
+	Since       time.Time `json:"since"` // the agent's start
+	Orphaned    time.Time `json:"orphaned"`
+	Until       time.Time `json:"until"` // the tree is stopped then unless adopted
 }
 
 // failure is the body of a failed answer.
@@ -152,17 +216,20 @@ type failure struct {
 
 // Ready describes a started agent.
 type Ready struct {
-	GuardianPID int         `json:"guardian_pid"`
-	AgentPID    int         `json:"agent_pid"`
-	SessionID   int         `json:"session_id"`
-	Containment Containment `json:"containment"`
-	Cgroup      string      `json:"cgroup,omitempty"`
-	Scope       string      `json:"scope,omitempty"` // the transient scope unit holding the guardian, for ContainmentScope
-	Job         string      `json:"job,omitempty"`   // Windows: the job object's name
-	Subreaper   bool        `json:"subreaper"`
-	PrivateDir  string      `json:"private_dir"`
-	LockPath    string      `json:"lock_path"`
-	Since       time.Time   `json:"since"`
+	GuardianPID int `json:"guardian_pid"`
+	// GuardianStart is the guardian's start time, which with its pid
+	// names it across pid reuse (version 2).
+	GuardianStart uint64      `json:"guardian_start,omitempty"`
+	AgentPID      int         `json:"agent_pid"`
+	SessionID     int         `json:"session_id"`
+	Containment   Containment `json:"containment"`
+	Cgroup        string      `json:"cgroup,omitempty"`
+	Scope         string      `json:"scope,omitempty"` // the transient scope unit holding the guardian, for ContainmentScope
+	Job           string      `json:"job,omitempty"`   // Windows: the job object's name
+	Subreaper     bool        `json:"subreaper"`
+	PrivateDir    string      `json:"private_dir"`
+	LockPath      string      `json:"lock_path"`
+	Since         time.Time   `json:"since"`
 	// TookOver names the guardian whose abandoned tree was stopped
 	// before this start, if any.
 	TookOver *Holder `json:"took_over,omitempty"`
@@ -306,12 +373,17 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// lineReader reads protocol lines.
+// lineReader reads protocol lines. A read that fails on a deadline (one
+// set to hand the tether to another owner) keeps what it had read of a
+// line, and rest returns every byte read off the tether but not yet
+// returned as a message: the next owner's reader starts with them
+// (newLineReaderAfter), so no message is lost or cut in two.
 type lineReader struct {
-	s     *bufio.Scanner
-	limit int
-	// err ends the stream: a scanner asked again after an error would
-	// hand out what it holds of the line it failed on as a line.
+	r       *bufio.Reader
+	limit   int
+	partial []byte
+	// err ends the stream: a failed read (other than a deadline's), a
+	// line over the limit, or the end.
 	err error
 }
 
@@ -319,10 +391,15 @@ func newLineReader(r io.Reader) *lineReader { return newLineReaderSize(r, maxLin
 
 // newLineReaderSize reads lines of at most limit bytes, newline included.
 func newLineReaderSize(r io.Reader, limit int) *lineReader {
-	s := bufio.NewScanner(r)
-	// The scanner's bound is the larger of its buffer's size and limit.
-	s.Buffer(make([]byte, 0, min(4096, limit)), limit)
-	return &lineReader{s: s, limit: limit}
+	return &lineReader{r: bufio.NewReaderSize(r, min(4096, limit)), limit: limit}
+}
+
+// newLineReaderAfter reads first the bytes in pending, then r.
+func newLineReaderAfter(pending []byte, r io.Reader) *lineReader {
+	if len(pending) > 0 {
+		r = io.MultiReader(bytes.NewReader(pending), r)
+	}
+	return newLineReader(r)
 }
 
 // warmCodecs encodes a message with every field of a pointer type set and
@@ -345,31 +422,48 @@ var errProtocol = errors.New("protocol error")
 // next returns the next message, io.EOF at a clean end, or an error. A
 // line that is not a message is an errProtocol, and the next line follows;
 // a line over the limit is an errProtocol too, but, like a failed read,
-// it ends the stream: every later call returns the same error.
+// it ends the stream: every later call returns the same error. A read
+// cut by a deadline returns its error and ends nothing.
 func (r *lineReader) next() (message, error) {
 	if r.err != nil {
 		return message{}, r.err
 	}
-	if !r.s.Scan() {
-		err := r.s.Err()
+	for {
+		b, err := r.r.ReadSlice('\n')
+		r.partial = append(r.partial, b...)
+		complete := err == nil
 		switch {
-		case errors.Is(err, bufio.ErrTooLong):
-			r.err = fmt.Errorf("%w: a line over %d bytes with its newline (%w)", errProtocol, r.limit, err)
+		case complete && len(r.partial) > r.limit, !complete && len(r.partial)+1 > r.limit:
+			r.err = fmt.Errorf("%w: a line over %d bytes with its newline (%w)", errProtocol, r.limit, bufio.ErrTooLong)
+			return message{}, r.err
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(r.partial) > 0:
+			// The last line, without its newline; the end follows.
+			r.err = io.EOF
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return message{}, err
 		case err != nil:
 			r.err = err
-		default:
-			r.err = io.EOF
+			return message{}, err
 		}
-		return message{}, r.err
+		line := bytes.TrimSuffix(bytes.TrimSuffix(r.partial, []byte("\n")), []byte("\r"))
+		r.partial = r.partial[:0]
+		var m message
+		if err := json.Unmarshal(line, &m); err != nil {
+			return message{}, fmt.Errorf("%w: %v", errProtocol, err)
+		}
+		if m.Type == "" {
+			return message{}, fmt.Errorf("%w: line has no type", errProtocol)
+		}
+		return m, nil
 	}
-	var m message
-	if err := json.Unmarshal(r.s.Bytes(), &m); err != nil {
-		return message{}, fmt.Errorf("%w: %v", errProtocol, err)
-	}
-	if m.Type == "" {
-		return message{}, fmt.Errorf("%w: line has no type", errProtocol)
-	}
-	return m, nil
+}
+
+// rest returns what was read off the tether and not returned by next.
+func (r *lineReader) rest() []byte {
+	buffered, _ := r.r.Peek(r.r.Buffered())
+	return append(append([]byte(nil), r.partial...), buffered...)
 }
 
 // writeMessage writes one line. Each message is one write, so a line is

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/tether-dev/tether/api"
@@ -21,6 +22,7 @@ const (
 	cmdRemove      // removed from the config: stop and end
 	cmdShutdown    // the service is exiting: stop, intent unchanged
 	cmdDepStop     // a required agent is going: stop, intent unchanged
+	cmdFreeze      // an upgrade: detach the session, say what is known, wait for the thaw
 )
 
 type command struct {
@@ -28,6 +30,7 @@ type command struct {
 	reply  chan error // nil: nobody waits
 	noWait bool       // start, restart: answer once spawned, not once ready
 	cause  *api.Error // dep stop: why
+	freeze chan<- *frozenActor
 }
 
 // startWaiter is a caller waiting for a start to settle: once the agent
@@ -46,6 +49,10 @@ type actor struct {
 	cfgc chan config.Agent
 	done chan struct{} // closed when run returns
 
+	// guardianVersion is the protocol version of the running guardian
+	// (0: none), for an upgrade's check, which reads it from elsewhere.
+	guardianVersion atomic.Int32
+
 	// Owned by run.
 	cfg        config.Agent
 	row        api.Agent
@@ -53,15 +60,18 @@ type actor struct {
 	events     <-chan guardian.Event
 	timer      *time.Timer
 	timerC     <-chan time.Time
-	depc       chan struct{} // a dependency's row changed
-	depWait    bool          // the start waits for dependencies
-	depErr     *api.Error    // stopped with a dependency: why
-	pending    bool          // spawned, its readiness check not passed yet
-	want       bool          // the agent should be running
-	stopAsked  bool          // a stop was sent to the guardian
-	stopSince  time.Time     // when
-	restartArm bool          // start again once stopped
-	ending     bool          // removed or shutting down: end once stopped
+	timerDue   time.Time
+	awaiting   chan attachResult // an upgrade's successor: the session to come
+	adoptIdle  bool              // not to run: adopt a tree that outlived the service, and stop it
+	depc       chan struct{}     // a dependency's row changed
+	depWait    bool              // the start waits for dependencies
+	depErr     *api.Error        // stopped with a dependency: why
+	pending    bool              // spawned, its readiness check not passed yet
+	want       bool              // the agent should be running
+	stopAsked  bool              // a stop was sent to the guardian
+	stopSince  time.Time         // when
+	restartArm bool              // start again once stopped
+	ending     bool              // removed or shutting down: end once stopped
 	backoff    time.Duration
 	failures   int
 	startedAt  time.Time
@@ -138,6 +148,8 @@ var errEnded = &api.Error{Code: api.CodeInternal, Message: "the agent was remove
 
 func (a *actor) run() {
 	defer close(a.done)
+	a.awaitSession()
+	a.adoptUnwanted()
 	for {
 		select {
 		case cmd := <-a.cmds:
@@ -172,6 +184,8 @@ func (a *actor) handle(cmd command) bool {
 	default:
 	}
 	switch cmd.kind {
+	case cmdFreeze:
+		a.frozen(cmd.freeze)
 	case cmdStart:
 		a.want = true
 		a.failures, a.backoff = 0, 0
@@ -265,6 +279,16 @@ func (a *actor) requestStop() {
 	}
 }
 
+// setSession makes s (nil: none) the agent's session.
+func (a *actor) setSession(s *guardian.Session) {
+	a.session, a.events = s, nil
+	v := 0
+	if s != nil {
+		a.events, v = s.Events(), s.Version()
+	}
+	a.guardianVersion.Store(int32(v))
+}
+
 func (a *actor) stopTimer() {
 	if a.timer != nil {
 		a.timer.Stop()
@@ -276,6 +300,7 @@ func (a *actor) schedule(d time.Duration) {
 	a.stopTimer()
 	a.timer = time.NewTimer(d)
 	a.timerC = a.timer.C
+	a.timerDue = time.Now().Add(d)
 }
 
 func (a *actor) answer(waiters *[]chan error, err error) {
@@ -340,7 +365,8 @@ func (a *actor) spec(env []string) guardian.Spec {
 		Identity: a.cfg.Identity, Profile: p.Profile, Argv: argv, Dir: a.cfg.Dir, Env: env,
 		StopTimeout: a.cfg.StopTimeout, LockDir: p.LockDir, PrivateRoot: p.PrivateRoot,
 		LogPath: p.LogPath(a.id), Executable: a.c.opts.Executable,
-		Readiness: readiness(a.cfg, p),
+		Readiness:    readiness(a.cfg, p),
+		SurviveCrash: a.cfg.SurviveCrash, AdoptPath: p.AdoptPath(a.cfg.Identity),
 	}
 }
 
@@ -396,6 +422,11 @@ func (a *actor) claim() *api.Error {
 // start asks for a guardian. It blocks the actor for at most the
 // handshake: commands queue meanwhile.
 func (a *actor) start() {
+	// A tree that outlived the service before runs already: it is
+	// adopted whatever its dependencies do now.
+	if a.adopt() {
+		return
+	}
 	if !a.depsReady() {
 		return
 	}
@@ -428,11 +459,17 @@ func (a *actor) start() {
 		a.startFailed(err)
 		return
 	}
-	a.session, a.events = s, s.Events()
+	a.began(s, time.Now())
+}
+
+// began takes s, whose agent started at since (just now, or before an
+// adoption), as the agent's session.
+func (a *actor) began(s *guardian.Session, since time.Time) {
+	a.setSession(s)
 	a.unclaimed = false // the new guardian took over whatever was left
 	a.stopAsked = false
 	a.contention, a.contDelay = time.Time{}, 0
-	a.startedAt = time.Now()
+	a.startedAt = since
 	r := s.Ready()
 	a.row.PID, a.row.GuardianPID = r.AgentPID, r.GuardianPID
 	a.row.Containment = api.Containment(r.Containment)
@@ -512,6 +549,9 @@ func (a *actor) event(ev guardian.Event) bool {
 		}
 		a.settleStarts()
 		return false
+	case guardian.EventAttached:
+		a.attached(ev)
+		return false
 	case guardian.EventStatus:
 		a.row.Status = ev.Status
 		if ev.MainPID > 0 {
@@ -536,7 +576,7 @@ func (a *actor) event(ev guardian.Event) bool {
 // guardian's tree is stopped here unless a start follows soon (which
 // takes the tree over).
 func (a *actor) sessionOver(ev guardian.Event, now time.Time) *api.Error {
-	a.session, a.events = nil, nil
+	a.setSession(nil)
 	a.pending = false
 	a.row.PID, a.row.GuardianPID, a.row.Containment = 0, 0, ""
 	a.recordRun(func(run *state.Run) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -30,6 +31,21 @@ type Options struct {
 	HealthyAfter           time.Duration
 	CrashLoopLimit         int
 	ContentionWindow       time.Duration
+
+	// Logf writes a line to the service's log; nil: nowhere.
+	Logf func(format string, args ...any)
+
+	// resumed is what an upgrade's successor takes over, by agent id:
+	// the agents start from it instead of from intent.
+	resumed map[string]resumedAgent
+}
+
+// resumedAgent is an agent handed over by the service before: what it
+// knew, and, when its guardian runs, where the session of its tether
+// attached again comes (the actor waits for it before anything else).
+type resumedAgent struct {
+	state   agentHandover
+	session chan attachResult
 }
 
 // Defaults of the restart policy.
@@ -58,10 +74,24 @@ type Controller struct {
 
 	orphanMu sync.Mutex     // one stop of orphans at a time
 	pool     *guardian.Pool // a guardian started ahead of each start
-	quit     chan struct{}  // closed when Quit is accepted
+	service  api.Service    // the process and its binary, for Status
+	upgrades chan upgradeCall
+	stopping chan struct{} // closed when the first shutdown begins
+	quit     chan struct{} // closed when Quit is accepted
 	runs     chan stateWrite
 	runsDone chan struct{}
 	logStart chan struct{} // an agent started; see capLogs
+}
+
+// successorPoolDelay is how long an upgrade's successor waits before it
+// starts guardians ahead of need: its first work is to answer.
+const successorPoolDelay = time.Second
+
+func newPool(opts Options) *guardian.Pool {
+	if opts.resumed != nil {
+		return guardian.NewPoolAfter(opts.Executable, successorPoolDelay)
+	}
+	return guardian.NewPool(opts.Executable)
 }
 
 // ErrShutdownRefused: agents could not be confirmed stopped; a second
@@ -75,6 +105,9 @@ var ErrShutdownRefused = errors.New("shutdown refused once: agents could not be 
 func NewController(opts Options, cfg *config.Config, store *state.Store) *Controller {
 	if opts.BaseEnv == nil {
 		opts.BaseEnv = os.Environ()
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
@@ -97,13 +130,19 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 		rows:     map[string]api.Agent{},
 		subs:     map[*subscriber]struct{}{},
 		quit:     make(chan struct{}),
-		pool:     guardian.NewPool(opts.Executable),
+		upgrades: make(chan upgradeCall),
+		stopping: make(chan struct{}),
+		pool:     newPool(opts),
 		runs:     make(chan stateWrite, runWriteBuffer),
 		runsDone: make(chan struct{}),
 		logStart: make(chan struct{}, 1),
 	}
 	go c.capLogs()
 	go c.writeRuns()
+	if opts.resumed != nil {
+		c.resumeAll(cfg)
+		return c
+	}
 	st := store.State()
 	enabled := map[string]bool{}
 	var autostarted []string
@@ -152,6 +191,8 @@ func (c *Controller) addLocked(a config.Agent, enabled, record bool) {
 	}
 	c.actors[a.ID] = act
 	c.rows[a.ID] = act.row
+	// Not to run: a tree that outlived the service before is stopped.
+	act.adoptIdle = !enabled
 	go act.run()
 	if enabled {
 		if record {
@@ -160,6 +201,12 @@ func (c *Controller) addLocked(a config.Agent, enabled, record bool) {
 		act.send(command{kind: cmdStart})
 	}
 }
+
+func (c *Controller) logf(format string, args ...any) { c.opts.Logf(format, args...) }
+
+// Stopping is closed when the service begins to stop every agent (a
+// shutdown, refused or not).
+func (c *Controller) Stopping() <-chan struct{} { return c.stopping }
 
 // Done is closed once Quit has been accepted.
 func (c *Controller) Done() <-chan struct{} { return c.quit }
@@ -172,6 +219,10 @@ func (c *Controller) Status() api.Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := api.Status{Profile: c.opts.Paths.Profile, ServicePID: os.Getpid(), ConfigError: c.configErr}
+	if c.service.Version != "" {
+		svc := c.service
+		st.Service = &svc
+	}
 	for _, a := range c.cfg.Agents {
 		if row, ok := c.rows[a.ID]; ok {
 			st.Agents = append(st.Agents, row)
@@ -354,6 +405,9 @@ func (c *Controller) Shutdown(ctx context.Context, force bool) error {
 		acts = append(acts, a)
 	}
 	again := c.quitAsked
+	if !c.quitAsked {
+		close(c.stopping)
+	}
 	c.quitAsked = true
 	c.mu.Unlock()
 	var failed []string
@@ -422,9 +476,11 @@ func (c *Controller) Quit(ctx context.Context) error {
 // and no agent waits for one.
 const runWriteBuffer = 1024
 
-// stateWrite is one change to an agent's last run.
+// stateWrite is one change to an agent's last run, or (done set) a
+// marker closed once everything queued before it is written.
 type stateWrite struct {
-	f func(*state.State)
+	f    func(*state.State)
+	done chan struct{}
 }
 
 // writeRuns applies queued changes to the state until the controller
@@ -463,7 +519,10 @@ func (c *Controller) writeRuns() {
 }
 
 func (c *Controller) applyRuns(batch []stateWrite) {
-	if len(batch) == 0 {
+	if !slices.ContainsFunc(batch, func(w stateWrite) bool { return w.f != nil }) {
+		for _, w := range batch {
+			close(w.done)
+		}
 		return
 	}
 	// A failure is the state file's, and Err reports it to status and
@@ -474,9 +533,16 @@ func (c *Controller) applyRuns(batch []stateWrite) {
 			s.Agents = map[string]state.Agent{}
 		}
 		for _, w := range batch {
-			w.f(s)
+			if w.f != nil {
+				w.f(s)
+			}
 		}
 	})
+	for _, w := range batch {
+		if w.done != nil {
+			close(w.done)
+		}
+	}
 }
 
 // recordRun queues a change to an agent's last run.

@@ -110,12 +110,18 @@ func (w *world) startService(profile string) *service {
 // "--config FILE".
 func (w *world) startServiceArgs(profile string, flags ...string) *service {
 	w.t.Helper()
+	return w.startServiceWith(tether, profile, flags...)
+}
+
+// startServiceWith is startServiceArgs with another tether binary.
+func (w *world) startServiceWith(exe, profile string, flags ...string) *service {
+	w.t.Helper()
 	logf, err := os.CreateTemp(w.dir, "service-*.log")
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	args := append([]string{"--profile", profile}, flags...)
-	cmd := w.cmd(tether, append(args, "service", "run")...)
+	cmd := w.cmd(exe, append(args, "service", "run")...)
 	cmd.Env = w.env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {

@@ -25,8 +25,11 @@ type Options struct {
 	LogDir     string // the agents' logs: LogDir/<id>.log
 	ServiceLog string // where a service the tray starts writes its output
 	Socket     string // the service's socket
-	Args       []string
-	Stderr     io.Writer
+	// AtLogin: the tray was started by its login autostart entry; if it
+	// finds no service, it starts one (where no service manager does).
+	AtLogin bool
+	Args    []string
+	Stderr  io.Writer
 }
 
 // globalFlags are the flags that make a tether command act on the same
@@ -83,8 +86,14 @@ type deps struct {
 	// loginInstalled reports whether both the login service and the
 	// tray's autostart entry are installed.
 	loginInstalled func(Options) (bool, error)
-	// setLogin installs (on) or removes both.
+	// setLogin turns start at login on (the login service where a
+	// manager runs it, and the tray's autostart entry) or off (neither
+	// starts at login any more; nothing running stops).
 	setLogin func(o Options, on bool) error
+	// restartWindow is how long a service manager takes to start the
+	// service again after it died (zero when none does): the tray waits
+	// that long before it says the service stopped.
+	restartWindow func(Options) time.Duration
 	// configInit writes the default config file.
 	configInit func(Options) error
 	// copy puts text on the clipboard; nil where there is none.
@@ -116,6 +125,11 @@ type engine struct {
 	mu  sync.Mutex
 	in  Input
 	det detector
+	// lostTimer announces the service's loss once its manager's
+	// restart window has passed (see announceLost).
+	lostTimer *time.Timer
+	// autoStarted: an AtLogin tray has started the service once.
+	autoStarted bool
 	// lost is set while the service is gone after having been there:
 	// the next hello announces it back.
 	lost bool
@@ -339,11 +353,16 @@ func (e *engine) stream() (up bool, err error) {
 func (e *engine) hello(st api.Status) {
 	var notes []Notice
 	e.mu.Lock()
+	if e.lostTimer != nil {
+		// Back within its manager's restart window: no alarm.
+		e.lostTimer.Stop()
+		e.lostTimer = nil
+	}
 	if e.lost {
 		e.lost = false
 		notes = append(notes, backNotice(e.opts.Profile, st))
 	}
-	e.in.Conn, e.in.ConnErr, e.in.StartingService = Connected, "", false
+	e.in.Conn, e.in.ConnErr, e.in.StartingService, e.in.Waiting = Connected, "", false, nil
 	e.in.Status = st
 	e.in.Slots = growSlots(e.in.Slots, len(st.Agents))
 	e.det.keep(st.Agents)
@@ -406,18 +425,60 @@ func (e *engine) down(err error) {
 		conn = NotRunning
 		msg = fmt.Sprintf("No tether service is running for profile %q (%s).", e.profileName(), e.opts.Socket)
 	}
+	var waiting []api.Waiting
+	if conn == NotRunning {
+		ctx, cancel := context.WithTimeout(e.ctx, 2*time.Second)
+		waiting, _ = api.WaitingToBeAdopted(ctx, e.opts.Socket, e.profileName())
+		cancel()
+	}
 	e.mu.Lock()
 	was := e.in.Conn
-	e.in.Conn, e.in.ConnErr = conn, msg
+	refresh := len(waiting) != len(e.in.Waiting)
+	e.in.Conn, e.in.ConnErr, e.in.Waiting = conn, msg, waiting
 	e.in.Status = api.Status{}
 	e.lost = e.lost || was == Connected
+	autoStart := e.opts.AtLogin && !e.autoStarted && conn == NotRunning
+	e.autoStarted = e.autoStarted || autoStart
 	e.mu.Unlock()
 	if was == Connected {
-		e.post(lostNotice(e.opts.Profile))
+		e.announceLost()
 	}
-	if was != conn {
+	if was != conn || refresh {
 		e.changed()
 	}
+	if autoStart {
+		e.logf("started at login and no service runs: starting it")
+		e.wg.Go(e.startService)
+	}
+}
+
+// announceLost says the service stopped: at once, or, where a service
+// manager restarts it, only if it is not back once the manager's restart
+// window has passed (a "service is back" notice follows then when it
+// comes back).
+func (e *engine) announceLost() {
+	var window time.Duration
+	if e.deps.restartWindow != nil {
+		window = e.deps.restartWindow(e.opts)
+	}
+	if window <= 0 {
+		e.post(lostNotice(e.opts.Profile))
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.lostTimer != nil {
+		e.lostTimer.Stop()
+	}
+	e.lostTimer = time.AfterFunc(window, func() {
+		e.mu.Lock()
+		gone := e.in.Conn != Connected && e.ctx.Err() == nil
+		e.lostTimer = nil
+		e.mu.Unlock()
+		if gone {
+			e.post(lostNotice(e.opts.Profile))
+		}
+	})
 }
 
 // summaryDelay is how long a summary of gathered notices waits for more
@@ -708,7 +769,8 @@ func (e *engine) toggleLogin() {
 	e.mu.Unlock()
 	e.changed()
 
-	if err := e.deps.setLogin(e.opts, on); err != nil {
+	err := e.deps.setLogin(e.opts, on)
+	if err != nil {
 		n := problemNotice("login/"+KindAction, "tether: could not turn off start at login", err.Error())
 		if on {
 			n.Title = "tether: cannot start at login"
@@ -716,6 +778,9 @@ func (e *engine) toggleLogin() {
 				err, e.opts.cmdHint(), e.opts.cmdHint())
 		}
 		e.post(n)
+	} else if on {
+		// Ticked: it runs now too, if it did not.
+		e.wg.Go(e.startService)
 	}
 	installed, err := e.deps.loginInstalled(e.opts)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tether-dev/tether/api"
 )
 
 // Errors of Main's checks, matched with errors.Is.
@@ -25,6 +27,33 @@ var (
 // It goes on waiting after that.
 const hostWait = 10 * time.Second
 
+// setLoginNow does what the tray's "Start at login" does, without a tray:
+// on registers the login service and the tray's autostart entry and
+// starts the service if it does not run; off makes neither start at
+// login and stops nothing. It is for scripts and tests.
+func setLoginNow(o Options, arg string) int {
+	on, ok := map[string]bool{"on": true, "off": false}[arg]
+	if !ok {
+		fmt.Fprintf(o.Stderr, "tether tray: --set-login=on or --set-login=off, not %q\n", arg)
+		return 2
+	}
+	if err := setLogin(o, on); err != nil {
+		fmt.Fprintf(o.Stderr, "tether tray: %v\n", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_, err := api.NewClient(o.Socket).Status(ctx)
+	cancel()
+	if on && errors.Is(err, api.ErrNotRunning) {
+		if _, _, err := startService(o); err != nil {
+			fmt.Fprintf(o.Stderr, "tether tray: starting the service: %v\n", err)
+			return 1
+		}
+	}
+	fmt.Fprintf(o.Stderr, "tether tray: start at login is %s\n", arg)
+	return 0
+}
+
 // Main runs the tray until it is quit (its menu, SIGINT, SIGTERM) and
 // returns the exit code: 0, 1 when it cannot run (no session bus, no tray
 // in this build), 2 for arguments.
@@ -38,8 +67,14 @@ func Main(o Options) int {
 	if o.Stderr == nil {
 		o.Stderr = os.Stderr
 	}
+	if len(o.Args) == 1 && o.Args[0] == "--at-login" {
+		o.AtLogin, o.Args = true, nil
+	}
+	if len(o.Args) == 1 && strings.HasPrefix(o.Args[0], "--set-login=") {
+		return setLoginNow(o, strings.TrimPrefix(o.Args[0], "--set-login="))
+	}
 	if len(o.Args) > 0 {
-		fmt.Fprintf(o.Stderr, "tether tray: takes no arguments, got %q\n", strings.Join(o.Args, " "))
+		fmt.Fprintf(o.Stderr, "tether tray: takes no arguments but --at-login, got %q\n", strings.Join(o.Args, " "))
 		return 2
 	}
 	if err := prepareBus(); err != nil {

@@ -57,6 +57,9 @@ type Input struct {
 	// Slots is how many agent submenus the menu has room for; more agents
 	// than that get more. See Build.
 	Slots int
+	// Waiting are the agents that outlived their service (its crash, with
+	// survive_service_crash) and wait to be adopted, while none runs.
+	Waiting []api.Waiting
 }
 
 // ActionKind is what a menu item does.
@@ -127,6 +130,20 @@ const (
 // in.Slots change it. Tray hosts fetch a menu piecemeal, and some
 // (libdbusmenu) lose the items of a submenu that appears after their
 // first fetch; a menu whose shape never changes has no such submenu.
+// waitingItem says, while no service runs, which agents outlived it and
+// wait to be adopted (state adoptable), and until when.
+func waitingItem(in Input) Item {
+	if in.Conn == Connected || len(in.Waiting) == 0 {
+		return Item{Hidden: true}
+	}
+	var lines []string
+	for _, w := range in.Waiting {
+		lines = append(lines, fmt.Sprintf("%s (pid %d): %s until %s", w.Identity, w.AgentPID, api.StateAdoptable, w.Until.Local().Format("15:04:05")))
+	}
+	title := fmt.Sprintf("%d agent(s) wait for the service", len(in.Waiting))
+	return Item{Title: title, Tooltip: "They outlived the service (survive_service_crash) and keep running until a service of this profile adopts them, or the time shown:\n" + strings.Join(lines, "\n")}
+}
+
 func Build(in Input) Menu {
 	st := in.Status
 	connected := in.Conn == Connected
@@ -159,6 +176,7 @@ func Build(in Input) Menu {
 		statusError("state file unreadable", st.StateError,
 			"The service could not read its state file and left it as it was; agents' intent is not remembered until it is fixed."),
 		copyStatusErrors(st),
+		waitingItem(in),
 		Item{Separator: true},
 	)
 

@@ -42,13 +42,13 @@ const (
 )
 
 var agentKeys = []string{keyID, keyIdentity, keyCommand, keyDir, keyEnv, keyEnvFile, keyAutostart, keyRestart, keyStopTimeout,
-	keyReady, keyStartTimeout, keyWatchdog, keyHealth, keyAfter, keyRequires}
+	keyReady, keyStartTimeout, keyWatchdog, keyHealth, keyAfter, keyRequires, keySurvive}
 
 // Parse parses and validates a config. path is used in messages and as the
 // base of relative paths (the current directory when empty); env_file
 // entries are checked on disk.
 func Parse(path string, data []byte) (*Config, error) {
-	cfg := &Config{Path: path}
+	cfg := &Config{Path: path, Source: data}
 	base := "."
 	if path != "" {
 		if abs, err := filepath.Abs(path); err == nil {
@@ -232,6 +232,7 @@ func (p *parser) agent(n *yaml.Node, key string) (a parsedAgent, ok bool) {
 	p.agentRestart(&a, e)
 	p.agentStopTimeout(&a, e)
 	p.agentReadiness(&a, e)
+	p.agentSurvive(&a, e)
 	return a, len(p.errs) == before
 }
 

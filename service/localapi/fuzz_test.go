@@ -52,6 +52,11 @@ func (r *recorder) Restart(_ context.Context, id string, _ bool) (api.Agent, err
 func (r *recorder) Reload(context.Context) error { r.record("reload"); return nil }
 func (r *recorder) Quit(context.Context) error   { r.record("quit"); return nil }
 
+func (r *recorder) Upgrade(_ context.Context, req api.UpgradeRequest) (api.UpgradeAnswer, error) {
+	r.record("upgrade %s", req.Executable)
+	return api.UpgradeAnswer{}, nil
+}
+
 func (r *recorder) Logs(id string, n int) ([]string, error) {
 	r.record("logs %s %d", id, n)
 	return []string{"a line"}, nil

@@ -168,6 +168,10 @@ func (f *fakeBackend) Quit(context.Context) error {
 	return nil
 }
 
+func (f *fakeBackend) Upgrade(context.Context, api.UpgradeRequest) (api.UpgradeAnswer, error) {
+	return api.UpgradeAnswer{}, &api.Error{Code: api.CodeUpgrade, Message: "no upgrade here"}
+}
+
 // testServer serves a backend on a fresh socket (a named pipe on
 // Windows) until shut down.
 type testServer struct {

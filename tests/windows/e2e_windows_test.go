@@ -245,7 +245,14 @@ func (s *service) row(t *testing.T, id string) api.Agent {
 // written anew by each agent.
 func (w *world) tree() []pwin.Ref {
 	w.t.Helper()
-	b, err := os.ReadFile(w.pids)
+	// Wine may refuse the read while the agent renames the file into
+	// place (a sharing violation): read again for a moment.
+	var b []byte
+	var err error
+	testproc.UntilEvery(time.Second, 10*time.Millisecond, func() bool {
+		b, err = os.ReadFile(w.pids)
+		return err == nil
+	})
 	if err != nil {
 		w.t.Fatalf("the agent's pids: %v", err)
 	}
@@ -446,4 +453,93 @@ func demoPids(log string) map[string]int {
 		}
 	}
 	return pids
+}
+
+// TestUpgradeWindows: `service upgrade` under Windows (Wine here): the
+// service starts its successor, hands it the pipe's instances, the lock
+// and the tether, and exits once the guardian watches the successor. The
+// agent keeps its tree, pids and since (I9), the API answers from the
+// successor, and the guardian's owner is the successor: killing it ends
+// the tree (I2).
+func TestUpgradeWindows(t *testing.T) {
+	w := newWorld(t)
+	a := w.profile("up")
+	svc := w.startService(a)
+	begin := time.Now()
+	if code, out := w.run("--profile", a, "start", "probe"); code != 0 {
+		t.Fatalf("start: exit %d\n%s", code, out)
+	}
+	agentPid := w.waitTree(begin)
+	before := svc.row(t, "probe")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	st0, err := svc.client.Status(ctx)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := w.tree()
+
+	// Refused: nothing changes.
+	for _, bad := range []string{filepath.Join(w.base, "nothing.exe"), filepath.Join(os.Getenv("SystemRoot"), "system32", "cmd.exe")} {
+		if code, out := w.run("--profile", a, "service", "upgrade", bad); code != 1 || !strings.Contains(out, bad) {
+			t.Errorf("upgrade to %s: exit %d, want 1 with the reason\n%s", bad, code, out)
+		}
+		if row := svc.row(t, "probe"); row.PID != agentPid {
+			t.Fatalf("a refused upgrade changed the agent: %+v", row)
+		}
+	}
+
+	code, out := w.run("--profile", a, "service", "upgrade", w.exe)
+	if code != 0 {
+		t.Fatalf("service upgrade: exit %d\n%s\nservice log:\n%s", code, out, w.serviceLog(a))
+	}
+	select {
+	case <-svc.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the service before did not exit after the upgrade\n%s", w.serviceLog(a))
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	st, err := svc.client.Status(ctx)
+	cancel()
+	if err != nil {
+		t.Fatalf("status after the upgrade: %v\n%s", err, w.serviceLog(a))
+	}
+	successor, err := pwin.RefOf(st.ServicePID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if p, err := pwin.OpenProcess(successor); err == nil {
+			_ = p.Kill()
+			p.Close()
+		}
+	})
+	if st.ServicePID == st0.ServicePID {
+		t.Errorf("the successor has the service's old pid %d", st.ServicePID)
+	}
+	after := svc.row(t, "probe")
+	if after.State != api.StateRunning || after.PID != agentPid || after.GuardianPID != before.GuardianPID || !after.Since.Equal(before.Since) || after.Restarts != before.Restarts {
+		t.Errorf("the agent changed across the upgrade: %+v, was %+v", after, before)
+	}
+	if refs := w.tree(); len(refs) != 2 {
+		t.Fatalf("the agent's tree after the upgrade: %v, was %v", refs, tree)
+	}
+
+	// The successor is the owner the guardian watches: its death ends the
+	// tree.
+	p, err := pwin.OpenProcess(successor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	took := waitGone(t, tree, killed, 1*time.Second+5*time.Second)
+	if !testproc.UntilEvery(5*time.Second, 5*time.Millisecond, w.identityFree) {
+		t.Fatal("the identity is still held after the successor died")
+	}
+	t.Logf("upgraded: agent pid %d kept, service pid %d -> %d; the successor killed: tree gone after %v",
+		agentPid, st0.ServicePID, st.ServicePID, took.Round(time.Millisecond))
 }
