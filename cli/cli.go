@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/tether-dev/tether/demo"
@@ -75,6 +76,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return ExitOK
 	}
 	cmd, rest := args[0], args[1:]
+	if cmd != "tray" {
+		releaseMainThread()
+	}
 	if d, ok := findDoc(cmd); ok && asksHelp(rest) {
 		// tether CMD --help: the same as tether help CMD.
 		writeHelp(inv.stdout, d)
@@ -118,6 +122,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return inv.usage(unknownCommand("unknown command", cmd))
 	}
 }
+
+// releaseMainThread undoes the lock of the main goroutine to the main
+// thread that fyne.io/systray takes at its init, which only the tray
+// needs (macOS runs its event loop there). Locked, the main goroutine
+// makes the runtime hand every other goroutine to another thread each
+// time it blocks: a guardian then runs seven to ten threads instead of
+// three or four, each with its stacks, and pays a wakeup of another
+// thread for each message. A second call, or one where the lock was
+// never taken, does nothing.
+func releaseMainThread() { runtime.UnlockOSThread() }
 
 func (inv *invocation) usage(err error) int {
 	fmt.Fprintln(inv.stderr, "tether:", err)

@@ -199,6 +199,9 @@ func (inv *invocation) check(args []string) int {
 		return ExitFailure
 	}
 	fmt.Fprintf(inv.stdout, "ok: %s: %d agent(s)\n", cfg.Path, len(cfg.Agents))
+	for _, w := range serviceWarnings(p, cfg) {
+		fmt.Fprintln(inv.stderr, "tether check: warning:", w)
+	}
 	return ExitOK
 }
 
@@ -239,13 +242,14 @@ func (inv *invocation) configCmd(args []string) int {
 
 func (inv *invocation) service(args []string) int {
 	if len(args) == 0 {
-		return inv.usage(fmt.Errorf("usage: tether service run|install|uninstall|start|stop|status [--print]"))
+		return inv.usage(fmt.Errorf("usage: tether service run|install|uninstall|start|stop|status|upgrade [--print]"))
 	}
 	p, err := inv.paths()
 	if err != nil {
 		return inv.fail("%v", err)
 	}
-	if !slices.Contains(serviceVerbs, args[0]) {
+	// handover-check is the successor's side of an upgrade, not typed.
+	if !slices.Contains(serviceVerbs, args[0]) && args[0] != "handover-check" {
 		err := fmt.Errorf("unknown service command %q", args[0])
 		if s := suggest(args[0], serviceVerbs); s != "" {
 			err = fmt.Errorf("%w; did you mean %q?", err, s)
@@ -260,7 +264,7 @@ func (inv *invocation) service(args []string) int {
 		if err != nil {
 			return inv.fail("%v", err)
 		}
-		return service.Run(p, exe, inv.stderr)
+		return service.Run(p, exe, Version, inv.stderr)
 	}
 	return inv.serviceManager(p, args)
 }

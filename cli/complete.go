@@ -58,7 +58,7 @@ var (
 		"restart": {"--no-wait"},
 		"logs":    {"-f", "-n"},
 	}
-	serviceVerbs = []string{"run", "install", "uninstall", "start", "stop", "status"}
+	serviceVerbs = []string{"run", "install", "uninstall", "start", "stop", "status", "upgrade"}
 )
 
 // complete runs `tether __complete WORD...`. WORD... are the words of a
@@ -126,7 +126,7 @@ func (inv *invocation) candidates(done []string, cur string) []string {
 			return append(out, serviceVerbs...)
 		}
 		if args[0] == "install" && flagsToo {
-			out = append(out, "--print")
+			out = append(out, "--print", "--no-start")
 		}
 	case "config":
 		if len(args) == 0 {

@@ -31,15 +31,19 @@ login on and off. It owns no agent: quitting it changes nothing.`,
 		text: `Runs a service with demo agents in a throwaway directory, kills it with
 SIGKILL and shows that every agent tree is gone, then cleans up.`,
 		example: "tether demo"},
-	{name: "service", usage: "service run|install|uninstall|start|stop|status [--print]", summary: "run the service, or register it with the OS",
+	{name: "service", usage: "service run|install|uninstall|start|stop|status|upgrade", summary: "run the service, register it with the OS, or upgrade it",
 		text: `run        run the service of the profile in the foreground
-install    register it to start at login, and start it (--print: show the
-           files it would write, and write nothing)
+install    register it to start at login, and start it and wait until it
+           answers (--no-start: register it only; --print: show the files
+           it would write, and write nothing)
 uninstall  remove the registration (what runs keeps running)
 start      start the registered service
 stop       stop the registered service, and its agents
-status     say whether it is registered, current and running`,
-		example: "tether service run                      # in the foreground, until Ctrl-C\ntether --config ~/bots.yaml service install\ntether service install --print          # what would be written"},
+status     say whether it is registered, current and running
+upgrade [BINARY]
+           replace the running service by BINARY (default: this one),
+           every agent left running, the same pids`,
+		example: "tether service run                      # in the foreground, until Ctrl-C\ntether --config ~/bots.yaml service install\ntether service install --print          # what would be written\ntether service upgrade                  # after installing a new tether"},
 	{name: "status", usage: "status [--json] [--wide]", summary: "one row per agent (status --help: its states and codes)",
 		example: "tether status\ntether status --json | jq '.agents[] | select(.state == \"failed\")'"},
 	{name: "start", usage: "start [--no-wait] ID...", summary: "start agents; answers once they are ready (--no-wait: once spawned)",

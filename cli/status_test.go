@@ -52,13 +52,13 @@ func TestStatusTable(t *testing.T) {
 	writeStatusTable(&whole, st, 0)
 	writeStatusTable(&cut, st, 80)
 	lines := strings.Split(whole.String(), "\n")
-	if !strings.HasPrefix(lines[0], "ID") || !strings.Contains(lines[0], "CPU") || !strings.Contains(lines[0], "MEM") {
-		t.Errorf("header %q", lines[0])
+	if want := "ID IDENTITY STATE PID CONTAINMENT CPU MEM SINCE RESTARTS ERROR"; strings.Join(strings.Fields(lines[0]), " ") != want {
+		t.Errorf("header %q, want %q", lines[0], want)
 	}
-	if f := strings.Fields(lines[1]); len(f) < 6 || f[4] != "2m05s" || f[5] != "64.0M" {
+	if f := strings.Fields(lines[1]); len(f) < 7 || f[5] != "2m05s" || f[6] != "64.0M" {
 		t.Errorf("row of a running agent: %q, want CPU 2m05s and MEM 64.0M", lines[1])
 	}
-	if f := strings.Fields(lines[2]); len(f) < 6 || f[3] != "-" || f[4] != "-" || f[5] != "-" {
+	if f := strings.Fields(lines[2]); len(f) < 7 || f[3] != "-" || f[5] != "-" || f[6] != "-" {
 		t.Errorf("row of an agent that does not run: %q, want - for PID, CPU and MEM", lines[2])
 	}
 	if !strings.Contains(whole.String(), "END") {

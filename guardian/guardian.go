@@ -38,10 +38,11 @@ const (
 // here; osGuardian (guardian_unix.go, guardian_windows.go) holds the
 // lock, containment and agent handles of one platform.
 type guardian struct {
-	conn  *os.File
+	conn  tetherConn // nil while the owner is gone and an adopter awaited
 	outMu sync.Mutex
 
 	req        request
+	self       platform.Ref // this process, found while waiting (prepare)
 	key        string
 	log        *os.File
 	rec        *recordFile
@@ -95,15 +96,22 @@ type osSteps interface {
 	unlockOwnership() error
 	closeOwnership()
 
-	// containment names the containment in use ("cgroup+session",
-	// "session", "job"); describe adds the OS's details to a ready.
-	containment() string
+	// containment names the rung of containment in use; describe adds
+	// the OS's details to a ready.
+	containment() Containment
 	describe(r *Ready)
 	// ownerGone is closed when the owner is seen dead by other means
 	// than the tether's EOF (nil when there are none).
 	ownerGone() <-chan struct{}
 	// settle runs a moment after ready, when the start is over.
 	settle()
+	// watchOwner makes r the owner to watch from now on (attach: a new
+	// owner took the tether over); nil stops watching (the owner is
+	// gone). Unix watches the tether alone.
+	watchOwner(r *procRef) error
+	// prepareOS is the OS's part of prepare: what contain and spawn
+	// need that no request decides.
+	prepareOS()
 }
 
 var _ osSteps = (*guardian)(nil)
@@ -123,7 +131,7 @@ func (r *stopReport) add(more stopReport) {
 
 // treeAliveError is a stop that left processes alive.
 type treeAliveError struct {
-	left []int
+	left []Survivor
 	err  error
 }
 
@@ -134,6 +142,7 @@ func (e *treeAliveError) Unwrap() error { return e.err }
 // a reclaim, only frees the identity) and watches it until teardown. It
 // returns the process exit code.
 func (g *guardian) serve(term <-chan os.Signal) int {
+	g.prepare()
 	// No deadline: a guardian may be started ahead of need (Pool) and
 	// wait for its request; if its owner dies first, EOF ends the wait.
 	rd := newLineReader(g.conn)
@@ -149,8 +158,10 @@ func (g *guardian) serve(term <-chan os.Signal) int {
 	case m.Type != msgStart || m.Start == nil:
 		g.fail(&failure{Code: CodeConfig, Message: fmt.Sprintf("first message is %q, want %q", m.Type, msgStart)})
 		return 1
-	case m.Version != ProtocolVersion:
-		g.fail(&failure{Code: CodeConfig, Message: fmt.Sprintf("protocol version %d; this guardian speaks %d", m.Version, ProtocolVersion)})
+	case !versionOK(m.Version):
+		// An owner of any version this binary knows is answered in the
+		// version this guardian speaks, which its first answer carries.
+		g.fail(&failure{Code: CodeConfig, Message: fmt.Sprintf("protocol version %d; this guardian speaks %d to %d", m.Version, MinProtocolVersion, speaks)})
 		return 1
 	}
 	g.req = *m.Start
@@ -175,11 +186,11 @@ func (g *guardian) serve(term <-chan os.Signal) int {
 	if g.req.Reclaim {
 		g.release()
 		g.logf("identity reclaimed")
-		g.send(message{Type: msgStopped, Version: ProtocolVersion, Reason: ReasonReclaimed, Cleanup: &Cleanup{Code: CleanupOK}})
+		g.send(message{Type: msgStopped, Version: speaks, Reason: ReasonReclaimed, Cleanup: &Cleanup{Code: CleanupOK}})
 		return 0
 	}
 	g.logf("started %s as pid %d (%s, private dir %s)", g.req.Argv[0], g.agentPid, g.containment(), g.privateDir)
-	g.send(message{Type: msgReady, Version: ProtocolVersion, Ready: g.ready()})
+	g.send(message{Type: msgReady, Version: speaks, Ready: g.ready()})
 	// Not at once: dropping pages flushes the TLBs of the other cores,
 	// interrupting the owner that is reading this ready and the agent
 	// that is starting, which made starts about 0.7 ms slower.
@@ -187,17 +198,30 @@ func (g *guardian) serve(term <-chan os.Signal) int {
 	return g.watch(rd, term)
 }
 
+// prepare does, before the request is read, the part of a start that no
+// request decides: a guardian started ahead of need (Pool) does it while
+// it waits, and its start then goes without it. It finds this process's
+// reference for the owner record, fills encoding/json's caches of the
+// protocol's types (building them was half a millisecond of the first
+// request's decoding) and takes the OS's part (prepareOS).
+func (g *guardian) prepare() {
+	g.self = platform.Self()
+	warmCodecs()
+	g.prepareOS()
+}
+
 // ready is the answer to a start that succeeded.
 func (g *guardian) ready() *Ready {
 	r := &Ready{
-		GuardianPID: os.Getpid(),
-		AgentPID:    g.agentPid,
-		SessionID:   g.agentPid, // the agent leads its own session or process group
-		Containment: g.containment(),
-		PrivateDir:  g.privateDir,
-		Since:       g.since,
-		TookOver:    g.tookOver,
-		Pending:     g.req.Readiness != nil && g.req.Readiness.Ready != nil,
+		GuardianPID:   os.Getpid(),
+		GuardianStart: platform.Self().Start,
+		AgentPID:      g.agentPid,
+		SessionID:     g.agentPid, // the agent leads its own session or process group
+		Containment:   g.containment(),
+		PrivateDir:    g.privateDir,
+		Since:         g.since,
+		TookOver:      g.tookOver,
+		Pending:       g.req.Readiness != nil && g.req.Readiness.Ready != nil,
 	}
 	g.describe(r)
 	return r
@@ -234,6 +258,9 @@ func (g *guardian) logf(format string, args ...any) {
 func (g *guardian) send(m message) {
 	g.outMu.Lock()
 	defer g.outMu.Unlock()
+	if g.conn == nil {
+		return // the owner is gone; an adopter hears the state from attached
+	}
 	_ = g.conn.SetWriteDeadline(time.Now().Add(writeWait))
 	// Cleared after the write: an armed deadline would wake the idle
 	// guardian later for nothing.
@@ -244,7 +271,7 @@ func (g *guardian) send(m message) {
 }
 
 func (g *guardian) fail(f *failure) {
-	g.send(message{Type: msgFailed, Version: ProtocolVersion, Failure: f})
+	g.send(message{Type: msgFailed, Version: speaks, Failure: f})
 }
 
 // removeOldDir removes the private directory an earlier tree of this
@@ -386,26 +413,19 @@ func (g *guardian) release() {
 // process handle), a terminating signal, or the agent's own exit. It
 // blocks with no timer: an idle guardian does not wake up. A stopped and
 // continued guardian, or an interrupted read, changes nothing here; only
-// EOF or a read error ends the wait.
+// EOF or a read error ends the wait. With survive_crash, the owner's death
+// starts a wait for an adopter instead (see orphaned); an attach on the
+// tether is a new owner taking it over (see attach).
 func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
-	msgs := make(chan message, 4)
-	readErr := make(chan error, 1)
-	go func() {
-		for {
-			m, err := rd.next()
-			if err != nil {
-				readErr <- err
-				return
-			}
-			msgs <- m
-		}
-	}()
+	tr := readTether(rd)
 	timeout := g.req.StopTimeout.d()
 	var reason StopReason
 	var exit *Exit
 	var detail string
 	rw := g.readyWatch()
 	defer rw.stop()
+	var orphan *orphanWait
+	defer func() { orphan.close() }()
 	for reason == "" {
 		select {
 		case ev := <-rw.events:
@@ -414,23 +434,38 @@ func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
 			reason, detail = ReasonNotReady, rw.notReady()
 		case <-rw.dogC:
 			reason, detail = ReasonWatchdog, fmt.Sprintf("no WATCHDOG=1 for %v", rw.dog)
-		case m := <-msgs:
-			if m.Type == msgStop {
+		case m := <-tr.msgs:
+			switch {
+			case m.Type == msgStop:
 				reason = ReasonStopRequested
 				if m.Timeout != nil && *m.Timeout > 0 {
 					timeout = m.Timeout.d()
 				}
-			} else {
+			case m.Type == msgAttach && speaks >= 2:
+				g.attach(m, rw)
+			default:
 				g.logf("ignoring unexpected %q message", m.Type)
 			}
-		case err := <-readErr:
-			reason = ReasonOwnerLost
+		case err := <-tr.errc:
 			if !errors.Is(err, io.EOF) {
 				g.logf("tether read failed: %v", err)
 			}
+			tr = &tetherReader{}
+			if orphan = g.orphaned(rw); orphan == nil {
+				reason = ReasonOwnerLost
+			}
 		case <-g.ownerGone():
-			reason = ReasonOwnerLost
 			g.logf("owner process exited")
+			tr = &tetherReader{}
+			if orphan = g.orphaned(rw); orphan == nil {
+				reason = ReasonOwnerLost
+			}
+		case a := <-orphan.found():
+			orphan.close()
+			orphan = nil
+			tr = g.adopted(a, rw)
+		case <-orphan.expired():
+			reason, detail = ReasonOwnerLost, fmt.Sprintf("not adopted within %v of the owner's death", g.req.SurviveCrash.d())
 		case s := <-term:
 			reason = ReasonSignal
 			g.logf("received %v", s)
@@ -449,6 +484,47 @@ func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
 	return g.teardown(reason, timeout, exit, detail)
 }
 
+// tetherReader delivers what the owner sends on one tether; its channels
+// are nil while there is no tether.
+type tetherReader struct {
+	msgs chan message
+	errc chan error
+}
+
+func readTether(rd *lineReader) *tetherReader {
+	tr := &tetherReader{msgs: make(chan message, 4), errc: make(chan error, 1)}
+	go func() {
+		for {
+			m, err := rd.next()
+			if err != nil {
+				tr.errc <- err
+				return
+			}
+			tr.msgs <- m
+		}
+	}()
+	return tr
+}
+
+// current is the agent as it is now, for a new owner.
+func (g *guardian) current(rw *readyWatch) *Ready {
+	r := g.ready()
+	r.Pending = !rw.up
+	return r
+}
+
+// attach answers a new owner that took the tether over (an upgrade of
+// the owner): from now on its process is the one watched.
+func (g *guardian) attach(m message, rw *readyWatch) {
+	if m.Owner != nil {
+		if err := g.watchOwner(m.Owner); err != nil {
+			g.logf("watching the new owner, pid %d: %v (the tether alone will tell its death)", m.Owner.Pid, err)
+		}
+		g.logf("the tether has a new owner, pid %d (protocol version %d)", m.Owner.Pid, m.Version)
+	}
+	g.send(message{Type: msgAttached, Version: speaks, Ready: g.current(rw), Detail: rw.status, MainPID: rw.mainPID})
+}
+
 // teardown stops the tree, removes the private directory and the
 // containment, and only then releases the lock. A tree that cannot be
 // confirmed empty keeps the lock and is retried with backoff, reported
@@ -462,7 +538,10 @@ func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit
 		c := &Cleanup{Code: CleanupTreeAlive, Message: err.Error(), Terminated: rep.Terminated, Killed: rep.Killed, Forced: rep.Forced, Elapsed: Duration(time.Since(begin))}
 		var alive *treeAliveError
 		if errors.As(err, &alive) {
-			c.Left = alive.left
+			c.Survivors = alive.left
+			for _, p := range alive.left {
+				c.Left = append(c.Left, p.PID)
+			}
 		} else {
 			c.Code = CleanupInternal
 		}

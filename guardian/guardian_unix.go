@@ -37,7 +37,13 @@ type osGuardian struct {
 	subreaper bool
 	lock      *os.File
 	cgroup    *punix.Cgroup
+	scope     string // the transient scope unit the cgroup is in, if any
 	tree      *punix.Tree
+	// cgroupDir is the guardian's own cgroup, below which the agent's
+	// is made, found by prepareOS; empty, and cgroupErr says why, when
+	// there is none.
+	cgroupDir string
+	cgroupErr error
 }
 
 // Main runs the guardian process; args are the arguments after
@@ -74,7 +80,6 @@ func run() int {
 		return 1
 	}
 	g := &guardian{conn: conn}
-	defer conn.Close()
 
 	g.subreaper, _ = punix.BecomeSubreaper()
 	g.reaper = punix.NewReaper()
@@ -95,19 +100,30 @@ func redirectOutput(f *os.File) error {
 // ReleaseExecutablePages).
 func (g *guardian) settle() { _ = punix.ReleaseExecutablePages() }
 
+// prepareOS finds the guardian's own cgroup v2 (two files of /proc),
+// while the guardian waits for its request.
+func (g *guardian) prepareOS() { g.cgroupDir, g.cgroupErr = punix.OwnCgroupDir() }
+
 // ownerGone is nil: on Unix the tether's EOF is the one sign of the
 // owner's death.
 func (g *guardian) ownerGone() <-chan struct{} { return nil }
 
-func (g *guardian) containment() string {
-	if g.cgroup != nil {
-		return "cgroup+session"
+// watchOwner does nothing: on Unix the tether alone says the owner died.
+func (g *guardian) watchOwner(*procRef) error { return nil }
+
+func (g *guardian) containment() Containment {
+	switch {
+	case g.cgroup == nil:
+		return ContainmentSession
+	case g.scope != "":
+		return ContainmentScope
 	}
-	return "session"
+	return ContainmentCgroup
 }
 
 func (g *guardian) describe(r *Ready) {
 	r.Cgroup = cgroupPath(g.cgroup)
+	r.Scope = g.scope
 	r.Subreaper = g.subreaper
 	r.LockPath = g.lock.Name()
 }
@@ -225,15 +241,12 @@ func (g *guardian) removeOld(prev *record) {
 	}
 }
 
-// contain creates the agent's cgroup, where one can be made (and the
-// request allows it); without one the agent's session is its containment.
+// contain creates the agent's cgroup on the strongest rung it can get
+// (see cgroupOrScope); without one the agent's session is its
+// containment.
 func (g *guardian) contain(name string, self *record) *failure {
-	if g.req.NoCgroup {
-		return nil
-	}
-	if cg, err := punix.NewCgroup("tether-" + name); err == nil {
-		g.cgroup = cg
-		self.Cgroup = cg.Path
+	if g.cgroup, g.scope = g.cgroupOrScope("tether-" + name); g.cgroup != nil {
+		self.Cgroup = g.cgroup.Path
 	}
 	return nil
 }
@@ -318,9 +331,9 @@ func (g *guardian) stopTree(timeout time.Duration) (stopReport, error) {
 	}
 	var alive *punix.TreeAliveError
 	if errors.As(err, &alive) {
-		left := make([]int, 0, len(alive.Left))
+		left := make([]Survivor, 0, len(alive.Left))
 		for _, p := range alive.Left {
-			left = append(left, p.Pid)
+			left = append(left, Survivor{PID: p.Pid, State: string(p.State)})
 		}
 		return out, &treeAliveError{left: left, err: err}
 	}

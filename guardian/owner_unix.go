@@ -32,3 +32,25 @@ func guardianCommand(exe string) (cmd *exec.Cmd, conn *os.File, end io.Closer, e
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}, conn, guardEnd, nil
 }
+
+// startGuardian starts the guardian as a child this process counts as its
+// own (see punix.StartChild): an owner that adopts orphans as a child
+// subreaper never takes a guardian for one.
+func startGuardian(cmd *exec.Cmd) error {
+	_, err := punix.StartChild(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
+	return err
+}
+
+// guardianReaped ends the count startGuardian began.
+func guardianReaped(pid int) { punix.ForgetChild(pid) }
+
+// claimChild counts pid, a child this process did not start through
+// startGuardian (it did before an execve), as its own.
+func claimChild(pid int) {
+	_, _ = punix.StartChild(func() (int, error) { return pid, nil })
+}

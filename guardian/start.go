@@ -54,7 +54,7 @@ func (g *guardian) start() *failure {
 	}
 	planned := filepath.Join(g.req.PrivateRoot, name)
 	self := &record{Version: recordVersion, Identity: g.req.Identity, Profile: g.req.Profile,
-		Guardian: platform.Self(), PrivateDir: planned, Since: g.since}
+		Guardian: g.self, PrivateDir: planned, Since: g.since}
 	if fl := g.contain(name, self); fl != nil {
 		return fl
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 )
 
@@ -40,23 +41,26 @@ func startsOf(t *testing.T, starts string) int {
 	return strings.Count(string(b), "\n")
 }
 
-// waitRow polls the status of the default profile until agent id's row
-// satisfies ok, for at most within.
-func (w *world) waitRow(id string, within time.Duration, ok func(api.Agent) bool) api.Agent {
+// waitAgent polls the status of the default profile until agent id's
+// row satisfies ok, for at most within.
+func (w *world) waitAgent(id string, within time.Duration, ok func(api.Agent) bool) api.Agent {
 	w.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		st, err := w.client("default").Status(context.Background())
+	var st api.Status
+	var err error
+	var row api.Agent
+	if !testproc.UntilEvery(within, 20*time.Millisecond, func() bool {
+		st, err = w.client("default").Status(context.Background())
 		for _, a := range st.Agents {
 			if err == nil && a.ID == id && ok(a) {
-				return a
+				row = a
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("agent %s: the row wanted not seen within %v: %+v %v", id, within, st.Agents, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		w.t.Fatalf("agent %s: the row wanted not seen within %v: %+v %v", id, within, st.Agents, err)
 	}
+	return row
 }
 
 func crashLooped(a api.Agent) bool {
@@ -86,7 +90,7 @@ func TestCrashLoopParkingSurvivesServiceKill(t *testing.T) {
 	starts := filepath.Join(w.dir, "starts")
 	w.writeConfig(crashingYAML(starts, "v1"))
 	svc := w.startService("default")
-	parked := w.waitRow("loop", crashLoopWithin, crashLooped)
+	parked := w.waitAgent("loop", crashLoopWithin, crashLooped)
 	n := startsOf(t, starts)
 	if n != 6 {
 		t.Errorf("%d starts until parked, want 6", n)
@@ -97,7 +101,7 @@ func TestCrashLoopParkingSurvivesServiceKill(t *testing.T) {
 	w.waitServiceLockFree("default")
 	w.startService("default")
 	again := w.status("default")["loop"]
-	if again.State != api.StateFailed || again.Error == nil || *again.Error != *parked.Error || !again.Since.Equal(parked.Since) {
+	if again.State != api.StateFailed || again.Error == nil || !again.Error.Equal(*parked.Error) || !again.Since.Equal(parked.Since) {
 		t.Errorf("after a SIGKILL and a relaunch: %+v %+v, want %+v %+v", again, again.Error, parked, parked.Error)
 	}
 	if on, _ := w.intent("default", "loop"); !on {
@@ -110,7 +114,7 @@ func TestCrashLoopParkingSurvivesServiceKill(t *testing.T) {
 
 	w.writeConfig(crashingYAML(starts, "v2"))
 	w.mustRun("reload")
-	w.waitRow("loop", 10*time.Second, func(a api.Agent) bool {
+	w.waitAgent("loop", 10*time.Second, func(a api.Agent) bool {
 		return a.State == api.StateBackoff && a.Error != nil && a.Error.Code == api.CodeExited
 	})
 	if got := startsOf(t, starts); got != n+1 {
@@ -128,7 +132,7 @@ func TestReloadResetsCrashLoop(t *testing.T) {
 	starts := filepath.Join(w.dir, "starts")
 	w.writeConfig(crashingYAML(starts, "v1"))
 	w.startService("default")
-	w.waitRow("loop", crashLoopWithin, crashLooped)
+	w.waitAgent("loop", crashLoopWithin, crashLooped)
 	n := startsOf(t, starts)
 
 	w.mustRun("reload")
@@ -139,7 +143,7 @@ func TestReloadResetsCrashLoop(t *testing.T) {
 	w.mustRun("reload")
 	// Settled after its first ending: restarted after a pause (backoff),
 	// or parked again (failed) if the count went on from before.
-	a := w.waitRow("loop", 10*time.Second, func(a api.Agent) bool {
+	a := w.waitAgent("loop", 10*time.Second, func(a api.Agent) bool {
 		return (a.State == api.StateBackoff || a.State == api.StateFailed) && a.Since.After(reloaded)
 	})
 	if a.State != api.StateBackoff || a.Error == nil || a.Error.Code != api.CodeExited {
@@ -157,20 +161,16 @@ func TestReloadResetsCrashLoop(t *testing.T) {
 func (w *world) waitServiceLockFree(profile string) {
 	w.t.Helper()
 	path := filepath.Join(w.dir, "state", "tether", profile, "service.lock")
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		f, err := punix.OpenLockFile(path)
-		if err != nil {
-			w.t.Fatal(err)
+	var err error
+	if !testproc.UntilEvery(5*time.Second, time.Millisecond, func() bool {
+		var f *os.File
+		if f, err = punix.OpenLockFile(path); err != nil {
+			return true
 		}
 		err = punix.TryLock(f)
 		f.Close() // releases the lock taken, if any
-		if err == nil {
-			return
-		}
-		if !errors.Is(err, punix.ErrLocked) || time.Now().After(deadline) {
-			w.t.Fatalf("the service lock of %s after its service was killed: %v", profile, err)
-		}
-		time.Sleep(time.Millisecond)
+		return !errors.Is(err, punix.ErrLocked)
+	}) || err != nil {
+		w.t.Fatalf("the service lock of %s after its service was killed: %v", profile, err)
 	}
 }

@@ -3,13 +3,13 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // usageRow is a row of status --json with its usage.
@@ -44,34 +44,25 @@ func (w *world) usageRows() map[string]usageRow {
 // run, and one that was stopped, cost nothing.
 func TestStatusShowsWhatAgentsCost(t *testing.T) {
 	w := newWorld(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	w.writeConfig(fmt.Sprintf(`agents:
   - id: burner
     command: [%s]
-    env: {%s: burn-tree}
     autostart: true
     stop_timeout: 2s
   - id: idle
     command: [/bin/sleep, "1000"]
-`, exe, helperEnv))
+`, strings.Join(testproc.Argv("burn-tree"), ", ")))
 	w.startService("default")
 	began := time.Now()
 	w.waitState("default", "burner", api.StateRunning)
 
 	var row usageRow
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	if !testproc.UntilEvery(20*time.Second, 100*time.Millisecond, func() bool {
 		row = w.usageRows()["burner"]
-		if u := row.Usage; u != nil && u.Procs == 2 && u.CPUSeconds >= 0.5 && u.MemoryBytes >= 2*burnHalf {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the burner's usage never showed its tree: %+v", row.Usage)
-		}
-		time.Sleep(100 * time.Millisecond)
+		u := row.Usage
+		return u != nil && u.Procs == 2 && u.CPUSeconds >= 0.5 && u.MemoryBytes >= 2*burnHalf
+	}) {
+		t.Fatalf("the burner's usage never showed its tree: %+v", row.Usage)
 	}
 	u := row.Usage
 	if limit := time.Since(began).Seconds() * float64(runtime.NumCPU()); u.CPUSeconds > limit {
@@ -91,16 +82,16 @@ func TestStatusShowsWhatAgentsCost(t *testing.T) {
 	// The table: the figures in CPU and MEM, "-" for the stopped agent.
 	table := w.mustRun("status").stdout
 	lines := strings.Split(table, "\n")
-	if !strings.Contains(lines[0], "CPU") || !strings.Contains(lines[0], "MEM") {
+	if h := strings.Fields(lines[0]); len(h) < 7 || h[5] != "CPU" || h[6] != "MEM" {
 		t.Fatalf("status table header: %q", lines[0])
 	}
 	for _, l := range lines[1:] {
 		f := strings.Fields(l)
 		switch {
-		case len(f) < 6:
-		case f[0] == "burner" && (!strings.HasSuffix(f[5], "M") || f[4] == "-"):
+		case len(f) < 7:
+		case f[0] == "burner" && (!strings.HasSuffix(f[6], "M") || f[5] == "-"):
 			t.Errorf("the burner's row shows no cost: %q", l)
-		case f[0] == "idle" && (f[4] != "-" || f[5] != "-"):
+		case f[0] == "idle" && (f[5] != "-" || f[6] != "-"):
 			t.Errorf("the stopped agent's row shows a cost: %q", l)
 		}
 	}

@@ -103,6 +103,12 @@ func NewCgroup(name string) (*Cgroup, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoCgroup, err)
 	}
+	return NewCgroupIn(dir, name)
+}
+
+// NewCgroupIn is NewCgroup below dir, the calling process's own cgroup
+// found earlier by OwnCgroupDir.
+func NewCgroupIn(dir, name string) (*Cgroup, error) {
 	path := filepath.Join(dir, name)
 	if err := os.Mkdir(path, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoCgroup, err)
@@ -163,31 +169,39 @@ func (c *Cgroup) CloseSpawnFD() {
 // Pids lists the processes in the cgroup and below it.
 func (c *Cgroup) Pids() ([]int, error) {
 	var pids []int
-	err := filepath.WalkDir(c.Path, func(p string, d os.DirEntry, err error) error {
+	var buf []byte
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		b, err := readSmall(filepath.Join(dir, "cgroup.procs"), buf[:0])
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
-				return nil
+				return nil // removed meanwhile
 			}
 			return err
 		}
-		if !d.IsDir() {
-			return nil
-		}
-		b, err := os.ReadFile(filepath.Join(p, "cgroup.procs"))
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
+		buf = b
 		for f := range bytes.FieldsSeq(b) {
 			if pid, err := strconv.Atoi(string(f)); err == nil {
 				pids = append(pids, pid)
 			}
 		}
+		entries, err := readDir(dir)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		for _, e := range entries {
+			if e.dir {
+				if err := walk(filepath.Join(dir, e.name)); err != nil {
+					return err
+				}
+			}
+		}
 		return nil
-	})
-	return pids, err
+	}
+	return pids, walk(c.Path)
 }
 
 // Kill sends SIGKILL to every process in the cgroup through cgroup.kill,

@@ -73,3 +73,9 @@ func DescendantProcs(root int) ([]Proc, error) {
 	}
 	return Descendants(procs, root), nil
 }
+
+// walkOnce is DescendantProcs: one scan of the process table.
+func walkOnce(root int) ([]Proc, error) { return DescendantProcs(root) }
+
+// Environ is not available on macOS without libproc.
+func Environ(pid int) ([]string, error) { return nil, errors.New("environ: not available on macOS") }

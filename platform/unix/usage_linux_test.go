@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // usageOf measures a tree until its CPU time has passed min, and checks
@@ -17,10 +19,10 @@ func usageOf(t *testing.T, tree *Tree, began time.Time) Usage {
 	const min = 300 * time.Millisecond
 	var u Usage
 	var err error
-	waitFor(t, "the tree's CPU time to pass "+min.String(), func() bool {
+	testproc.Eventually(t, waitLimit, func() bool {
 		u, err = tree.Usage()
 		return err == nil && u.CPU >= min
-	})
+	}, "timed out after %v waiting for the tree's CPU time to pass %v", waitLimit, min)
 	if limit := time.Since(began) * time.Duration(runtime.NumCPU()); u.CPU > limit {
 		t.Errorf("CPU %v: more than the %v the machine's CPUs had since the tree started", u.CPU, limit)
 	}

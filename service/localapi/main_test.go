@@ -4,26 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
-// The test binary doubles as a client run under another uid: with
-// helperEnv set, TestMain plays that client instead of running the tests.
-const helperEnv = "TETHER_LOCALAPI_TEST_HELPER"
-
+// The test binary doubles as a client run under another uid: the helper
+// "status".
 func TestMain(m *testing.M) {
-	if role := os.Getenv(helperEnv); role != "" {
-		os.Exit(runHelper(role, os.Args[1:]))
-	}
-	goleak.VerifyTestMain(m, leakOptions...)
+	testproc.Main(m, testproc.NoLeaks(leakOptions...))
 }
+
+func init() { testproc.Register("status", statusHelper) }
 
 // helperResult is what a helper prints, one JSON line on stdout.
 type helperResult struct {
@@ -33,25 +28,21 @@ type helperResult struct {
 	Other string     `json:"other,omitempty"` // any other error
 }
 
-func runHelper(role string, args []string) int {
-	switch role {
-	case "status":
-		// GET status on the socket args[0] and report what came back.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		res := helperResult{UID: os.Geteuid()}
-		st, err := api.NewClient(args[0]).Status(ctx)
-		if ae, ok := errors.AsType[*api.Error](err); ok {
-			res.Error = ae
-		} else if err != nil {
-			res.Other = err.Error()
-		}
-		res.Agent = len(st.Agents)
-		if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
-			return 1
-		}
-		return 0
+// statusHelper asks for the status on the socket args[0] and reports
+// what came back.
+func statusHelper(args []string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res := helperResult{UID: os.Geteuid()}
+	st, err := api.NewClient(args[0]).Status(ctx)
+	if ae, ok := errors.AsType[*api.Error](err); ok {
+		res.Error = ae
+	} else if err != nil {
+		res.Other = err.Error()
 	}
-	fmt.Fprintln(os.Stderr, "unknown helper role", role)
-	return 2
+	res.Agent = len(st.Agents)
+	if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
+		return 1
+	}
+	return 0
 }

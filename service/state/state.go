@@ -58,6 +58,8 @@ type Run struct {
 type RunError struct {
 	Code    api.Code `json:"code"`
 	Message string   `json:"message"`
+	// Last is how the agent last ended (api.Error.Last), when known.
+	Last *api.Error `json:"last,omitempty"`
 }
 
 // Agent is the durable intent for one agent.
@@ -78,6 +80,8 @@ type Parked struct {
 	// Code and Message are the row's error when it was parked.
 	Code    api.Code `json:"code"`
 	Message string   `json:"message"`
+	// Last is how the agent last ended (api.Error.Last), when known.
+	Last *api.Error `json:"last,omitempty"`
 	// Config identifies the agent's config entry at that moment (the
 	// service's fingerprint of it): an entry that differs since is a
 	// fresh start, not the one that was parked.
