@@ -86,7 +86,7 @@ complete -C'`+line+`'`)
 		{"zsh files for --config", func() []string { return zsh("--config", "") }, []string{"FILES"}},
 		{"fish commands", func() []string { return fish("tether st") }, []string{"start", "status", "stop"}},
 		{"fish ids", func() []string { return fish("tether logs a") }, []string{"alice", "alina"}},
-		{"fish service", func() []string { return fish("tether service ") }, []string{"install", "run", "start", "status", "stop", "uninstall"}},
+		{"fish service", func() []string { return fish("tether service ") }, []string{"install", "run", "start", "status", "stop", "uninstall", "upgrade"}},
 	} {
 		if got := c.got(); !slices.Equal(got, c.want) {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)

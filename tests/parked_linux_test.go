@@ -109,6 +109,15 @@ func TestCrashLoopParkingSurvivesServiceKill(t *testing.T) {
 	}
 	w.notRestarted(starts, n)
 
+	// An upgrade in place keeps the parking, in the row and on disk.
+	if r := w.run(time.Minute, "service", "upgrade"); r.code != 0 {
+		t.Fatalf("service upgrade: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	if a := w.status("default")["loop"]; a.State != api.StateFailed || a.Error == nil || !a.Error.Equal(*parked.Error) {
+		t.Errorf("after an upgrade: %+v %+v, want %+v", a, a.Error, parked.Error)
+	}
+	w.notRestarted(starts, n)
+
 	w.mustRun("reload")
 	w.notRestarted(starts, n)
 

@@ -96,6 +96,14 @@ func TestStatusShowsWhatAgentsCost(t *testing.T) {
 		}
 	}
 
+	// The service upgraded in place still measures the tree it took over.
+	if r := w.run(time.Minute, "service", "upgrade"); r.code != 0 {
+		t.Fatalf("service upgrade: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	if b := w.usageRows()["burner"]; b.State != api.StateRunning || b.Usage == nil || b.Usage.Procs != 2 || b.Usage.MemoryBytes < 2*burnHalf {
+		t.Errorf("after an upgrade: %+v %+v, want the running tree's two processes", b, b.Usage)
+	}
+
 	w.mustRun("stop", "burner")
 	if b := w.usageRows()["burner"]; b.State != api.StateStopped || b.Usage == nil || *b.Usage != (api.Usage{}) {
 		t.Errorf("after stop: %+v %+v, want a zero usage", b, b.Usage)
