@@ -149,6 +149,8 @@ var codeHelp = []struct {
 	{api.CodeCleanupFailed, "its processes, private dir or cgroup could not be cleaned up; stop exits 5"},
 	{api.CodeSpawn, "its command could not be started: not found, not executable, bad dir"},
 	{api.CodeConfig, "its env_file could not be read when it started"},
+	{api.CodeLock, "its identity's lock file or owner record could not be used (unsafe, EACCES, ENOSPC)"},
+	{api.CodePrivateDir, "its private directory could not be made (unsafe, EACCES, ENOSPC)"},
 	{api.CodeInternal, "its guardian died, or something else went wrong; the message says what"},
 	{api.CodeExited, "it ended on its own with a non-zero status or a signal"},
 	{api.CodeCrashLoop, "it ended too often in a row, each soon after starting: not restarted"},
