@@ -7,3 +7,7 @@ import "testing"
 func BenchmarkService(b *testing.B) {
 	b.Skip("the service benchmark needs Linux: it reads /proc, holds pidfds and reaps as a child subreaper")
 }
+
+func BenchmarkServiceKillStubborn(b *testing.B) {
+	b.Skip("the service benchmark needs Linux: it reads /proc, holds pidfds and reaps as a child subreaper")
+}

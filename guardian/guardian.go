@@ -52,6 +52,7 @@ type guardian struct {
 	since      time.Time
 	tookOver   *Holder
 	readiness  *readiness // nil without a readiness or health check
+	ownerLost  bool       // the tether reached EOF, or the owner exited
 
 	osGuardian
 }
@@ -389,12 +390,17 @@ func (g *guardian) release() {
 // EOF or a read error ends the wait.
 func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
 	msgs := make(chan message, 4)
-	readErr := make(chan error, 1)
+	readErr := make(chan readEnd, 1)
 	go func() {
 		for {
 			m, err := rd.next()
 			if err != nil {
-				readErr <- err
+				// The stop timeout counts from the owner's death, as
+				// near to it as this process can tell: the EOF, before
+				// anything else is done. Then the other guardians
+				// that woke with this one take theirs (yieldCPU).
+				readErr <- readEnd{err: err, at: time.Now()}
+				yieldCPU()
 				return
 			}
 			msgs <- m
@@ -404,6 +410,7 @@ func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
 	var reason StopReason
 	var exit *Exit
 	var detail string
+	var seen time.Time // when the end was seen, if not at the loop's end
 	rw := g.readyWatch()
 	defer rw.stop()
 	for reason == "" {
@@ -423,13 +430,14 @@ func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
 			} else {
 				g.logf("ignoring unexpected %q message", m.Type)
 			}
-		case err := <-readErr:
-			reason = ReasonOwnerLost
-			if !errors.Is(err, io.EOF) {
-				g.logf("tether read failed: %v", err)
+		case e := <-readErr:
+			reason, seen = ReasonOwnerLost, e.at
+			g.ownerLost = errors.Is(e.err, io.EOF)
+			if !g.ownerLost {
+				g.logf("tether read failed: %v", e.err)
 			}
 		case <-g.ownerGone():
-			reason = ReasonOwnerLost
+			reason, g.ownerLost = ReasonOwnerLost, true
 			g.logf("owner process exited")
 		case s := <-term:
 			reason = ReasonSignal
@@ -442,21 +450,30 @@ func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
 			g.send(message{Type: msgExited, Exit: exit})
 		}
 	}
+	if seen.IsZero() {
+		seen = time.Now()
+	}
 	if detail != "" {
 		g.logf("%s: %s", reason, detail)
 	}
 	g.readiness.close()
-	return g.teardown(reason, timeout, exit, detail)
+	return g.teardown(reason, seen, timeout, exit, detail)
+}
+
+// readEnd is the end of the tether: the read's error, and when it came.
+type readEnd struct {
+	err error
+	at  time.Time
 }
 
 // teardown stops the tree, removes the private directory and the
-// containment, and only then releases the lock. A tree that cannot be
-// confirmed empty keeps the lock and is retried with backoff, reported
-// each time.
-func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit, detail string) int {
-	begin := time.Now()
+// containment, and only then releases the lock. The stop timeout counts
+// from begin, when the end of the agent's life was seen. A tree that
+// cannot be confirmed empty keeps the lock and is retried with backoff,
+// reported each time.
+func (g *guardian) teardown(reason StopReason, begin time.Time, timeout time.Duration, exit *Exit, detail string) int {
 	g.logf("stopping (%s), stop timeout %v", reason, timeout)
-	rep, err := g.stopTree(timeout)
+	rep, err := g.stopTree(max(timeout-time.Since(begin), 0))
 	backoff := time.Second
 	for err != nil {
 		c := &Cleanup{Code: CleanupTreeAlive, Message: err.Error(), Terminated: rep.Terminated, Killed: rep.Killed, Forced: rep.Forced, Elapsed: Duration(time.Since(begin))}
@@ -497,7 +514,10 @@ func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit
 	} else {
 		g.logf("stopped (%s) in %v with a cleanup error: %s: %s", reason, c.Elapsed.d(), c.Code, c.Message)
 	}
-	g.send(message{Type: msgStopped, Cleanup: c, Reason: reason, Exit: exit, Detail: detail})
+	if !g.ownerLost {
+		// An owner that is gone reads nothing: the log has it.
+		g.send(message{Type: msgStopped, Cleanup: c, Reason: reason, Exit: exit, Detail: detail})
+	}
 	return 0
 }
 

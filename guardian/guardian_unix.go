@@ -272,7 +272,7 @@ func (g *guardian) spawn(c *agentCommand) (procRef, <-chan Exit, *failure) {
 			exits <- toExit(st)
 		}
 	}()
-	g.tree = &punix.Tree{Leader: agent, Root: os.Getpid(), RootSubreaper: g.subreaper, Cgroup: g.cgroup}
+	g.tree = &punix.Tree{Leader: agent, Root: os.Getpid(), RootSubreaper: g.subreaper, Cgroup: g.cgroup, Reaper: g.reaper}
 	return agent, exits, nil
 }
 

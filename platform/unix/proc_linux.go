@@ -9,7 +9,7 @@ import (
 
 // Stat reads one process from /proc.
 func Stat(pid int) (Proc, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := readSmallFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		if os.IsNotExist(err) {
 			return Proc{}, ErrNoProcess
@@ -47,18 +47,16 @@ func parseStat(pid int, b []byte) (Proc, error) {
 // Processes scans the process table. Processes that exit during the scan
 // are left out.
 func Processes() ([]Proc, error) {
-	d, err := os.Open("/proc")
+	entries, err := readDir("/proc")
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return nil, err
-	}
-	procs := make([]Proc, 0, len(names))
-	for _, n := range names {
-		pid, err := strconv.Atoi(n)
+	procs := make([]Proc, 0, len(entries))
+	for _, e := range entries {
+		if !e.dir {
+			continue
+		}
+		pid, err := strconv.Atoi(e.name)
 		if err != nil || pid <= 0 {
 			continue
 		}
@@ -110,21 +108,15 @@ func FileHolders(path string) ([]Proc, error) {
 // its threads (a child belongs to the thread that forked it).
 func childrenOf(pid int) ([]int, error) {
 	base := "/proc/" + strconv.Itoa(pid) + "/task/"
-	d, err := os.Open(base)
+	tids, err := readDir(base)
 	if err != nil {
-		// Gone, or not ours to read: either way it has no children
-		// we could act on.
-		return nil, nil
-	}
-	tids, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		// The process exited while its directory was open.
+		// Gone, or not ours to read (or it exited while its directory
+		// was open): either way it has no children we could act on.
 		return nil, nil
 	}
 	var out []int
 	for _, tid := range tids {
-		b, err := os.ReadFile(base + tid + "/children")
+		b, err := readSmallFile(base + tid.name + "/children")
 		if err != nil {
 			continue
 		}
