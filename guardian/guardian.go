@@ -45,7 +45,8 @@ type guardian struct {
 	key        string
 	log        *os.File
 	rec        *recordFile
-	locked     bool // the ownership lock is held
+	self       *record // what rec says of this guardian, once written
+	locked     bool    // the ownership lock is held
 	privateDir string
 	agentPid   int
 	agentExit  <-chan Exit
@@ -485,6 +486,7 @@ func (g *guardian) teardown(reason StopReason, begin time.Time, timeout time.Dur
 		}
 		retry := Duration(backoff)
 		g.logf("cleanup failed, lock kept, retrying in %v: %v", backoff, err)
+		g.recordCleanup(c)
 		g.send(message{Type: msgCleanupFailed, Cleanup: c, Retry: &retry, Reason: reason})
 		time.Sleep(backoff)
 		backoff = min(2*backoff, retryMax)
@@ -519,6 +521,25 @@ func (g *guardian) teardown(reason StopReason, begin time.Time, timeout time.Dur
 		g.send(message{Type: msgStopped, Cleanup: c, Reason: reason, Exit: exit, Detail: detail})
 	}
 	return 0
+}
+
+// recordCleanup notes in the owner record that the teardown could not
+// confirm the tree dead, so that whoever reads the record (a service
+// relaunched after this guardian's owner died) learns why the identity
+// is still held, until the release clears the record.
+func (g *guardian) recordCleanup(c *Cleanup) {
+	if g.rec == nil || g.self == nil {
+		return
+	}
+	if err := g.rec.lock(recordWait); err != nil {
+		g.logf("noting the failed cleanup in the owner record: %v", err)
+		return
+	}
+	defer g.rec.unlock()
+	g.self.Cleanup = c
+	if err := g.rec.write(g.self); err != nil {
+		g.logf("noting the failed cleanup in the owner record: %v", err)
+	}
 }
 
 func (d Duration) d() time.Duration { return time.Duration(d) }

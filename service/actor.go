@@ -67,8 +67,12 @@ type actor struct {
 	startedAt  time.Time
 	contention time.Time // when contention began
 	contDelay  time.Duration
-	startWait  []startWaiter // answered when a start settles
-	stopWait   []chan error  // answered when a stop settles
+	startWait  []startWaiter     // answered when a start settles
+	stopWait   []chan error      // answered when a stop settles
+	held       *guardian.Holding // see watchHeld
+	heldWait   time.Duration
+	heldTimer  *time.Timer
+	heldC      <-chan time.Time
 }
 
 func newActor(c *Controller, a config.Agent) *actor {
@@ -136,6 +140,10 @@ var errEnded = &api.Error{Code: api.CodeInternal, Message: "the agent was remove
 
 func (a *actor) run() {
 	defer close(a.done)
+	defer a.stopHeldTimer()
+	if h := a.inspectHeld(); h != nil {
+		a.watchHeld(h)
+	}
 	for {
 		select {
 		case cmd := <-a.cmds:
@@ -157,6 +165,9 @@ func (a *actor) run() {
 			}
 		case <-a.depc:
 			a.depsChanged()
+		case <-a.heldC:
+			a.heldC = nil
+			a.recheckHeld()
 		}
 	}
 }
@@ -207,6 +218,17 @@ func (a *actor) handle(cmd command) bool {
 			} else {
 				a.stopWait = append(a.stopWait, cmd.reply)
 			}
+		}
+		if a.session == nil && a.held != nil {
+			// Not this service's guardian: it goes on retrying
+			// whatever is asked here. A stop hears that it is not
+			// confirmed; a shutdown or removal is not refused.
+			var err error
+			if !a.ending {
+				err = errOrNil(a.row.Error)
+			}
+			a.answer(&a.stopWait, err)
+			return a.ending
 		}
 		if a.session == nil {
 			if a.row.State != api.StateFailed || cmd.kind == cmdStop {
@@ -350,6 +372,12 @@ func (a *actor) reclaim() *api.Error {
 // start asks for a guardian. It blocks the actor for at most the
 // handshake: commands queue meanwhile.
 func (a *actor) start() {
+	if a.held != nil {
+		// The identity is still held by a guardian that could not
+		// confirm its tree dead: starting is for when it lets go.
+		a.answerStarts(a.row.Error)
+		return
+	}
 	if !a.depsReady() {
 		return
 	}
@@ -392,6 +420,11 @@ func (a *actor) start() {
 
 func (a *actor) startFailed(err error) {
 	code := startCode(err)
+	if h := a.heldBy(err); h != nil {
+		a.watchHeld(h)
+		a.answerStarts(a.row.Error)
+		return
+	}
 	if code == api.CodeContention {
 		now := time.Now()
 		if a.contention.IsZero() {
