@@ -59,6 +59,11 @@ func (inv *invocation) status(args []string) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", a.ID, a.Identity, a.State, pid, ago(a.Since), a.Restarts, msg)
 	}
 	tw.Flush()
+	for _, a := range st.Agents {
+		if a.IntentError != nil {
+			fmt.Fprintf(inv.stderr, "tether: %s: intent not saved: %s\n", a.ID, a.IntentError.Message)
+		}
+	}
 	if st.StateError != nil {
 		fmt.Fprintf(inv.stderr, "tether: state file problem: %s\n", st.StateError.Message)
 	}
@@ -80,17 +85,20 @@ type statusRow struct {
 	Restarts    int        `json:"restarts"`
 	Error       *api.Error `json:"error"`
 	Status      string     `json:"status,omitempty"`
+	IntentError *api.Error `json:"intent_error,omitempty"`
 }
 
-// statusJSON prints the status as statusHelp describes it: the rows, and
-// the state file's problem (code state) when there is one.
+// statusJSON prints the status as statusHelp describes it: the rows, the
+// state file's problem (code state) and the rejected config (code
+// config) when there are.
 func (inv *invocation) statusJSON(st api.Status) int {
 	out := struct {
-		Agents     []statusRow `json:"agents"`
-		StateError *api.Error  `json:"state_error,omitempty"`
-	}{Agents: []statusRow{}, StateError: st.StateError}
+		Agents      []statusRow `json:"agents"`
+		StateError  *api.Error  `json:"state_error,omitempty"`
+		ConfigError *api.Error  `json:"config_error,omitempty"`
+	}{Agents: []statusRow{}, StateError: st.StateError, ConfigError: st.ConfigError}
 	for _, a := range st.Agents {
-		out.Agents = append(out.Agents, statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error, a.Status})
+		out.Agents = append(out.Agents, statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error, a.Status, a.IntentError})
 	}
 	enc := json.NewEncoder(inv.stdout)
 	enc.SetIndent("", "  ")
@@ -175,12 +183,17 @@ starting agent waits for).
 
   {"agents": [{"id", "identity", "state", "pid", "guardian_pid", "since",
                "restarts", "error": null or {"code", "message"},
-               "status": the status text, when there is one}],
-   "state_error": {"code", "message"}}
+               "status": the status text, when there is one,
+               "intent_error": {"code", "message"}, when there is one}],
+   "state_error": {"code", "message"},
+   "config_error": {"code", "message"}}
 
-"since" is an RFC 3339 time; "state_error" is there only when the state
-file cannot be used (code ` + string(api.CodeState) + `; the service goes on and leaves the file
-as it is).
+"since" is an RFC 3339 time. "intent_error" (code ` + string(api.CodeState) + `) is there while the
+agent's start or stop could not be saved: the service retries until it
+is. "state_error" is there only when the state file cannot be used (code
+` + string(api.CodeState) + `; the service goes on and leaves the file as it is), "config_error"
+only when the last reload was rejected (code ` + string(api.CodeConfig) + `; the running config
+stays in force).
 
 state is one of:
 `)

@@ -55,9 +55,17 @@ type Controller struct {
 
 	pool     *guardian.Pool // a guardian started ahead of each start
 	quit     chan struct{}  // closed when Quit is accepted
+	done     chan struct{}  // closed once the shutdown is over; see Done
 	runs     chan stateWrite
 	runsDone chan struct{}
 	logStart chan struct{} // an agent started; see capLogs
+
+	// intentMu orders the saves of intent (setEnabled, saveUnsaved), so
+	// a retry never writes an older intent over a newer one; unsaved
+	// (under mu) is the intent that could not be saved yet, by agent.
+	intentMu    sync.Mutex
+	unsaved     map[string]unsavedIntent
+	intentRetry chan struct{} // see retryIntents
 }
 
 // ErrShutdownRefused: agents could not be confirmed stopped; a second
@@ -93,13 +101,18 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 		rows:     map[string]api.Agent{},
 		subs:     map[*subscriber]struct{}{},
 		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
 		pool:     guardian.NewPool(opts.Executable),
 		runs:     make(chan stateWrite, runWriteBuffer),
 		runsDone: make(chan struct{}),
 		logStart: make(chan struct{}, 1),
+
+		unsaved:     map[string]unsavedIntent{},
+		intentRetry: make(chan struct{}, 1),
 	}
 	go c.capLogs()
 	go c.writeRuns()
+	go c.retryIntents()
 	st := store.State()
 	enabled := map[string]bool{}
 	var autostarted []string
@@ -130,28 +143,25 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, a := range cfg.Agents {
-		c.addLocked(a, enabled[a.ID], false)
+		c.addLocked(a, enabled[a.ID])
 	}
 	return c
 }
 
-// addLocked adds an agent's actor and starts it when enabled. record
-// saves an autostart as intent (for agents added by a reload).
-func (c *Controller) addLocked(a config.Agent, enabled, record bool) {
+// addLocked adds an agent's actor and starts it when enabled.
+func (c *Controller) addLocked(a config.Agent, enabled bool) {
 	act := newActor(c, a)
 	c.actors[a.ID] = act
 	c.rows[a.ID] = act.row
 	go act.run()
 	if enabled {
-		if record {
-			_ = c.setEnabled(a.ID, true)
-		}
 		act.send(command{kind: cmdStart})
 	}
 }
 
-// Done is closed once Quit has been accepted.
-func (c *Controller) Done() <-chan struct{} { return c.quit }
+// Done is closed once a shutdown (Quit, or Shutdown) is over: every
+// agent stopped and every run record written, so the process may exit.
+func (c *Controller) Done() <-chan struct{} { return c.done }
 
 // Status implements localapi.Backend.
 func (c *Controller) Status() api.Status {
@@ -182,12 +192,13 @@ func (c *Controller) actor(id string) (*actor, error) {
 }
 
 // setEnabled records intent durably: one line appended to the intent
-// journal, which does not wait behind a write of run records.
+// journal, which does not wait behind a write of run records. An intent
+// that cannot be saved stays on the agent's row (IntentError) and is
+// retried (see retryIntents) until it is.
 func (c *Controller) setEnabled(id string, enabled bool) error {
-	if err := c.store.SetEnabled(id, enabled); err != nil {
-		return &api.Error{Code: api.CodeState, Message: fmt.Sprintf("saving that %q is %s: %v", id, map[bool]string{true: "enabled", false: "disabled"}[enabled], err)}
-	}
-	return nil
+	c.intentMu.Lock()
+	defer c.intentMu.Unlock()
+	return c.saveIntent(id, enabled)
 }
 
 // Start implements localapi.Backend: enable, then start.
@@ -251,6 +262,15 @@ func (c *Controller) row(id string) api.Agent {
 func (c *Controller) Reload(ctx context.Context) error {
 	// Subscribers see the outcome whole: removed agents, a config error.
 	defer c.publishStatus()
+	// A state file the user repaired is read again before the answer,
+	// so the next start or stop can save its intent; what could not be
+	// saved before is saved now.
+	if c.store.Err() != nil {
+		_ = c.store.Reload()
+	}
+	c.intentMu.Lock()
+	c.saveUnsaved()
+	c.intentMu.Unlock()
 	cfg, err := loadConfig(c.opts.Paths)
 	c.mu.Lock()
 	if err != nil {
@@ -265,6 +285,7 @@ func (c *Controller) Reload(ctx context.Context) error {
 	st := c.store.State()
 	var removed []*actor
 	var changed []*actor
+	var autostarted []string
 	oldByID := map[string]config.Agent{}
 	for _, a := range old.Agents {
 		oldByID[a.ID] = a
@@ -279,7 +300,12 @@ func (c *Controller) Reload(ctx context.Context) error {
 			if s, known := st.Agents[a.ID]; known && c.store.Err() == nil {
 				enabled, record = s.Enabled, false
 			}
-			c.addLocked(a, enabled, record)
+			c.addLocked(a, enabled)
+			if enabled && record {
+				// Saved once c.mu is released: an autostart of
+				// an agent a reload added counts as intent.
+				autostarted = append(autostarted, a.ID)
+			}
 		case !sameAgent(prev, a):
 			act := c.actors[a.ID]
 			act.setConfig(a)
@@ -290,10 +316,14 @@ func (c *Controller) Reload(ctx context.Context) error {
 		if !newIDs[id] {
 			removed = append(removed, act)
 			delete(c.actors, id)
+			delete(c.unsaved, id)
 		}
 	}
 	c.mu.Unlock()
 
+	for _, id := range autostarted {
+		_ = c.setEnabled(id, true)
+	}
 	var errs []error
 	for _, act := range changed {
 		if err := act.do(ctx, cmdReconfigure); err != nil {
@@ -333,6 +363,10 @@ func (c *Controller) Shutdown(ctx context.Context, force bool) error {
 	c.mu.Lock()
 	if c.closing {
 		c.mu.Unlock()
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+		}
 		return nil
 	}
 	acts := make([]*actor, 0, len(c.actors))
@@ -356,13 +390,23 @@ func (c *Controller) Shutdown(ctx context.Context, force bool) error {
 		return fmt.Errorf("%w: %s", ErrShutdownRefused, strings.Join(failed, "; "))
 	}
 	c.mu.Lock()
-	if !c.closing {
+	first := !c.closing
+	if first {
 		c.closing = true
 		close(c.quit)
 	}
 	c.mu.Unlock()
 	<-c.runsDone
-	c.pool.Close()
+	if first {
+		// One last try for what could not be saved; the retries end
+		// with the quit.
+		c.intentMu.Lock()
+		c.saveUnsaved()
+		c.intentMu.Unlock()
+		c.pool.Close()
+		close(c.done)
+	}
+	<-c.done
 	return nil
 }
 
@@ -470,7 +514,7 @@ func (c *Controller) applyRuns(batch []stateWrite) {
 	// A failure is the state file's, and Err reports it to status and
 	// the API; the records are dropped, as the rows in memory still show
 	// them and the file takes nothing until it is fixed.
-	_ = c.store.Update(func(s *state.State) {
+	err := c.store.Update(func(s *state.State) {
 		if s.Agents == nil {
 			s.Agents = map[string]state.Agent{}
 		}
@@ -478,6 +522,11 @@ func (c *Controller) applyRuns(batch []stateWrite) {
 			w.f(s)
 		}
 	})
+	if err == nil {
+		// The state directory takes writes again: so may the intent
+		// that could not be saved.
+		c.retryIntentsNow()
+	}
 }
 
 // recordRun queues a change to an agent's last run.
