@@ -51,8 +51,10 @@ const (
 	// reporting its teardown (HTTP 500).
 	CodeInternal Code = "internal"
 	// CodeExited: the agent ended on its own with a non-zero status or a
-	// signal; the message says how. On a row in backoff it is being
-	// restarted; in failed its restart policy does not restart it.
+	// signal, or it exited leaving processes running, which its guardian
+	// stopped; the message says how, and how many it left. On a row in
+	// backoff it is being restarted; in failed its restart policy does
+	// not restart it; in stopped it exited 0 and left processes.
 	CodeExited Code = "exited"
 	// CodeCrashLoop: the agent ended too many times in a row, each soon
 	// after it started; its row is failed and it is not restarted until

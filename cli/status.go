@@ -160,7 +160,7 @@ var codeHelp = []struct {
 	{api.CodeLock, "its identity's lock file or owner record could not be used (unsafe, EACCES, ENOSPC)"},
 	{api.CodePrivateDir, "its private directory could not be made (unsafe, EACCES, ENOSPC)"},
 	{api.CodeInternal, "its guardian died, or something else went wrong; the message says what"},
-	{api.CodeExited, "it ended on its own with a non-zero status or a signal"},
+	{api.CodeExited, "it ended on its own with a non-zero status or a signal, or left processes that tether stopped"},
 	{api.CodeCrashLoop, "it ended too often in a row, each soon after starting: not restarted"},
 	{api.CodeNotReady, "its readiness check did not pass within start_timeout: stopped, not restarted"},
 	{api.CodeWatchdog, "it missed its watchdog ping (or sent WATCHDOG=trigger): restarted by its policy"},

@@ -585,12 +585,13 @@ func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 			return
 		}
 	}
-	if e == nil && failed {
+	left := leftBehind(ev)
+	if e == nil && (failed || left != "") {
 		what := "the agent ended"
 		if ev.Exit != nil {
 			what = "the agent exited: " + ev.Exit.String()
 		}
-		e = &api.Error{Code: api.CodeExited, Message: what}
+		e = &api.Error{Code: api.CodeExited, Message: what + left}
 	}
 	// A start still waiting for readiness hears how it ended.
 	a.answerStarts(errOrNil(e))
@@ -607,8 +608,15 @@ func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 	}
 	a.failures++
 	if a.failures > a.c.opts.CrashLoopLimit {
+		last := "the agent exited"
+		if ev.Exit != nil {
+			last += ": " + ev.Exit.String()
+		}
+		if e != nil {
+			last = e.Message
+		}
 		a.setState(api.StateFailed, &api.Error{Code: api.CodeCrashLoop,
-			Message: fmt.Sprintf("ended %d times in a row, each within %v of starting; last: %s", a.failures, a.c.opts.HealthyAfter, e.Message)})
+			Message: fmt.Sprintf("ended %d times in a row, each within %v of starting; last: %s", a.failures, a.c.opts.HealthyAfter, last)})
 		return
 	}
 	if a.backoff == 0 {
@@ -619,6 +627,22 @@ func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 	a.row.Restarts++
 	a.setState(api.StateBackoff, e)
 	a.schedule(a.backoff)
+}
+
+// leftBehind says what an agent that exited left running, which its
+// guardian then stopped, as the end of a message; "" when it left
+// nothing.
+func leftBehind(ev guardian.Event) string {
+	c := ev.Cleanup
+	if ev.Reason != guardian.ReasonAgentExited || c == nil || c.Terminated+c.Killed == 0 {
+		return ""
+	}
+	n := max(c.Terminated, c.Killed)
+	s := fmt.Sprintf("; it left %d process%s running, which tether stopped", n, map[bool]string{true: "", false: "es"}[n == 1])
+	if c.Killed > 0 {
+		s += fmt.Sprintf(" (%d with SIGKILL, after the stop timeout)", c.Killed)
+	}
+	return s
 }
 
 func errOrNil(e *api.Error) error {
