@@ -179,6 +179,12 @@ func (inv *invocation) check(args []string) int {
 		return inv.fail("%v", err)
 	}
 	cfg, err := service.LoadConfig(p)
+	if err == nil {
+		// What the file cannot say: each dir exists and each command
+		// resolves, in the environment a service started from here
+		// would give it.
+		err = service.CheckAgents(cfg, os.Environ())
+	}
 	if err != nil {
 		fmt.Fprintln(inv.stderr, "tether check:", err)
 		return ExitFailure
