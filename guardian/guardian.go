@@ -263,12 +263,36 @@ func (g *guardian) removeOldDir(prev *record) {
 	}
 }
 
+// randomName is the name of a new private directory for the identity of
+// key: the key, a dash and 32 hex digits.
 func randomName(key string) (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
 	}
 	return key + "-" + hex.EncodeToString(b[:]), nil
+}
+
+// PrivateDirKey returns the key (see Key) of the identity that a private
+// directory named name was made for, and false for a name no guardian
+// makes.
+func PrivateDirKey(name string) (string, bool) {
+	const suffix = 1 + 32 // "-" and the hex digits of randomName
+	if len(name) <= suffix || name[len(name)-suffix] != '-' {
+		return "", false
+	}
+	if _, err := hex.DecodeString(name[len(name)-32:]); err != nil {
+		return "", false
+	}
+	key := name[:len(name)-suffix]
+	// A key ends in a dash and 16 hex digits.
+	if len(key) <= 17 || key[len(key)-17] != '-' {
+		return "", false
+	}
+	if _, err := hex.DecodeString(key[len(key)-16:]); err != nil {
+		return "", false
+	}
+	return key, true
 }
 
 // agentEnv returns env with the keys of set replaced (compared as the

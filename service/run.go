@@ -52,6 +52,9 @@ func Run(p Paths, exe string, stderr io.Writer) int {
 	if err := store.Err(); err != nil {
 		logf("the state file is malformed and left as it is (intent will not be saved until it is fixed): %v", err)
 	}
+	for _, note := range sweepPrivateDirs(p) {
+		logf("%s", note)
+	}
 	l, err := platform.Listen(p.Socket)
 	if err != nil {
 		logf("local API: %v", err)

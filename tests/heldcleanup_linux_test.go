@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/guardian"
 	punix "github.com/tether-dev/tether/platform/unix"
 )
 
@@ -34,6 +36,10 @@ func TestCleanupFailedSurvivesServiceRestart(t *testing.T) {
 	first := w.startService("default")
 	t.Cleanup(func() { _ = fz.write("freezer.state", "THAWED") })
 	x := w.waitState("default", "x", api.StateRunning)
+	held, err := guardian.Inspect(filepath.Join(w.dir, "state", "tether", "locks"), "x@relay")
+	if err != nil || held == nil || held.PrivateDir == "" {
+		t.Fatalf("the owner record of x: %+v %v", held, err)
+	}
 	child := childOf(t, x.PID)
 	fz.freeze(child)
 
@@ -43,6 +49,10 @@ func TestCleanupFailedSurvivesServiceRestart(t *testing.T) {
 
 	w.startService("default")
 	row := w.waitState("default", "x", api.StateCleanupFailed)
+	// Its private directory is the held guardian's, not a leftover.
+	if _, err := os.Lstat(held.PrivateDir); err != nil {
+		t.Errorf("the relaunched service removed the private directory of the guardian that holds x: %v", err)
+	}
 	if row.Error == nil || row.Error.Code != api.CodeCleanupFailed ||
 		!strings.Contains(row.Error.Message, "guardian pid "+strconv.Itoa(x.GuardianPID)) || !strings.Contains(row.Error.Message, strconv.Itoa(child)) {
 		t.Fatalf("relaunched service: %+v (error %+v), want cleanup_failed naming guardian %d and pid %d", row, row.Error, x.GuardianPID, child)
