@@ -55,7 +55,7 @@ func Run(p Paths, exe string, stderr io.Writer) int {
 	for _, note := range sweepPrivateDirs(p) {
 		logf("%s", note)
 	}
-	l, err := platform.Listen(p.Socket)
+	l, err := listenAPI(p.Socket, logf)
 	if err != nil {
 		logf("local API: %v", err)
 		return 1
@@ -73,6 +73,7 @@ func Run(p Paths, exe string, stderr io.Writer) int {
 		select {
 		case s := <-sigs:
 			if slices.Contains(reloadSignals, s) {
+				l.check()
 				if err := c.Reload(context.Background()); err != nil {
 					logf("reload: %v", err)
 				} else {

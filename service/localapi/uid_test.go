@@ -44,7 +44,9 @@ func TestOtherUIDRefused(t *testing.T) {
 	run := func() helperResult {
 		t.Helper()
 		cmd := exec.Command(helper, ts.path)
-		cmd.Env = append(os.Environ(), helperEnv+"=status")
+		// A plain dial: api.Client would refuse another user's
+		// service itself, before this one's check could.
+		cmd.Env = append(os.Environ(), rawStatusEnv+"="+ts.path)
 		cmd.Dir = "/"
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 		var stderr bytes.Buffer

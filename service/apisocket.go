@@ -1,0 +1,169 @@
+//go:build unix || windows
+
+package service
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/tether-dev/tether/platform"
+)
+
+// apiListener is the local API's listener, which stays reachable while
+// the service runs: when its socket file is deleted or renamed away (by
+// a cleaner of /tmp, or by hand), nobody could ever connect to it again,
+// so a new socket is made at the same path and served in its place.
+// Removals are seen at once where the system reports them (inotify, see
+// platform.WatchRemovals), with no polling; check does the same on
+// demand, at every reload. A pipe (Windows) has no file to lose.
+//
+// To the HTTP server it is one listener: Accept goes on with the new
+// socket when the old one was swapped out under it.
+type apiListener struct {
+	path string
+	logf func(format string, args ...any)
+
+	mu     sync.Mutex
+	cur    net.Listener
+	ino    os.FileInfo // the socket file cur listens on; nil for a pipe
+	watch  platform.DirWatch
+	closed bool
+	done   chan struct{} // closed by Close
+}
+
+// listenAPI listens on the profile's socket and keeps it.
+func listenAPI(path string, logf func(format string, args ...any)) (*apiListener, error) {
+	l, err := platform.Listen(path)
+	if err != nil {
+		return nil, err
+	}
+	a := &apiListener{path: path, logf: logf, cur: l, done: make(chan struct{})}
+	a.ino, _ = os.Lstat(path)
+	if a.ino != nil && a.ino.Mode()&os.ModeSocket != 0 {
+		a.startWatch()
+	} else {
+		a.ino = nil
+	}
+	return a, nil
+}
+
+// Accept implements net.Listener.
+func (a *apiListener) Accept() (net.Conn, error) {
+	for {
+		a.mu.Lock()
+		l := a.cur
+		a.mu.Unlock()
+		c, err := l.Accept()
+		if err == nil {
+			return c, nil
+		}
+		a.mu.Lock()
+		swapped := a.cur != l && !a.closed
+		a.mu.Unlock()
+		if !swapped {
+			return nil, err
+		}
+	}
+}
+
+// Addr implements net.Listener.
+func (a *apiListener) Addr() net.Addr {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cur.Addr()
+}
+
+// Close implements net.Listener: it closes the socket, which removes
+// its file, and ends the watch.
+func (a *apiListener) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil
+	}
+	a.closed = true
+	close(a.done)
+	if a.watch != nil {
+		a.watch.Close()
+	}
+	return a.cur.Close()
+}
+
+// check makes a new socket when the file the listener serves is no
+// longer at its path.
+func (a *apiListener) check() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed || a.ino == nil {
+		return
+	}
+	if fi, err := os.Lstat(a.path); err == nil && os.SameFile(fi, a.ino) {
+		return
+	}
+	l, err := platform.Listen(a.path)
+	if err != nil {
+		a.logf("local API: the socket %s is gone and could not be made again: %v (send SIGHUP to try again)", a.path, err)
+		return
+	}
+	fi, err := os.Lstat(a.path)
+	if err != nil {
+		l.Close()
+		a.logf("local API: the new socket %s: %v", a.path, err)
+		return
+	}
+	old := a.cur
+	a.cur, a.ino = l, fi
+	// The old socket's file is gone, or is now the new one's: closing
+	// the old listener must not unlink the new file.
+	if ul, ok := old.(interface{ SetUnlinkOnClose(bool) }); ok {
+		ul.SetUnlinkOnClose(false)
+	}
+	old.Close()
+	a.logf("local API: the socket %s was removed; listening on it again", a.path)
+	// The directory may be a new one too: watch whichever is there.
+	if a.watch != nil {
+		a.watch.Close()
+		a.watch = nil
+	}
+	a.startWatchLocked()
+}
+
+func (a *apiListener) startWatch() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.startWatchLocked()
+}
+
+// startWatchLocked watches the socket's directory, and checks the
+// socket whenever something in it, or the directory, is removed; each
+// new socket gets a new watch.
+func (a *apiListener) startWatchLocked() {
+	w, err := platform.WatchRemovals(filepath.Dir(a.path))
+	if err != nil {
+		if !errors.Is(err, errors.ErrUnsupported) {
+			a.logf("local API: not watching %s (a removed socket is made again at the next reload): %v", filepath.Dir(a.path), err)
+		}
+		return
+	}
+	a.watch = w
+	go func() {
+		for {
+			select {
+			case _, ok := <-w.C():
+				if !ok {
+					return // closed: replaced, or the service is closing
+				}
+				a.check()
+			case <-a.done:
+				return
+			}
+		}
+	}()
+}
+
+// String names the listener in messages.
+func (a *apiListener) String() string { return fmt.Sprintf("local API on %s", a.path) }
