@@ -52,8 +52,9 @@ type guardian struct {
 	agentExit  <-chan Exit
 	since      time.Time
 	tookOver   *Holder
-	readiness  *readiness // nil without a readiness or health check
-	ownerLost  bool       // the tether reached EOF, or the owner exited
+	readiness  *readiness  // nil without a readiness or health check
+	ownerLost  bool        // the tether reached EOF, or the owner exited
+	clock      *deathClock // shared with the owner's other guardians; nil without
 
 	osGuardian
 }
@@ -421,10 +422,16 @@ func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
 			m, err := rd.next()
 			if err != nil {
 				// The stop timeout counts from the owner's death, as
-				// near to it as this process can tell: the EOF, before
-				// anything else is done. Then the other guardians
-				// that woke with this one take theirs (yieldCPU).
-				readErr <- readEnd{err: err, at: time.Now()}
+				// near to it as can be told: the EOF, taken before
+				// anything else is done, or the first that another
+				// guardian of the same owner saw (deathClock). Then
+				// the other guardians that woke with this one take
+				// theirs (yieldCPU).
+				at := time.Now()
+				if errors.Is(err, io.EOF) {
+					at = g.clock.first(at)
+				}
+				readErr <- readEnd{err: err, at: at}
 				yieldCPU()
 				return
 			}

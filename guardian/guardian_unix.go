@@ -73,7 +73,7 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "tether guardian: descriptor %d: %v\n", tetherFD, err)
 		return 1
 	}
-	g := &guardian{conn: conn}
+	g := &guardian{conn: conn, clock: openDeathClock()}
 	defer conn.Close()
 
 	g.subreaper, _ = punix.BecomeSubreaper()

@@ -22,11 +22,17 @@ func guardianCommand(exe string) (cmd *exec.Cmd, conn *os.File, end io.Closer, e
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	// Descriptor 4, where there is one: the memory where this owner's
+	// guardians note when they saw it die (deathclock_linux.go).
+	extra := []*os.File{guardEnd}
+	if f := ownerDeathFile(); f != nil {
+		extra = append(extra, f)
+	}
 	return &exec.Cmd{
 		Path:       exe,
 		Args:       []string{exe, "guardian"},
 		Env:        []string{"GOMAXPROCS=1"},
-		ExtraFiles: []*os.File{guardEnd},
+		ExtraFiles: extra,
 		// Its own session: signals for the owner's terminal or process
 		// group never reach it.
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
