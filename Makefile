@@ -3,23 +3,26 @@
 # make wine   - the Windows tests alone, under Wine (WINE_PACKAGES=... to choose)
 # make bench  - the benchmarks whose figures are in docs/benchmarks.md
 # make soak   - every lifetime test 20 times over
-# make peers  - tether side by side with supervisord and s6 (apt-get install supervisor s6)
+# make peers  - tether side by side with supervisord, s6, PM2 and process-compose (installs them, see .ci/peers-deps)
 # make torture - the crash-torture test, TORTURE_ROUNDS rounds (TORTURE_SEED=N replays)
+# make fuzz   - every fuzz target for FUZZTIME (make fuzz FUZZTIME=10m), one at a time
 
 GO          ?= go
 GOBIN       := $(shell $(GO) env GOPATH)/bin
 STATICCHECK := $(GOBIN)/staticcheck
 STATICCHECK_VERSION := v0.8.2
 BENCHTIME   ?= 50x
+FUZZTIME    ?= 1m
+FUZZPARALLEL ?= 1
 
-.PHONY: build test deps fmt vet staticcheck unit cross wine bench soak peers torture
+.PHONY: build test deps fmt vet staticcheck unit fuzz-short cross wine bench soak peers torture fuzz
 
 # The binary is also the guardian, exec'd once per agent start: without
 # cgo it is static and skips the dynamic loader (about 1-2 ms a start).
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/tether .
 
-test: deps fmt vet staticcheck unit cross wine
+test: deps fmt vet staticcheck unit fuzz-short cross wine
 
 # System packages the tests use: installed when root with apt-get,
 # otherwise a SKIP line (a failure with CI=true).
@@ -51,6 +54,11 @@ staticcheck:
 unit:
 	$(GO) test -count=1 -timeout 15m ./...
 
+# A few seconds of fuzzing per target, from the committed corpora (which
+# unit already replays as tests) and any inputs cached by earlier runs.
+fuzz-short:
+	@GO=$(GO) FUZZTIME=3s FUZZPARALLEL=$(FUZZPARALLEL) bash .ci/fuzz
+
 cross:
 	GOOS=windows GOARCH=amd64 $(GO) vet ./...
 	@if [ -x "$(STATICCHECK)" ]; then \
@@ -71,6 +79,7 @@ bench:
 
 soak:
 	$(GO) test -count=20 -timeout 30m ./guardian/ ./platform/unix/
+	$(GO) test -count=20 -timeout 30m -run '^TestContainment' ./tests/
 
 # The end-to-end crash torture: TORTURE_ROUNDS rounds of random kills of
 # services, guardians and agents, stopped after TORTURE_BUDGET; the
@@ -83,6 +92,22 @@ torture:
 		$(GO) test -count=1 -v -run '^TestCrashTorture$$' -timeout 50m ./tests/
 
 # One table, a row per measure and a column per supervisor; each peer runs
-# under a temp dir with its own config, never as a system service.
+# under a temp dir with its own config, never as a system service. PM2 and
+# process-compose are pinned and kept under PEERS_CACHE, outside the tree;
+# .ci/peers-deps installs whatever is missing (supervisor and s6 with apt).
+PEERS_CACHE ?= $(HOME)/.cache/tether-peers
+PM2_VERSION := 7.0.4
+PROCESS_COMPOSE_VERSION := v1.64.1
+PEERS_PM2_PREFIX := $(PEERS_CACHE)/pm2-$(PM2_VERSION)
+PEERS_PROCESS_COMPOSE := $(PEERS_CACHE)/process-compose-$(PROCESS_COMPOSE_VERSION)
 peers:
-	TETHER_PEERS=1 $(GO) test ./bench/peers/ -run '^TestPeers$$' -v -count=1 -timeout 15m
+	@GO=$(GO) PM2_VERSION=$(PM2_VERSION) PM2_PREFIX=$(PEERS_PM2_PREFIX) \
+		PROCESS_COMPOSE_VERSION=$(PROCESS_COMPOSE_VERSION) PROCESS_COMPOSE=$(PEERS_PROCESS_COMPOSE) \
+		bash .ci/peers-deps
+	TETHER_PEERS=1 PEERS_PM2=$(PEERS_PM2_PREFIX)/node_modules/.bin/pm2 PEERS_PROCESS_COMPOSE=$(PEERS_PROCESS_COMPOSE) \
+		$(GO) test ./bench/peers/ -run '^TestPeers$$' -v -count=1 -timeout 25m
+
+# Each fuzz target for FUZZTIME, with FUZZPARALLEL workers (1 leaves the
+# machine to others); a failing input lands in testdata/fuzz/ (.ci/fuzz).
+fuzz:
+	@GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZPARALLEL=$(FUZZPARALLEL) bash .ci/fuzz

@@ -4,7 +4,9 @@ go 1.26.0
 
 require (
 	fyne.io/systray v1.12.2
+	git.sr.ht/~jackmordaunt/go-toast v1.1.2
 	github.com/Microsoft/go-winio v0.6.4
+	github.com/esiqveland/notify v0.13.3
 	github.com/gen2brain/beeep v0.12.0
 	github.com/godbus/dbus/v5 v5.2.4
 	github.com/kardianos/service v1.2.4
@@ -14,9 +16,7 @@ require (
 )
 
 require (
-	git.sr.ht/~jackmordaunt/go-toast v1.1.2 // indirect
 	github.com/ebitengine/purego v0.10.2 // indirect
-	github.com/esiqveland/notify v0.13.3 // indirect
 	github.com/go-ole/go-ole v1.3.0 // indirect
 	github.com/kr/text v0.2.0 // indirect
 	github.com/sergeymakinen/go-bmp v1.0.0 // indirect

@@ -59,21 +59,14 @@ type Client struct {
 // NewClient returns a client of the service listening at socketPath (see
 // SocketPath). It connects only when a method is called.
 func NewClient(socketPath string) *Client {
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return dialSocket(ctx, socketPath)
-		},
-		// One connection per request: a connect over a local socket is
-		// cheap, the service checks the peer per connection, and no idle
-		// connection (with its goroutines) outlives a call or points at
-		// a service that has since been restarted. Proxy is nil: the
-		// environment's proxy settings must never apply here.
-		DisableKeepAlives:  true,
-		DisableCompression: true,
-	}
-	// No Timeout on the http.Client: the event stream lasts as long as
-	// its context; every call is bounded by the caller's context.
-	return &Client{path: socketPath, hc: &http.Client{Transport: tr}}
+	// One connection per request (see oneShot): a connect over a local
+	// socket is cheap, the service checks the peer per connection, and
+	// no idle connection outlives a call or points at a service that has
+	// since been restarted. No proxy and no compression: the
+	// environment's proxy settings must never apply here. No Timeout on
+	// the http.Client: the event stream lasts as long as its context;
+	// every call is bounded by the caller's context.
+	return &Client{path: socketPath, hc: &http.Client{Transport: oneShot{path: socketPath}}}
 }
 
 // dialSocket connects to the service's socket or pipe (platform.Dial:
@@ -164,6 +157,10 @@ func (c *Client) Logs(ctx context.Context, id string, n int) (Logs, error) {
 // status, an agent event whenever an agent's row changes, and a log event
 // per new line of the agents in logs.
 //
+// A handover of the service (an upgrade, api.EventHandover) does not end
+// the sequence: it goes on with the successor's stream, which begins with
+// a hello; log lines written in between may be missed.
+//
 // The sequence can be ranged over once. It ends when the loop breaks, or
 // with a last error: ctx's error once ctx is done, ErrStreamClosed when the
 // service closed the stream, or the transport's. The connection is released
@@ -181,20 +178,13 @@ func (c *Client) FollowLog(ctx context.Context, id string, n int) (iter.Seq2[Eve
 }
 
 func (c *Client) events(ctx context.Context, tail int, logs []string) (iter.Seq2[Event, error], error) {
-	path := PathEvents
-	if len(logs) > 0 {
-		q := url.Values{"logs": {strings.Join(logs, ",")}}
-		if tail > 0 {
-			q.Set("n", strconv.Itoa(tail))
-		}
-		path += "?" + q.Encode()
-	}
+	path := eventsPath(tail, logs)
 	resp, err := c.do(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return nil, err
 	}
 	return func(yield func(Event, error) bool) {
-		defer resp.Body.Close()
+		defer func() { resp.Body.Close() }()
 		dec := json.NewDecoder(resp.Body)
 		for {
 			var ev Event
@@ -210,11 +200,36 @@ func (c *Client) events(ctx context.Context, tail int, logs []string) (iter.Seq2
 				yield(Event{}, err)
 				return
 			}
+			if ev.Type == EventHandover {
+				// The service hands over to its successor, which
+				// listens on the same socket: the stream goes on
+				// there, from its hello (the logs from their new
+				// lines).
+				resp.Body.Close()
+				if resp, err = c.do(ctx, http.MethodGet, eventsPath(0, logs), nil); err != nil {
+					yield(Event{}, fmt.Errorf("reconnecting after the service's handover: %w", err))
+					return
+				}
+				dec = json.NewDecoder(resp.Body)
+				continue
+			}
 			if !yield(ev, nil) {
 				return
 			}
 		}
 	}, nil
+}
+
+func eventsPath(tail int, logs []string) string {
+	path := PathEvents
+	if len(logs) > 0 {
+		q := url.Values{"logs": {strings.Join(logs, ",")}}
+		if tail > 0 {
+			q.Set("n", strconv.Itoa(tail))
+		}
+		path += "?" + q.Encode()
+	}
+	return path
 }
 
 // call makes one request and decodes a successful answer into out.
@@ -248,6 +263,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) (*htt
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	req.Close = true // the connection ends with the answer
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		// The *url.Error only adds the method and a URL that names no

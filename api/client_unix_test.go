@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testproc.Main(m, testproc.NoLeaks())
 }
 
 func shortDir(t *testing.T) string {

@@ -75,13 +75,19 @@ const (
 	// stopped; the message names which. The row is failed (the start was
 	// refused) or stopped (it was stopped with its dependency).
 	CodeDependency Code = "dependency"
+	// CodeUpgrade: an upgrade of the service did not happen: the new
+	// binary failed its check (it does not run, or speaks no handover
+	// or protocol version the running one does), the handover could not
+	// be made, or the exec failed. The running service goes on as it
+	// was, with every agent; the message says why.
+	CodeUpgrade Code = "upgrade"
 )
 
 // Codes returns every error code.
 func Codes() []Code {
 	return []Code{CodeNotFound, CodeBadRequest, CodeContention, CodeCleanupFailed, CodeSpawn, CodeConfig,
 		CodeState, CodeForbidden, CodeLock, CodePrivateDir, CodeInternal, CodeExited, CodeCrashLoop, CodeNotReady,
-		CodeWatchdog, CodeUnhealthy, CodeDependency}
+		CodeWatchdog, CodeUnhealthy, CodeDependency, CodeUpgrade}
 }
 
 // AgentCodes returns the codes an Agent row's Error can carry: why its

@@ -14,12 +14,18 @@
 // a hello with the whole Status, then a row per change of an agent, the
 // whole Status again after a reload, and log lines when asked for), POST
 // agents/start, agents/stop and agents/restart (an IDsRequest, answered
-// by Results, one per id), GET logs (Logs), POST reload and POST quit.
+// by Results, one per id), GET logs (Logs), POST reload, POST quit and
+// POST upgrade (an UpgradeRequest, answered by an UpgradeAnswer once the
+// new binary passed its check; Status.Service then says how it went). An
+// event stream ends with a handover event when the service hands over to
+// its successor; Client.Events reconnects by itself.
 //
 // # States
 //
 // An Agent's State is one of the State constants, listed by States:
-// stopped, starting, running, stopping, backoff, failed, cleanup_failed.
+// stopped, starting, running, stopping, backoff, failed, cleanup_failed,
+// and adoptable, which only a client shows, for an agent that outlived its
+// service (WaitingToBeAdopted) while none runs.
 // Each constant's comment says what the service means by it.
 //
 // # Error codes
@@ -42,6 +48,10 @@
 //     forbidden (403), not_found (404), config for a rejected reload
 //     (422), cleanup_failed for a quit whose stops could not be
 //     confirmed, internal (500).
+//
+// An Error carries what a client may act on as data, never only in its
+// message: Left, the processes a failed cleanup left alive and their
+// states; Last, the ending a crash_loop repeats.
 //
 // A client shows a state or code it does not know by its name: the sets
 // are closed for a version of the service, but a newer service may add to

@@ -36,9 +36,16 @@ const (
 	// guardian keeps the identity locked and retries; the error is
 	// cleanup_failed and names what is left.
 	StateCleanupFailed State = "cleanup_failed"
+	// StateAdoptable: its service died, and the agent has
+	// survive_service_crash: its guardian keeps the tree and the identity,
+	// waiting for a relaunched service of the profile to adopt it, until
+	// the window closes (then the tree is stopped). Only a client shows
+	// it, while no service runs (WaitingToBeAdopted); a service that
+	// starts adopts the tree, which is running again.
+	StateAdoptable State = "adoptable"
 )
 
 // States returns every state, in the order of an agent's life.
 func States() []State {
-	return []State{StateStopped, StateStarting, StateRunning, StateStopping, StateBackoff, StateFailed, StateCleanupFailed}
+	return []State{StateStopped, StateStarting, StateRunning, StateStopping, StateBackoff, StateFailed, StateCleanupFailed, StateAdoptable}
 }

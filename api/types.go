@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -18,9 +19,48 @@ const Host = "tether"
 type Error struct {
 	Code    Code   `json:"code"`
 	Message string `json:"message"`
+	// Left lists the processes a failed cleanup left alive
+	// (cleanup_failed), so a client can say what is stuck without
+	// reading the message.
+	Left []Process `json:"left,omitempty"`
+	// Last is, for crash_loop, how the agent last ended: the cause the
+	// loop repeats.
+	Last *Error `json:"last,omitempty"`
+}
+
+// Equal reports whether e and o say the same: code, message, the
+// processes left and the last ending.
+func (e Error) Equal(o Error) bool {
+	if e.Code != o.Code || e.Message != o.Message || !slices.Equal(e.Left, o.Left) || (e.Last == nil) != (o.Last == nil) {
+		return false
+	}
+	return e.Last == nil || e.Last.Equal(*o.Last)
+}
+
+// Process is a process a cleanup left alive, and its state as the system
+// reports it: on Linux and macOS a process state letter (D: waiting in
+// the kernel, uninterruptibly, so SIGKILL takes effect only when that call
+// returns; Z: a zombie; T: stopped); empty where the system says none
+// (Windows).
+type Process struct {
+	PID   int    `json:"pid"`
+	State string `json:"state,omitempty"`
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
+
+// Containment is how a running agent's tree is held together, from the
+// strongest rung to the weakest; every rung starts the agent in a session
+// of its own.
+type Containment string
+
+// The containment rungs.
+const (
+	ContainmentCgroup  Containment = "cgroup"  // a cgroup v2 of its own; teardown ends with cgroup.kill
+	ContainmentScope   Containment = "scope"   // the same, inside a transient scope of the user's systemd manager
+	ContainmentSession Containment = "session" // no cgroup: the session, and child subreapers in the guardian and the service
+	ContainmentJob     Containment = "job"     // Windows: a kill-on-close job object
+)
 
 // Agent is one row of the status.
 type Agent struct {
@@ -41,6 +81,9 @@ type Agent struct {
 	// it is. Until then a service that crashed would start, or leave
 	// stopped, the agent as the state file last said.
 	IntentError *Error `json:"intent_error,omitempty"`
+	// Containment is the rung the running tree got; empty while none
+	// runs.
+	Containment Containment `json:"containment,omitempty"`
 }
 
 // Status is the answer of GET /localapi/v0/status.
@@ -54,6 +97,9 @@ type Status struct {
 	// ConfigError reports a config that failed to load on reload; the
 	// running config stays in force.
 	ConfigError *Error `json:"config_error,omitempty"`
+	// Service describes the service process: its binary, and its last
+	// upgrade.
+	Service *Service `json:"service,omitempty"`
 }
 
 // Event types on the event stream.

@@ -1,7 +1,8 @@
 // Package assets holds tether's embedded images: the tray icons, one per
-// aggregate state, as PNG (Linux and macOS) and ICO (Windows: an ICO
-// container holding PNG images). It owns data only and imports nothing of
-// ours; the tray uses it.
+// aggregate state, and the plain mark for informational notices, as PNG
+// (Linux and macOS) and ICO (Windows: an ICO container holding PNG
+// images). It owns data only and imports nothing of ours; the tray
+// uses it.
 //
 // The icons are drawn by draw.go; `go generate` writes them out again, and
 // a test fails when the embedded files and the drawing disagree.
@@ -15,32 +16,47 @@ import (
 
 //go:generate go test -run ^TestIconsMatchDrawing$ -update .
 
-// State is what the tray icon shows: the aggregate state of a profile's
-// agents.
+// State is what an icon shows. The first four are the tray's: the
+// aggregate state of a profile, as a badge on tether's mark. Mark is the
+// mark alone, for notices that only inform.
 type State int
 
 const (
-	// Running: every agent runs.
+	// Running: nothing needs the user: every enabled agent runs (or has
+	// ended cleanly and its policy leaves it stopped).
 	Running State = iota
-	// Stopped: some agent is stopped (or starting, or stopping), there is
-	// no agent, or the service is not running.
-	Stopped
-	// Failed: some agent failed, is in backoff, or could not be cleaned
-	// up; or the config or state file is broken.
+	// Busy: some agent is starting, stopping, or backing off before a
+	// restart.
+	Busy
+	// Failed: some agent failed or could not be cleaned up, or the config
+	// or state file is broken.
 	Failed
+	// Unreachable: the tray cannot talk to the service (it is not
+	// running, or it does not answer).
+	Unreachable
+	// Mark is tether's mark without a badge: the icon of informational
+	// notices. It is no state of the tray.
+	Mark
 )
 
-// States lists every State, in order.
-var States = []State{Running, Stopped, Failed}
+// States lists the tray's states, in order.
+var States = []State{Running, Busy, Failed, Unreachable}
+
+// all lists every State with an embedded icon.
+var all = append(States[:len(States):len(States)], Mark)
 
 func (s State) String() string {
 	switch s {
 	case Running:
 		return "running"
-	case Stopped:
-		return "stopped"
+	case Busy:
+		return "busy"
 	case Failed:
 		return "failed"
+	case Unreachable:
+		return "unreachable"
+	case Mark:
+		return "tether"
 	}
 	return fmt.Sprintf("State(%d)", int(s))
 }

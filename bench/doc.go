@@ -19,5 +19,6 @@
 // TETHER_BENCH_IDLE sets the idle period of the idle benchmark (a Go
 // duration, default 30s); TETHER_BENCH_AGENTS the number of agents of the
 // service benchmark (default 200), and TETHER_BENCH_TETHER a tether binary
-// for it to run instead of the one TestMain built.
+// for every benchmark to run instead of the one TestMain built (to compare
+// two builds, run the benchmarks with each in turn).
 package bench

@@ -1,5 +1,3 @@
-//go:build linux
-
 package bench
 
 import (
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
 )
@@ -273,11 +272,10 @@ func waitPoliteTree(r guardian.Ready, within time.Duration) ([]punix.Proc, error
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	t := &punix.Tree{Leader: agent.Ref(), Root: r.GuardianPID}
-	deadline := time.Now().Add(within)
-	for {
-		ms, err := t.Members()
-		if err != nil {
-			return nil, err
+	var ms, found []punix.Proc
+	if !testproc.Until(within, func() bool {
+		if ms, err = t.Members(); err != nil {
+			return true
 		}
 		var a, w, e *punix.Proc
 		for i := range ms {
@@ -291,13 +289,16 @@ func waitPoliteTree(r guardian.Ready, within time.Duration) ([]punix.Proc, error
 			}
 		}
 		if a != nil && w != nil && e != nil && len(ms) == 3 {
-			return []punix.Proc{*a, *w, *e}, nil
+			found = []punix.Proc{*a, *w, *e}
 		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("the agent's tree is incomplete after %v: %d process(es) %v", within, len(ms), ms)
-		}
-		time.Sleep(time.Millisecond)
+		return found != nil
+	}) {
+		return nil, fmt.Errorf("the agent's tree is incomplete after %v: %d process(es) %v", within, len(ms), ms)
 	}
+	if err != nil {
+		return nil, err
+	}
+	return found, nil
 }
 
 // lookPath finds a command the benchmark needs, or skips it.

@@ -1,5 +1,3 @@
-//go:build linux
-
 package bench
 
 import (
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // ownerAnswer is the line an owner process prints once its guardian has
@@ -32,7 +31,7 @@ type ownerAnswer struct {
 // line and holds the session until stdin reaches EOF (the driver is done
 // or gone) or it is killed. Its life is bounded by the driver's: a driver
 // that dies closes the pipe.
-func runOwner() int {
+func runOwner([]string) int {
 	in := bufio.NewReader(os.Stdin)
 	line, err := in.ReadBytes('\n')
 	if err != nil {
@@ -85,16 +84,11 @@ type owner struct {
 // the owner has answered. The owner is started (and must be waited for,
 // see wait) whenever the returned owner is not nil, even with an error.
 func startOwner(spec guardian.Spec) (*owner, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
 	req, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
 	}
-	o := &owner{cmd: exec.Command(self), stderr: &syncBuffer{}}
-	o.cmd.Env = append(os.Environ(), helperEnv+"=owner")
+	o := &owner{cmd: testproc.Command("owner"), stderr: &syncBuffer{}}
 	o.cmd.Stderr = o.stderr
 	if o.stdin, err = o.cmd.StdinPipe(); err != nil {
 		return nil, err

@@ -1,5 +1,3 @@
-//go:build linux
-
 package bench
 
 import (
@@ -13,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
 )
@@ -83,12 +82,8 @@ func (p *proc) reap() bool {
 
 // reapWithin waits until the process is gone for good (see reap).
 func (p *proc) reapWithin(d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for !p.reap() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("pid %d (%s) still there after %v", p.pid, comm(p.pid), d)
-		}
-		time.Sleep(time.Millisecond)
+	if !testproc.Until(d, p.reap) {
+		return fmt.Errorf("pid %d (%s) still there after %v", p.pid, comm(p.pid), d)
 	}
 	return nil
 }

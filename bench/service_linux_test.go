@@ -1,5 +1,3 @@
-//go:build linux
-
 package bench
 
 import (
@@ -20,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
 )
@@ -29,11 +28,6 @@ import (
 const agentsEnv = "TETHER_BENCH_AGENTS"
 
 const defaultAgents = 200
-
-// exeEnv names a tether binary for BenchmarkService to run instead of the
-// one TestMain built: an older build to compare with, or one built with a
-// profiling hook (go build -overlay) to see where the service's time goes.
-const exeEnv = "TETHER_BENCH_TETHER"
 
 // The agents of BenchmarkService. Each of the many is a tiny tree: a
 // shell that puts a sleep in the background and then execs another, so
@@ -57,6 +51,10 @@ const statusEvery = 10 * time.Millisecond
 // guardians tear down at once on few cores: a tighter loop would compete
 // with them.
 var downEvery = unix.NsecToTimespec(int64(time.Millisecond))
+
+// startGap is the pause before each start of the probe (see
+// BenchmarkService).
+const startGap = 100 * time.Millisecond
 
 // upLimit bounds the wait for every agent to run.
 const upLimit = 60 * time.Second
@@ -83,9 +81,16 @@ const upLimit = 60 * time.Second
 // the API (api.Client.Start, which answers once the agent runs) and then
 // through the command line (an exec of "tether --profile bench start
 // probe", measured until it has been reaped), and stops it after each
-// start, untimed. api-start-p50-ms, api-start-max-ms, cli-start-p50-ms
+// start, untimed; each start comes startGap after the last stop, so it
+// meets a warm guardian that is done starting. api-start-p50-ms, api-start-max-ms, cli-start-p50-ms
 // and cli-start-max-ms are their median and maximum; ns/op is the two
-// starts together.
+// starts together. api-stop-p50-ms and api-stop-max-ms are those of the
+// stops (api.Client.Stop, which answers once the tree is gone, the
+// private directory removed and the lock free). api-start-cpu-ms and
+// api-start-ctxsw are the median CPU time and context switches an API
+// start cost the service and the probe's guardian, from just before the
+// request (when the guardian waited in the pool) until the answer: what
+// a start costs, whatever else runs on the machine.
 //
 // It also logs when the last agent became running by its row's since
 // (the poll can see it later when the API is slow to answer), the CPU
@@ -99,11 +104,8 @@ const upLimit = 60 * time.Second
 // Run it as go test ./bench/ -run '^$' -bench Service -benchtime=50x
 // -count=3: every -count is one service lifetime, 10 to 15 s here.
 func BenchmarkService(b *testing.B) {
-	n := agentsFromEnv(b)
+	n := agentCount(b)
 	exe := tetherBinary(b)
-	if v := os.Getenv(exeEnv); v != "" {
-		exe = v
-	}
 	lookPath(b, "sleep")
 	w := newSvcWorld(b, n)
 	// Registered after the world, so it runs first: no process outlives
@@ -115,15 +117,7 @@ func BenchmarkService(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := w.startService(exe)
-	if err != nil {
-		b.Fatal(err)
-	}
-	undoKey := u.add(s.abort)
-	up, err := s.waitRunning(upLimit)
-	if err != nil {
-		b.Fatalf("%v\nservice log:\n%s", err, s.output())
-	}
+	s, up, undoKey := w.startRunning(b, exe, u)
 	first := slices.MinFunc(up.rows, func(x, y api.Agent) int { return x.Since.Compare(y.Since) })
 	last := slices.MaxFunc(up.rows, func(x, y api.Agent) int { return x.Since.Compare(y.Since) })
 	b.Logf("%d agents running %.0f ms after the service started (seen by polling; the last row's since says %.0f ms, the first's %.0f ms)",
@@ -144,27 +138,49 @@ func BenchmarkService(b *testing.B) {
 	}
 
 	// 4 and 5. Starts of the probe, with every agent running.
-	var viaAPI, viaCLI []time.Duration
+	var viaAPI, viaCLI, stops, apiCPU []time.Duration
+	var apiSwitches []int64
+	stop := func() {
+		b.StopTimer()
+		d, err := w.stopProbe()
+		if err != nil {
+			b.Fatalf("%v\nservice log:\n%s", err, s.output())
+		}
+		stops = append(stops, d)
+		b.StartTimer()
+	}
 	for b.Loop() {
-		d, err := w.startProbeAPI()
+		b.StopTimer()
+		// Each start meets a warm guardian that is done starting: the
+		// pool refills 25 ms after a start, and an exec of the guardian
+		// and its start-up take a few ms more on a loaded machine.
+		time.Sleep(startGap)
+		mark, err := markCosts(s.cmd.Process.Pid, exe)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		d, row, err := w.startProbeAPI()
 		if err != nil {
 			b.Fatalf("%v\nservice log:\n%s", err, s.output())
 		}
 		viaAPI = append(viaAPI, d)
 		b.StopTimer()
-		if err := w.stopProbe(); err != nil {
-			b.Fatalf("%v\nservice log:\n%s", err, s.output())
+		c, err := mark.since(s.cmd.Process.Pid, row.GuardianPID)
+		if err != nil {
+			b.Fatal(err)
 		}
+		apiCPU, apiSwitches = append(apiCPU, c.cpu), append(apiSwitches, c.switches)
+		b.StartTimer()
+		stop()
+		b.StopTimer()
+		time.Sleep(startGap)
 		b.StartTimer()
 		if d, err = w.startProbeCLI(exe); err != nil {
 			b.Fatalf("%v\nservice log:\n%s", err, s.output())
 		}
 		viaCLI = append(viaCLI, d)
-		b.StopTimer()
-		if err := w.stopProbe(); err != nil {
-			b.Fatalf("%v\nservice log:\n%s", err, s.output())
-		}
-		b.StartTimer()
+		stop()
 	}
 
 	// 3. The service's SIGKILL. The probe is stopped: the trees are
@@ -195,6 +211,11 @@ func BenchmarkService(b *testing.B) {
 	b.ReportMetric(millis(down.locks), "down-locks-ms")
 	reportDurations(b, "api-start-", viaAPI)
 	reportDurations(b, "cli-start-", viaCLI)
+	reportDurations(b, "api-stop-", stops)
+	if len(apiCPU) > 0 {
+		b.ReportMetric(millis(quantile(apiCPU, 0.5)), "api-start-cpu-ms")
+		b.ReportMetric(float64(quantile(apiSwitches, 0.5)), "api-start-ctxsw")
+	}
 	b.Logf("service VmRSS %.1f MiB with %d agents running, %.1f MiB after %d probe starts", mem.serviceRSS, n, rssEnd, 2*len(viaAPI))
 
 	checkTarget(b, "time until every agent runs", millis(up.seen), 3000, "ms")
@@ -204,6 +225,34 @@ func BenchmarkService(b *testing.B) {
 		checkTarget(b, "median API start", millis(quantile(viaAPI, 0.5)), 10, "ms")
 		checkTarget(b, "median command-line start", millis(quantile(viaCLI, 0.5)), 15, "ms")
 	}
+}
+
+// agentCount is the number of agents agentsEnv asks for.
+func agentCount(b *testing.B) int {
+	n := defaultAgents
+	if v := os.Getenv(agentsEnv); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			b.Fatalf("%s=%q: want a positive number of agents", agentsEnv, v)
+		}
+	}
+	return n
+}
+
+// startRunning starts the world's service, with its abort registered in
+// u, and waits until every agent runs.
+func (w *svcWorld) startRunning(b *testing.B, exe string, u *undo) (*svc, upResult, int) {
+	b.Helper()
+	s, err := w.startService(exe)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key := u.add(s.abort)
+	up, err := s.waitRunning(upLimit)
+	if err != nil {
+		b.Fatalf("%v\nservice log:\n%s", err, s.output())
+	}
+	return s, up, key
 }
 
 // svcWorld is a throwaway user environment for one service: its own XDG
@@ -250,7 +299,7 @@ func newSvcWorldOf(b *testing.B, n int, many treeAgent) *svcWorld {
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
-		case strings.HasPrefix(name, "XDG_"), name == "DISPLAY", name == "WAYLAND_DISPLAY", name == helperEnv:
+		case strings.HasPrefix(name, "XDG_"), name == "DISPLAY", name == "WAYLAND_DISPLAY":
 		case name == "GODEBUG":
 			// Our init's execwait=2 is for this process's own children,
 			// not for the service under measure.
@@ -299,21 +348,6 @@ func newSvcWorldOf(b *testing.B, n int, many treeAgent) *svcWorld {
 		b.Fatal(err)
 	}
 	return w
-}
-
-// agentsFromEnv returns the number of agents agentsEnv asks for, or
-// defaultAgents.
-func agentsFromEnv(b *testing.B) int {
-	b.Helper()
-	v := os.Getenv(agentsEnv)
-	if v == "" {
-		return defaultAgents
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		b.Fatalf("%s=%q: want a positive number of agents", agentsEnv, v)
-	}
-	return n
 }
 
 // identityOf is the identity of agent id in a svcWorld's config.
@@ -430,22 +464,24 @@ type tree struct {
 // waitTrees waits until the tree of every row is complete: the guardian
 // has exactly two descendants, both live and past their exec of sleep.
 func waitTrees(rows []api.Agent, within time.Duration) ([]tree, error) {
-	deadline := time.Now().Add(within)
-	for {
-		procs, err := punix.Processes()
-		if err != nil {
-			return nil, err
+	var trees []tree
+	var incomplete string
+	var err error
+	if !testproc.Until(within, func() bool {
+		var procs []punix.Proc
+		if procs, err = punix.Processes(); err != nil {
+			return true
 		}
 		byPid := make(map[int]punix.Proc, len(procs))
 		for _, p := range procs {
 			byPid[p.Pid] = p
 		}
-		var trees []tree
-		var incomplete string
+		trees, incomplete = nil, ""
 		for _, r := range rows {
 			g, ok := byPid[r.GuardianPID]
 			if !ok || g.Zombie() {
-				return nil, fmt.Errorf("agent %s: guardian pid %d is gone", r.ID, r.GuardianPID)
+				err = fmt.Errorf("agent %s: guardian pid %d is gone", r.ID, r.GuardianPID)
+				return true
 			}
 			ms := punix.Descendants(procs, r.GuardianPID)
 			complete := len(ms) == 2 && slices.ContainsFunc(ms, func(p punix.Proc) bool { return p.Pid == r.PID })
@@ -454,18 +490,18 @@ func waitTrees(rows []api.Agent, within time.Duration) ([]tree, error) {
 			}
 			if !complete {
 				incomplete = fmt.Sprintf("agent %s (guardian %d, agent %d): %v", r.ID, r.GuardianPID, r.PID, ms)
-				break
+				return false
 			}
 			trees = append(trees, tree{id: r.ID, guardian: g, members: ms})
 		}
-		if incomplete == "" {
-			return trees, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("a tree is incomplete after %v: %s", within, incomplete)
-		}
-		time.Sleep(time.Millisecond)
+		return true
+	}) {
+		return nil, fmt.Errorf("a tree is incomplete after %v: %s", within, incomplete)
 	}
+	if err != nil {
+		return nil, err
+	}
+	return trees, nil
 }
 
 // memory is what the service and its guardians cost.
@@ -518,16 +554,71 @@ func sum(xs []float64) float64 {
 
 // startProbeAPI starts the probe through the API and returns how long
 // the call took; the call returns once the agent runs.
-func (w *svcWorld) startProbeAPI() (time.Duration, error) {
+func (w *svcWorld) startProbeAPI() (time.Duration, api.Agent, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	begin := time.Now()
 	res, err := w.client.Start(ctx, probeID)
 	d := time.Since(begin)
 	if err != nil {
-		return d, fmt.Errorf("API start of %s: %w", probeID, err)
+		return d, api.Agent{}, fmt.Errorf("API start of %s: %w", probeID, err)
 	}
-	return d, wantState(res, api.StateRunning)
+	if err := wantState(res, api.StateRunning); err != nil {
+		return d, api.Agent{}, err
+	}
+	return d, *res.Results[0].Agent, nil
+}
+
+// cost is what processes spent: CPU time on every thread, and context
+// switches (voluntary and involuntary). Neither grows much when other
+// work shares the machine, as wall-clock latencies do.
+type cost struct {
+	cpu      time.Duration
+	switches int64
+}
+
+// costOf returns the cost pid has run up since it started.
+func costOf(pid int) (cost, error) {
+	cpu, err := cpuTime(pid)
+	if err != nil {
+		return cost{}, err
+	}
+	sw, err := contextSwitches(pid)
+	return cost{cpu, sw}, err
+}
+
+// costMark holds the cost of the service and of each guardian it runs.
+type costMark map[int]cost
+
+// markCosts takes the cost of service and of every tether process it runs
+// (the warm guardians among them).
+func markCosts(service int, exe string) (costMark, error) {
+	procs, err := tetherProcs(service, exe, nil)
+	if err != nil {
+		return nil, err
+	}
+	m := costMark{}
+	for _, p := range procs {
+		if c, err := costOf(p.pid); err == nil {
+			m[p.pid] = c
+		}
+	}
+	return m, nil
+}
+
+// since returns what pids spent since m was taken; a pid m does not hold
+// (a guardian spawned since) counts from its start.
+func (m costMark) since(pids ...int) (cost, error) {
+	var sum cost
+	for _, pid := range pids {
+		c, err := costOf(pid)
+		if err != nil {
+			return cost{}, fmt.Errorf("pid %d: %w", pid, err)
+		}
+		sum.cpu += c.cpu - m[pid].cpu
+		sum.switches += c.switches - m[pid].switches
+	}
+	return sum, nil
 }
 
 // startProbeCLI starts the probe with "tether start" and returns how long
@@ -550,16 +641,19 @@ func (w *svcWorld) startProbeCLI(exe string) (time.Duration, error) {
 	return d, nil
 }
 
-// stopProbe stops the probe through the API; the call returns once its
-// tree is gone.
-func (w *svcWorld) stopProbe() error {
+// stopProbe stops the probe through the API and returns how long the call
+// took; it returns once the tree is gone, the private directory removed
+// and the lock free.
+func (w *svcWorld) stopProbe() (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
+	begin := time.Now()
 	res, err := w.client.Stop(ctx, probeID)
+	d := time.Since(begin)
 	if err != nil {
-		return fmt.Errorf("API stop of %s: %w", probeID, err)
+		return d, fmt.Errorf("API stop of %s: %w", probeID, err)
 	}
-	return wantState(res, api.StateStopped)
+	return d, wantState(res, api.StateStopped)
 }
 
 // wantState checks the one result of an action on the probe.
@@ -567,7 +661,12 @@ func wantState(res api.Results, state api.State) error {
 	if len(res.Results) != 1 {
 		return fmt.Errorf("%d results, want 1: %+v", len(res.Results), res)
 	}
-	r := res.Results[0]
+	return resultIn(res.Results[0], state)
+}
+
+// resultIn checks that one result of an action is no error and leaves its
+// agent in state.
+func resultIn(r api.Result, state api.State) error {
 	switch {
 	case r.Error != nil:
 		return fmt.Errorf("%s: %w", r.ID, r.Error)
@@ -653,13 +752,12 @@ func (s *svc) abort() {
 func reapOrphans(grace time.Duration) []punix.Proc {
 	self := os.Getpid()
 	deadline := time.Now().Add(grace)
-	hard := deadline.Add(waitLimit)
 	seen := make(map[punix.Ref]bool)
 	var killed []punix.Proc
-	for {
+	testproc.Until(grace+waitLimit, func() bool {
 		procs, err := punix.Processes()
 		if err != nil {
-			return killed
+			return true
 		}
 		live := 0
 		for _, p := range punix.Descendants(procs, self) {
@@ -683,11 +781,9 @@ func reapOrphans(grace time.Duration) []punix.Proc {
 				h.close()
 			}
 		}
-		if live == 0 || time.Now().After(hard) {
-			return killed
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return live == 0
+	})
+	return killed
 }
 
 // removeRecordedCgroups removes the cgroups named in the owner records of

@@ -1,5 +1,3 @@
-//go:build linux
-
 package bench
 
 import (
@@ -52,11 +50,8 @@ const stubbornStopTimeout = time.Second
 // Run it as TETHER_BENCH_AGENTS=100 go test ./bench/ -run '^$'
 // -bench ServiceKillStubborn -benchtime=3x: 5 to 15 s a lifetime here.
 func BenchmarkServiceKillStubborn(b *testing.B) {
-	n := agentsFromEnv(b)
+	n := agentCount(b)
 	exe := tetherBinary(b)
-	if v := os.Getenv(exeEnv); v != "" {
-		exe = v
-	}
 	lookPath(b, "sleep")
 	w := newSvcWorldOf(b, n, treeAgent{script: stubbornScript, stopTimeout: stubbornStopTimeout})
 	u := newUndo(b)

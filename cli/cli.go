@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/tether-dev/tether/demo"
@@ -42,7 +43,8 @@ commands:
   tray                       the system tray (also a bare "tether" on a desktop)
   demo                       self-contained crash-survival demo in a temp dir
   service run                run the service in the foreground
-  service install|uninstall|start|stop|status [--print]
+  service install|uninstall|start|stop|status [--print]   install also starts it (--no-start: not)
+  service upgrade [BINARY]   replace the running service by BINARY (this one), every agent left running
   status [--json]            one row per agent (status --help: its states and codes)
   start|stop|restart ID...   start and restart answer once ready (--no-wait: once spawned)
   logs ID [-f] [-n N]
@@ -87,6 +89,9 @@ func Main(args []string) int {
 		return ExitOK
 	}
 	cmd, rest := args[0], args[1:]
+	if cmd != "tray" {
+		releaseMainThread()
+	}
 	switch cmd {
 	case "guardian":
 		return guardian.Main(rest)
@@ -120,6 +125,16 @@ func Main(args []string) int {
 		return inv.usage(fmt.Errorf("unknown command %q", cmd))
 	}
 }
+
+// releaseMainThread undoes the lock of the main goroutine to the main
+// thread that fyne.io/systray takes at its init, which only the tray
+// needs (macOS runs its event loop there). Locked, the main goroutine
+// makes the runtime hand every other goroutine to another thread each
+// time it blocks: a guardian then runs seven to ten threads instead of
+// three or four, each with its stacks, and pays a wakeup of another
+// thread for each message. A second call, or one where the lock was
+// never taken, does nothing.
+func releaseMainThread() { runtime.UnlockOSThread() }
 
 func (inv *invocation) usage(err error) int {
 	fmt.Fprintln(inv.stderr, "tether:", err)

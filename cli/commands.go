@@ -204,6 +204,9 @@ func (inv *invocation) check(args []string) int {
 		return ExitFailure
 	}
 	fmt.Fprintf(inv.stdout, "ok: %s: %d agent(s)\n", cfg.Path, len(cfg.Agents))
+	for _, w := range serviceWarnings(p, cfg) {
+		fmt.Fprintln(inv.stderr, "tether check: warning:", w)
+	}
 	return ExitOK
 }
 
@@ -244,7 +247,7 @@ func (inv *invocation) configCmd(args []string) int {
 
 func (inv *invocation) service(args []string) int {
 	if len(args) == 0 {
-		return inv.usage(fmt.Errorf("usage: tether service run|install|uninstall|start|stop|status [--print]"))
+		return inv.usage(fmt.Errorf("usage: tether service run|install|uninstall|start|stop|status|upgrade [--print]"))
 	}
 	p, err := inv.paths()
 	if err != nil {
@@ -258,7 +261,7 @@ func (inv *invocation) service(args []string) int {
 		if err != nil {
 			return inv.fail("%v", err)
 		}
-		return service.Run(p, exe, inv.stderr)
+		return service.Run(p, exe, Version, inv.stderr)
 	}
 	return inv.serviceManager(p, args)
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -17,19 +18,25 @@ import (
 // the registration of the profile's service with the OS.
 func (inv *invocation) serviceManager(p service.Paths, args []string) int {
 	verb := args[0]
+	switch verb {
+	case "upgrade":
+		return inv.upgrade(p, args[1:])
+	case "handover-check":
+		return service.HandoverCheck(p, Version, os.Stdin, inv.stdout)
+	}
 	fs := flag.NewFlagSet("service "+verb, flag.ContinueOnError)
 	fs.SetOutput(inv.stderr)
 	printOnly := fs.Bool("print", false, "show exactly what would be written, and write nothing")
+	noStart := new(bool)
+	if verb == "install" {
+		noStart = fs.Bool("no-start", false, "register the service, and start nothing now")
+	}
 	if err := fs.Parse(args[1:]); err != nil || fs.NArg() > 0 {
 		return inv.usage(fmt.Errorf("usage: tether service %s [--print]", verb))
 	}
-	exe, err := os.Executable()
+	o, err := inv.installOptions(p)
 	if err != nil {
 		return inv.fail("%v", err)
-	}
-	o := install.Options{Executable: exe, Profile: p.Profile}
-	if p.ConfigSet {
-		o.ConfigPath = p.Config
 	}
 	if *printOnly {
 		if verb != "install" {
@@ -39,15 +46,11 @@ func (inv *invocation) serviceManager(p service.Paths, args []string) int {
 	}
 	switch verb {
 	case "install":
-		return inv.installed(install.Install(o))
+		return inv.install(p, o, !*noStart)
 	case "uninstall":
-		return inv.installed(install.Uninstall(o))
+		return inv.uninstall(p, o)
 	case "start":
-		if err := install.Start(o); err != nil {
-			return inv.installFailure(err)
-		}
-		fmt.Fprintln(inv.stdout, "started")
-		return ExitOK
+		return inv.startService(p, o)
 	case "stop":
 		return inv.stopService(p, o)
 	case "status":
@@ -56,24 +59,31 @@ func (inv *invocation) serviceManager(p service.Paths, args []string) int {
 	return inv.usage(fmt.Errorf("unknown service command %q", verb))
 }
 
-// printPlan shows the files "service install" would write.
+// printPlan shows the files "service install" would write, and those the
+// tray's "Start at login" writes besides (its autostart entry).
 func (inv *invocation) printPlan(o install.Options) int {
 	files, err := install.Plan(o)
 	if err != nil {
 		return inv.fail("%v", err)
 	}
-	for _, f := range files {
+	tray, err := install.PlanTrayAutostart(o)
+	if err != nil {
+		return inv.fail("%v", err)
+	}
+	show := func(f install.File) {
+		if bytes.HasPrefix(f.Content, []byte("\x89PNG")) {
+			fmt.Fprintf(inv.stdout, "# %s (mode %v)\n(a PNG image, %d bytes)\n\n", f.Path, f.Mode, len(f.Content))
+			return
+		}
 		fmt.Fprintf(inv.stdout, "# %s (mode %v)\n%s\n", f.Path, f.Mode, f.Content)
 	}
-	return ExitOK
-}
-
-// installed reports the outcome of an install or an uninstall.
-func (inv *invocation) installed(r install.Result, err error) int {
-	if err != nil {
-		return inv.installFailure(err)
+	for _, f := range files {
+		show(f)
 	}
-	fmt.Fprintln(inv.stdout, r.Message)
+	fmt.Fprintln(inv.stdout, "# The tray's \"Start at login\" writes these as well:")
+	for _, f := range tray {
+		show(f)
+	}
 	return ExitOK
 }
 

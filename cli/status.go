@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/service"
 )
 
 // status prints one row per agent, as a table or, with --json, as JSON;
@@ -35,30 +36,27 @@ func (inv *invocation) status(args []string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	st, err := c.Status(ctx)
+	if errors.Is(err, api.ErrNotRunning) {
+		// Agents that outlived their service still show.
+		st.Agents = inv.waitingRows(ctx, p)
+		code := inv.apiFailure(p, err)
+		if len(st.Agents) > 0 {
+			fmt.Fprintf(inv.stderr, "%d agent(s) outlived the service and wait to be adopted by the next one (survive_service_crash):\n", len(st.Agents))
+			if *asJSON {
+				inv.statusJSON(st)
+			} else {
+				inv.statusTable(st)
+			}
+		}
+		return code
+	}
 	if err != nil {
 		return inv.apiFailure(p, err)
 	}
 	if *asJSON {
 		return inv.statusJSON(st)
 	}
-	tw := tabwriter.NewWriter(inv.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tIDENTITY\tSTATE\tPID\tSINCE\tRESTARTS\tERROR")
-	for _, a := range st.Agents {
-		pid := "-"
-		if a.PID > 0 {
-			pid = strconv.Itoa(a.PID)
-		}
-		msg := ""
-		switch {
-		case a.Error != nil:
-			msg = string(a.Error.Code) + ": " + oneLine(a.Error.Message, 80)
-		case a.Status != "":
-			// The agent's own word (STATUS=), or what it waits for.
-			msg = oneLine(a.Status, 80)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", a.ID, a.Identity, a.State, pid, ago(a.Since), a.Restarts, msg)
-	}
-	tw.Flush()
+	inv.statusTable(st)
 	for _, a := range st.Agents {
 		if a.IntentError != nil {
 			fmt.Fprintf(inv.stderr, "tether: %s: intent not saved: %s\n", a.ID, a.IntentError.Message)
@@ -71,6 +69,55 @@ func (inv *invocation) status(args []string) int {
 		fmt.Fprintf(inv.stderr, "tether: the last reload was rejected: %s\n", st.ConfigError.Message)
 	}
 	return ExitOK
+}
+
+// statusTable prints the rows as a table.
+func (inv *invocation) statusTable(st api.Status) {
+	tw := tabwriter.NewWriter(inv.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tIDENTITY\tSTATE\tPID\tCONTAINMENT\tSINCE\tRESTARTS\tERROR")
+	for _, a := range st.Agents {
+		pid, containment := "-", "-"
+		if a.PID > 0 {
+			pid = strconv.Itoa(a.PID)
+		}
+		if a.Containment != "" {
+			containment = string(a.Containment)
+		}
+		msg := ""
+		switch {
+		case a.Error != nil:
+			msg = string(a.Error.Code) + ": " + oneLine(a.Error.Message, 80)
+		case a.Status != "":
+			// The agent's own word (STATUS=), or what it waits for.
+			msg = oneLine(a.Status, 80)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", a.ID, a.Identity, a.State, pid, containment, ago(a.Since), a.Restarts, msg)
+	}
+	tw.Flush()
+}
+
+// waitingRows are the rows of the agents of the profile whose guardians
+// wait to be adopted, while no service runs: state adoptable, the status
+// saying until when.
+func (inv *invocation) waitingRows(ctx context.Context, p service.Paths) []api.Agent {
+	ws, _ := api.WaitingToBeAdopted(ctx, p.Socket, p.Profile)
+	ids := map[string]string{}
+	if cfg, err := service.LoadConfig(p); err == nil {
+		for _, a := range cfg.Agents {
+			ids[a.Identity] = a.ID
+		}
+	}
+	var rows []api.Agent
+	for _, w := range ws {
+		id := ids[w.Identity]
+		if id == "" {
+			id = "-"
+		}
+		rows = append(rows, api.Agent{ID: id, Identity: w.Identity, State: api.StateAdoptable, PID: w.AgentPID,
+			GuardianPID: w.GuardianPID, Since: w.Orphaned,
+			Status: fmt.Sprintf("waiting to be adopted until %s (in %v)", w.Until.Local().Format("15:04:05"), time.Until(w.Until).Round(time.Second))})
+	}
+	return rows
 }
 
 // statusRow is one agent in "status --json", as the contract names it:
@@ -145,6 +192,18 @@ var stateHelp = []struct {
 	{api.StateBackoff, "it ended, or its identity is held elsewhere: started again after a pause"},
 	{api.StateFailed, "not started again until you start it; error says why"},
 	{api.StateCleanupFailed, "its processes could not be confirmed dead: identity kept locked, tether retries"},
+	{api.StateAdoptable, "its service died; by survive_service_crash it runs on, waiting for the next service (shown while none runs)"},
+}
+
+// containmentHelp says what each containment rung means to the user.
+var containmentHelp = []struct {
+	containment api.Containment
+	help        string
+}{
+	{api.ContainmentCgroup, "a cgroup of its own: everything it starts is in it and is killed with it"},
+	{api.ContainmentScope, "the same, inside a transient scope from your systemd user manager"},
+	{api.ContainmentSession, "no cgroup could be had: its session, and tether catching what leaves it"},
+	{api.ContainmentJob, "Windows: a job object that ends with its guardian"},
 }
 
 // codeHelp says what each code an agent's row can carry means to the
@@ -174,10 +233,10 @@ func statusHelp() string {
 	var b strings.Builder
 	b.WriteString(`usage: tether status [--json]
 
-One row per agent: its id, identity, state, pid, how long it has been in
-that state, how often it was restarted, and its last error as CODE: message
-(or, without one, its status: the agent's own STATUS= text, or what a
-starting agent waits for).
+One row per agent: its id, identity, state, pid, the containment its
+running tree got, how long it has been in that state, how often it was
+restarted, and its last error as CODE: message (or, without one, its
+status: the agent's own STATUS= text, or what a starting agent waits for).
 
 --json prints the rows as JSON:
 
@@ -200,6 +259,12 @@ state is one of:
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	for _, s := range stateHelp {
 		fmt.Fprintf(tw, "  %s\t%s\n", s.state, s.help)
+	}
+	tw.Flush()
+	b.WriteString("\ncontainment is one of, strongest first:\n")
+	tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	for _, c := range containmentHelp {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.containment, c.help)
 	}
 	tw.Flush()
 	b.WriteString("\nerror.code is one of:\n")

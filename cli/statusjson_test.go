@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/tether-dev/tether/api"
@@ -34,13 +35,13 @@ func TestStatusJSONCarriesEveryCause(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	if got.ConfigError == nil || *got.ConfigError != *st.ConfigError {
+	if got.ConfigError == nil || !reflect.DeepEqual(got.ConfigError, st.ConfigError) {
 		t.Errorf("config_error %+v, want %+v\n%s", got.ConfigError, st.ConfigError, out.String())
 	}
-	if got.StateError == nil || *got.StateError != *st.StateError {
+	if got.StateError == nil || !reflect.DeepEqual(got.StateError, st.StateError) {
 		t.Errorf("state_error %+v, want %+v", got.StateError, st.StateError)
 	}
-	if len(got.Agents) != 1 || got.Agents[0].IntentError == nil || *got.Agents[0].IntentError != *st.Agents[0].IntentError {
+	if len(got.Agents) != 1 || got.Agents[0].IntentError == nil || !reflect.DeepEqual(got.Agents[0].IntentError, st.Agents[0].IntentError) {
 		t.Errorf("agents %+v, want the intent error on a", got.Agents)
 	}
 }

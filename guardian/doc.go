@@ -26,8 +26,12 @@
 //
 // The owner side is Start, which returns a Session; Pool keeps guardians
 // started ahead of need, and Reclaim frees an identity whose guardian died.
-// The two sides speak the protocol of protocol.go: typed JSON lines, the
-// first each way carrying a version.
+// A tether changes owner (attach.go): Session.Detach hands it over at an
+// upgrade and Attach takes it on the other side; Adopt takes over a
+// guardian whose owner died while its agent had survive_crash (the
+// guardian's wait is orphan.go, its adopt socket adopt.go). The two sides
+// speak the protocol of protocol.go: typed JSON lines, the first each way
+// carrying a version, each side speaking the older of the two.
 //
 // This package knows nothing of the service, its config or its state; it
 // takes paths and argv from its caller and leaves policy (restarts,

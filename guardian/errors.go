@@ -96,6 +96,8 @@ type CleanupError struct {
 	Code    CleanupCode
 	Message string
 	Left    []int
+	// Survivors are Left with their states (tree_alive).
+	Survivors []Survivor
 }
 
 func (e *CleanupError) Error() string {

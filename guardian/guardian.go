@@ -38,23 +38,22 @@ const (
 // here; osGuardian (guardian_unix.go, guardian_windows.go) holds the
 // lock, containment and agent handles of one platform.
 type guardian struct {
-	conn  *os.File
+	conn  tetherConn // nil while the owner is gone and an adopter awaited
 	outMu sync.Mutex
 
 	req        request
+	self       platform.Ref // this process, found while waiting (prepare)
 	key        string
 	log        *os.File
 	rec        *recordFile
-	self       *record // what rec says of this guardian, once written
+	own        *record // what rec says of this guardian, once written
 	locked     bool    // the ownership lock is held
 	privateDir string
 	agentPid   int
 	agentExit  <-chan Exit
 	since      time.Time
 	tookOver   *Holder
-	readiness  *readiness  // nil without a readiness or health check
-	ownerLost  bool        // the tether reached EOF, or the owner exited
-	clock      *deathClock // shared with the owner's other guardians; nil without
+	readiness  *readiness // nil without a readiness or health check
 
 	osGuardian
 }
@@ -98,15 +97,27 @@ type osSteps interface {
 	unlockOwnership() error
 	closeOwnership()
 
-	// containment names the containment in use ("cgroup+session",
-	// "session", "job"); describe adds the OS's details to a ready.
-	containment() string
+	// containment names the rung of containment in use; describe adds
+	// the OS's details to a ready.
+	containment() Containment
 	describe(r *Ready)
+	// ownerEOF returns when the owner's death was first seen, given at,
+	// when this guardian read the tether's EOF: on Linux the earliest
+	// any guardian of the same owner saw, and then the others that woke
+	// with this one run first.
+	ownerEOF(at time.Time) time.Time
 	// ownerGone is closed when the owner is seen dead by other means
 	// than the tether's EOF (nil when there are none).
 	ownerGone() <-chan struct{}
 	// settle runs a moment after ready, when the start is over.
 	settle()
+	// watchOwner makes r the owner to watch from now on (attach: a new
+	// owner took the tether over); nil stops watching (the owner is
+	// gone). Unix watches the tether alone.
+	watchOwner(r *procRef) error
+	// prepareOS is the OS's part of prepare: what contain and spawn
+	// need that no request decides.
+	prepareOS()
 }
 
 var _ osSteps = (*guardian)(nil)
@@ -126,7 +137,7 @@ func (r *stopReport) add(more stopReport) {
 
 // treeAliveError is a stop that left processes alive.
 type treeAliveError struct {
-	left []int
+	left []Survivor
 	err  error
 }
 
@@ -137,6 +148,7 @@ func (e *treeAliveError) Unwrap() error { return e.err }
 // a reclaim, only frees the identity) and watches it until teardown. It
 // returns the process exit code.
 func (g *guardian) serve(term <-chan os.Signal) int {
+	g.prepare()
 	// No deadline: a guardian may be started ahead of need (Pool) and
 	// wait for its request; if its owner dies first, EOF ends the wait.
 	rd := newLineReader(g.conn)
@@ -152,8 +164,10 @@ func (g *guardian) serve(term <-chan os.Signal) int {
 	case m.Type != msgStart || m.Start == nil:
 		g.fail(&failure{Code: CodeConfig, Message: fmt.Sprintf("first message is %q, want %q", m.Type, msgStart)})
 		return 1
-	case m.Version != ProtocolVersion:
-		g.fail(&failure{Code: CodeConfig, Message: fmt.Sprintf("protocol version %d; this guardian speaks %d", m.Version, ProtocolVersion)})
+	case !versionOK(m.Version):
+		// An owner of any version this binary knows is answered in the
+		// version this guardian speaks, which its first answer carries.
+		g.fail(&failure{Code: CodeConfig, Message: fmt.Sprintf("protocol version %d; this guardian speaks %d to %d", m.Version, MinProtocolVersion, speaks)})
 		return 1
 	}
 	g.req = *m.Start
@@ -178,11 +192,11 @@ func (g *guardian) serve(term <-chan os.Signal) int {
 	if g.req.Reclaim {
 		g.release()
 		g.logf("identity reclaimed")
-		g.send(message{Type: msgStopped, Version: ProtocolVersion, Reason: ReasonReclaimed, Cleanup: &Cleanup{Code: CleanupOK}})
+		g.send(message{Type: msgStopped, Version: speaks, Reason: ReasonReclaimed, Cleanup: &Cleanup{Code: CleanupOK}})
 		return 0
 	}
 	g.logf("started %s as pid %d (%s, private dir %s)", g.req.Argv[0], g.agentPid, g.containment(), g.privateDir)
-	g.send(message{Type: msgReady, Version: ProtocolVersion, Ready: g.ready()})
+	g.send(message{Type: msgReady, Version: speaks, Ready: g.ready()})
 	// Not at once: dropping pages flushes the TLBs of the other cores,
 	// interrupting the owner that is reading this ready and the agent
 	// that is starting, which made starts about 0.7 ms slower.
@@ -190,17 +204,30 @@ func (g *guardian) serve(term <-chan os.Signal) int {
 	return g.watch(rd, term)
 }
 
+// prepare does, before the request is read, the part of a start that no
+// request decides: a guardian started ahead of need (Pool) does it while
+// it waits, and its start then goes without it. It finds this process's
+// reference for the owner record, fills encoding/json's caches of the
+// protocol's types (building them was half a millisecond of the first
+// request's decoding) and takes the OS's part (prepareOS).
+func (g *guardian) prepare() {
+	g.self = platform.Self()
+	warmCodecs()
+	g.prepareOS()
+}
+
 // ready is the answer to a start that succeeded.
 func (g *guardian) ready() *Ready {
 	r := &Ready{
-		GuardianPID: os.Getpid(),
-		AgentPID:    g.agentPid,
-		SessionID:   g.agentPid, // the agent leads its own session or process group
-		Containment: g.containment(),
-		PrivateDir:  g.privateDir,
-		Since:       g.since,
-		TookOver:    g.tookOver,
-		Pending:     g.req.Readiness != nil && g.req.Readiness.Ready != nil,
+		GuardianPID:   os.Getpid(),
+		GuardianStart: platform.Self().Start,
+		AgentPID:      g.agentPid,
+		SessionID:     g.agentPid, // the agent leads its own session or process group
+		Containment:   g.containment(),
+		PrivateDir:    g.privateDir,
+		Since:         g.since,
+		TookOver:      g.tookOver,
+		Pending:       g.req.Readiness != nil && g.req.Readiness.Ready != nil,
 	}
 	g.describe(r)
 	return r
@@ -237,6 +264,9 @@ func (g *guardian) logf(format string, args ...any) {
 func (g *guardian) send(m message) {
 	g.outMu.Lock()
 	defer g.outMu.Unlock()
+	if g.conn == nil {
+		return // the owner is gone; an adopter hears the state from attached
+	}
 	_ = g.conn.SetWriteDeadline(time.Now().Add(writeWait))
 	// Cleared after the write: an armed deadline would wake the idle
 	// guardian later for nothing.
@@ -247,7 +277,7 @@ func (g *guardian) send(m message) {
 }
 
 func (g *guardian) fail(f *failure) {
-	g.send(message{Type: msgFailed, Version: ProtocolVersion, Failure: f})
+	g.send(message{Type: msgFailed, Version: speaks, Failure: f})
 }
 
 // removeOldDir removes the private directory an earlier tree of this
@@ -413,31 +443,11 @@ func (g *guardian) release() {
 // process handle), a terminating signal, or the agent's own exit. It
 // blocks with no timer: an idle guardian does not wake up. A stopped and
 // continued guardian, or an interrupted read, changes nothing here; only
-// EOF or a read error ends the wait.
+// EOF or a read error ends the wait. With survive_crash, the owner's death
+// starts a wait for an adopter instead (see orphaned); an attach on the
+// tether is a new owner taking it over (see attach).
 func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
-	msgs := make(chan message, 4)
-	readErr := make(chan readEnd, 1)
-	go func() {
-		for {
-			m, err := rd.next()
-			if err != nil {
-				// The stop timeout counts from the owner's death, as
-				// near to it as can be told: the EOF, taken before
-				// anything else is done, or the first that another
-				// guardian of the same owner saw (deathClock). Then
-				// the other guardians that woke with this one take
-				// theirs (yieldCPU).
-				at := time.Now()
-				if errors.Is(err, io.EOF) {
-					at = g.clock.first(at)
-				}
-				readErr <- readEnd{err: err, at: at}
-				yieldCPU()
-				return
-			}
-			msgs <- m
-		}
-	}()
+	tr := readTether(rd, g.ownerEOF)
 	timeout := g.req.StopTimeout.d()
 	var reason StopReason
 	var exit *Exit
@@ -445,6 +455,8 @@ func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
 	var seen time.Time // when the end was seen, if not at the loop's end
 	rw := g.readyWatch()
 	defer rw.stop()
+	var orphan *orphanWait
+	defer func() { orphan.close() }()
 	for reason == "" {
 		select {
 		case ev := <-rw.events:
@@ -453,24 +465,38 @@ func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
 			reason, detail = ReasonNotReady, rw.notReady()
 		case <-rw.dogC:
 			reason, detail = ReasonWatchdog, fmt.Sprintf("no WATCHDOG=1 for %v", rw.dog)
-		case m := <-msgs:
-			if m.Type == msgStop {
+		case m := <-tr.msgs:
+			switch {
+			case m.Type == msgStop:
 				reason = ReasonStopRequested
 				if m.Timeout != nil && *m.Timeout > 0 {
 					timeout = m.Timeout.d()
 				}
-			} else {
+			case m.Type == msgAttach && speaks >= 2:
+				g.attach(m, rw)
+			default:
 				g.logf("ignoring unexpected %q message", m.Type)
 			}
-		case e := <-readErr:
-			reason, seen = ReasonOwnerLost, e.at
-			g.ownerLost = errors.Is(e.err, io.EOF)
-			if !g.ownerLost {
+		case e := <-tr.errc:
+			if !errors.Is(e.err, io.EOF) {
 				g.logf("tether read failed: %v", e.err)
 			}
+			tr = &tetherReader{}
+			if orphan = g.orphaned(rw); orphan == nil {
+				reason, seen = ReasonOwnerLost, e.at
+			}
 		case <-g.ownerGone():
-			reason, g.ownerLost = ReasonOwnerLost, true
 			g.logf("owner process exited")
+			tr = &tetherReader{}
+			if orphan = g.orphaned(rw); orphan == nil {
+				reason = ReasonOwnerLost
+			}
+		case a := <-orphan.found():
+			orphan.close()
+			orphan = nil
+			tr = g.adopted(a, rw)
+		case <-orphan.expired():
+			reason, detail = ReasonOwnerLost, fmt.Sprintf("not adopted within %v of the owner's death", g.req.SurviveCrash.d())
 		case s := <-term:
 			reason = ReasonSignal
 			g.logf("received %v", s)
@@ -498,6 +524,55 @@ type readEnd struct {
 	at  time.Time
 }
 
+// tetherReader delivers what the owner sends on one tether; its channels
+// are nil while there is no tether.
+type tetherReader struct {
+	msgs chan message
+	errc chan readEnd
+}
+
+// readTether reads the tether rd until it ends. The stop timeout counts
+// from the owner's death, as near to it as can be told: the EOF, taken
+// before anything else is done, or as eof tells it (see
+// osSteps.ownerEOF).
+func readTether(rd *lineReader, eof func(at time.Time) time.Time) *tetherReader {
+	tr := &tetherReader{msgs: make(chan message, 4), errc: make(chan readEnd, 1)}
+	go func() {
+		for {
+			m, err := rd.next()
+			if err != nil {
+				at := time.Now()
+				if errors.Is(err, io.EOF) {
+					at = eof(at)
+				}
+				tr.errc <- readEnd{err: err, at: at}
+				return
+			}
+			tr.msgs <- m
+		}
+	}()
+	return tr
+}
+
+// current is the agent as it is now, for a new owner.
+func (g *guardian) current(rw *readyWatch) *Ready {
+	r := g.ready()
+	r.Pending = !rw.up
+	return r
+}
+
+// attach answers a new owner that took the tether over (an upgrade of
+// the owner): from now on its process is the one watched.
+func (g *guardian) attach(m message, rw *readyWatch) {
+	if m.Owner != nil {
+		if err := g.watchOwner(m.Owner); err != nil {
+			g.logf("watching the new owner, pid %d: %v (the tether alone will tell its death)", m.Owner.Pid, err)
+		}
+		g.logf("the tether has a new owner, pid %d (protocol version %d)", m.Owner.Pid, m.Version)
+	}
+	g.send(message{Type: msgAttached, Version: speaks, Ready: g.current(rw), Detail: rw.status, MainPID: rw.mainPID})
+}
+
 // teardown stops the tree, removes the private directory and the
 // containment, and only then releases the lock. The stop timeout counts
 // from begin, when the end of the agent's life was seen. A tree that
@@ -511,7 +586,10 @@ func (g *guardian) teardown(reason StopReason, begin time.Time, timeout time.Dur
 		c := &Cleanup{Code: CleanupTreeAlive, Message: err.Error(), Terminated: rep.Terminated, Killed: rep.Killed, Forced: rep.Forced, Elapsed: Duration(time.Since(begin))}
 		var alive *treeAliveError
 		if errors.As(err, &alive) {
-			c.Left = alive.left
+			c.Survivors = alive.left
+			for _, p := range alive.left {
+				c.Left = append(c.Left, p.PID)
+			}
 		} else {
 			c.Code = CleanupInternal
 		}
@@ -547,10 +625,7 @@ func (g *guardian) teardown(reason StopReason, begin time.Time, timeout time.Dur
 	} else {
 		g.logf("stopped (%s) in %v with a cleanup error: %s: %s", reason, c.Elapsed.d(), c.Code, c.Message)
 	}
-	if !g.ownerLost {
-		// An owner that is gone reads nothing: the log has it.
-		g.send(message{Type: msgStopped, Cleanup: c, Reason: reason, Exit: exit, Detail: detail})
-	}
+	g.send(message{Type: msgStopped, Cleanup: c, Reason: reason, Exit: exit, Detail: detail})
 	return 0
 }
 
@@ -559,7 +634,7 @@ func (g *guardian) teardown(reason StopReason, begin time.Time, timeout time.Dur
 // relaunched after this guardian's owner died) learns why the identity
 // is still held, until the release clears the record.
 func (g *guardian) recordCleanup(c *Cleanup) {
-	if g.rec == nil || g.self == nil {
+	if g.rec == nil || g.own == nil {
 		return
 	}
 	if err := g.rec.lock(recordWait); err != nil {
@@ -567,8 +642,8 @@ func (g *guardian) recordCleanup(c *Cleanup) {
 		return
 	}
 	defer g.rec.unlock()
-	g.self.Cleanup = c
-	if err := g.rec.write(g.self); err != nil {
+	g.own.Cleanup = c
+	if err := g.rec.write(g.own); err != nil {
 		g.logf("noting the failed cleanup in the owner record: %v", err)
 	}
 }

@@ -37,7 +37,50 @@ type osGuardian struct {
 	subreaper bool
 	lock      *os.File
 	cgroup    *punix.Cgroup
+	scope     string // the transient scope unit the cgroup is in, if any
 	tree      *punix.Tree
+	// cgroupDir is the guardian's own cgroup, below which the agent's
+	// is made, found by prepareOS; empty, and cgroupErr says why, when
+	// there is none.
+	cgroupDir string
+	cgroupErr error
+	// clock is shared with the owner's other guardians; nil without.
+	clock *punix.SharedClock
+}
+
+// The guardians of one owner share the moment its death was first seen.
+//
+// Every guardian counts its stop timeout from its owner's death (I2), and
+// it sees that death as the EOF of its tether. When an owner with
+// hundreds of agents dies, its guardians wake together, on few cores, and
+// some see the EOF a good while after the first: counted from there, the
+// last trees would be killed that much past the stop timeout. So the
+// owner hands each guardian, as descriptor 4, the same shared clock (a
+// memfd on Linux, see punix.SharedClock), and at the EOF each guardian
+// notes in it the time it saw unless an earlier one is there already, and
+// counts from the earliest.
+//
+// An earlier time that is more than deathWindow before a guardian's own
+// EOF belongs to another EOF (a tether its owner closed on purpose, long
+// before): that guardian counts from its own time, and notes it.
+const (
+	// deathClockFD is the descriptor the clock arrives on.
+	deathClockFD = 4
+	// deathClockName names the memfd; a descriptor 4 that is not one is
+	// not used.
+	deathClockName = "tether-owner-death"
+	// deathWindow bounds how much later than the first a guardian may
+	// see the same death.
+	deathWindow = time.Second
+)
+
+// ownerEOF counts from the first of the owner's guardians to see its
+// death, then lets the others that woke with this one take their time
+// before this one starts its teardown.
+func (g *guardian) ownerEOF(at time.Time) time.Time {
+	at = g.clock.Earliest(at, deathWindow)
+	punix.Yield()
+	return at
 }
 
 // Main runs the guardian process; args are the arguments after
@@ -73,8 +116,8 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "tether guardian: descriptor %d: %v\n", tetherFD, err)
 		return 1
 	}
-	g := &guardian{conn: conn, clock: openDeathClock()}
-	defer conn.Close()
+	g := &guardian{conn: conn}
+	g.clock = punix.OpenSharedClock(deathClockFD, deathClockName)
 
 	g.subreaper, _ = punix.BecomeSubreaper()
 	g.reaper = punix.NewReaper()
@@ -95,19 +138,30 @@ func redirectOutput(f *os.File) error {
 // ReleaseExecutablePages).
 func (g *guardian) settle() { _ = punix.ReleaseExecutablePages() }
 
+// prepareOS finds the guardian's own cgroup v2 (two files of /proc),
+// while the guardian waits for its request.
+func (g *guardian) prepareOS() { g.cgroupDir, g.cgroupErr = punix.OwnCgroupDir() }
+
 // ownerGone is nil: on Unix the tether's EOF is the one sign of the
 // owner's death.
 func (g *guardian) ownerGone() <-chan struct{} { return nil }
 
-func (g *guardian) containment() string {
-	if g.cgroup != nil {
-		return "cgroup+session"
+// watchOwner does nothing: on Unix the tether alone says the owner died.
+func (g *guardian) watchOwner(*procRef) error { return nil }
+
+func (g *guardian) containment() Containment {
+	switch {
+	case g.cgroup == nil:
+		return ContainmentSession
+	case g.scope != "":
+		return ContainmentScope
 	}
-	return "session"
+	return ContainmentCgroup
 }
 
 func (g *guardian) describe(r *Ready) {
 	r.Cgroup = cgroupPath(g.cgroup)
+	r.Scope = g.scope
 	r.Subreaper = g.subreaper
 	r.LockPath = g.lock.Name()
 }
@@ -225,15 +279,12 @@ func (g *guardian) removeOld(prev *record) {
 	}
 }
 
-// contain creates the agent's cgroup, where one can be made (and the
-// request allows it); without one the agent's session is its containment.
+// contain creates the agent's cgroup on the strongest rung it can get
+// (see cgroupOrScope); without one the agent's session is its
+// containment.
 func (g *guardian) contain(name string, self *record) *failure {
-	if g.req.NoCgroup {
-		return nil
-	}
-	if cg, err := punix.NewCgroup("tether-" + name); err == nil {
-		g.cgroup = cg
-		self.Cgroup = cg.Path
+	if g.cgroup, g.scope = g.cgroupOrScope("tether-" + name); g.cgroup != nil {
+		self.Cgroup = g.cgroup.Path
 	}
 	return nil
 }
@@ -318,9 +369,9 @@ func (g *guardian) stopTree(timeout time.Duration) (stopReport, error) {
 	}
 	var alive *punix.TreeAliveError
 	if errors.As(err, &alive) {
-		left := make([]int, 0, len(alive.Left))
+		left := make([]Survivor, 0, len(alive.Left))
 		for _, p := range alive.Left {
-			left = append(left, p.Pid)
+			left = append(left, Survivor{PID: p.Pid, State: string(p.State)})
 		}
 		return out, &treeAliveError{left: left, err: err}
 	}

@@ -113,14 +113,13 @@ func run(conn *os.File, owner procRef) int {
 	signal.Notify(term, syscall.SIGTERM)
 
 	g := &guardian{conn: conn}
-	defer conn.Close()
 	// The tether's EOF is the first sign of the owner's death; its
 	// process handle is a second one. If it is gone already, the
 	// guardian tears down as soon as it has anything to tear down.
 	switch p, err := pwin.OpenProcess(owner); {
 	case err == nil:
 		g.owner = p
-		defer p.Close()
+		defer func() { _ = g.watchOwner(nil) }()
 	case errors.Is(err, pwin.ErrNoProcess):
 		g.ownerDead = make(chan struct{})
 		close(g.ownerDead)
@@ -152,6 +151,13 @@ func redirectOutput(f *os.File) error {
 
 func (g *guardian) settle() {}
 
+// prepareOS has nothing to do on Windows: the job is made per start.
+func (g *guardian) prepareOS() {}
+
+// ownerEOF is at: the owner's handle, watched beside the tether, is what
+// tells its death here.
+func (g *guardian) ownerEOF(at time.Time) time.Time { return at }
+
 func (g *guardian) ownerGone() <-chan struct{} {
 	if g.owner != nil {
 		return g.owner.Exited()
@@ -159,7 +165,30 @@ func (g *guardian) ownerGone() <-chan struct{} {
 	return g.ownerDead
 }
 
-func (g *guardian) containment() string { return "job" }
+// watchOwner watches the process r names from now on instead of the
+// owner before (a new owner attached); nil stops watching.
+func (g *guardian) watchOwner(r *procRef) error {
+	if g.owner != nil {
+		g.owner.Close()
+	}
+	g.owner, g.ownerDead = nil, nil
+	if r == nil {
+		return nil
+	}
+	p, err := pwin.OpenProcess(*r)
+	if errors.Is(err, pwin.ErrNoProcess) {
+		// Gone already: as good as its death.
+		g.ownerDead = make(chan struct{})
+		close(g.ownerDead)
+	}
+	if err != nil {
+		return err
+	}
+	g.owner = p
+	return nil
+}
+
+func (g *guardian) containment() Containment { return ContainmentJob }
 
 func (g *guardian) describe(r *Ready) {
 	r.Job = g.job.Name()
@@ -304,7 +333,12 @@ func (g *guardian) stopTree(timeout time.Duration) (stopReport, error) {
 	out := stopReport{Terminated: rep.Requested, Killed: rep.Killed, Forced: rep.Forced}
 	var alive *pwin.JobAliveError
 	if errors.As(err, &alive) {
-		return out, &treeAliveError{left: alive.Pids, err: err}
+		// A job reports its members' pids; Windows has no state to add.
+		left := make([]Survivor, 0, len(alive.Pids))
+		for _, pid := range alive.Pids {
+			left = append(left, Survivor{PID: pid})
+		}
+		return out, &treeAliveError{left: left, err: err}
 	}
 	return out, err
 }

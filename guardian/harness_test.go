@@ -18,27 +18,25 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/internal/testdir"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // The test binary doubles as the guardian ("guardian"), as misbehaving
 // agents ("helper ROLE") and as an owner process that can be killed
-// ("owner"), in the manner of os/exec's tests.
+// ("owner").
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "guardian":
-			os.Exit(Main(os.Args[2:]))
-		case "helper":
-			os.Exit(runHelper(os.Args[2:]))
-		case "owner":
-			os.Exit(runOwner())
-		}
-	}
-	if err := setUpTestProcess(); err != nil {
-		fmt.Fprintln(os.Stderr, "setting up the test process:", err)
-		os.Exit(1)
-	}
-	os.Exit(m.Run())
+	testproc.Main(m, testproc.Before(setUpTestProcess))
+}
+
+func init() {
+	testproc.Register("guardian", Main)
+	// A guardian of an older binary, which speaks version 1.
+	testproc.Register("guardian-v1", func(args []string) int {
+		speaks = 1
+		return Main(args)
+	})
+	testproc.Register("helper", runHelper)
+	testproc.Register("owner", runOwner)
 }
 
 // Helper agents announce each process by creating "<role>.<pid>" in
@@ -66,7 +64,7 @@ type ownerReply struct {
 }
 
 // runOwner starts sessions as told on stdin and holds them until killed.
-func runOwner() int {
+func runOwner([]string) int {
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(nil, 1<<20)
 	sessions := map[string]*Session{}
@@ -133,7 +131,7 @@ func (e *world) spec(identity string, argv ...string) Spec {
 	return Spec{
 		Identity:    identity,
 		Profile:     "test",
-		Argv:        append([]string{e.exe, "helper"}, argv...),
+		Argv:        testproc.Argv("helper", argv...),
 		Env:         []string{"HELPER_DIR=" + e.helper, agentPath},
 		StopTimeout: 2 * time.Second,
 		LockDir:     e.locks,
@@ -177,9 +175,9 @@ func (e *world) log() string {
 // and returns their pids by role.
 func (e *world) waitAnnounced(want map[string]int) map[string][]int {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := map[string][]int{}
+	var got map[string][]int
+	if !testproc.Until(10*time.Second, func() bool {
+		got = map[string][]int{}
 		ents, _ := os.ReadDir(e.helper)
 		for _, d := range ents {
 			role, pidS, ok := strings.Cut(d.Name(), ".")
@@ -187,20 +185,16 @@ func (e *world) waitAnnounced(want map[string]int) map[string][]int {
 				got[role] = append(got[role], pid)
 			}
 		}
-		done := true
 		for role, n := range want {
 			if len(got[role]) < n {
-				done = false
+				return false
 			}
 		}
-		if done {
-			return got
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("helpers announced %v, want %v\nlog:\n%s", got, want, e.log())
-		}
-		time.Sleep(time.Millisecond)
+		return true
+	}) {
+		e.t.Fatalf("helpers announced %v, want %v\nlog:\n%s", got, want, e.log())
 	}
+	return got
 }
 
 // refs turns announced pids into references with start times.
@@ -234,16 +228,13 @@ func alive(rs []procRef) []procRef {
 func waitGone(t *testing.T, rs []procRef, within time.Duration) time.Duration {
 	t.Helper()
 	begin := time.Now()
-	for {
+	if !testproc.UntilEvery(within, 200*time.Microsecond, func() bool {
 		reapAdopted()
-		if len(alive(rs)) == 0 {
-			return time.Since(begin)
-		}
-		if time.Since(begin) > within {
-			t.Fatalf("still alive after %v: %v", within, alive(rs))
-		}
-		time.Sleep(200 * time.Microsecond)
+		return len(alive(rs)) == 0
+	}) {
+		t.Fatalf("still alive after %v: %v", within, alive(rs))
 	}
+	return time.Since(begin)
 }
 
 func gone(path string) bool {
@@ -271,7 +262,7 @@ type owner struct {
 
 func (e *world) newOwner() *owner {
 	e.t.Helper()
-	cmd := exec.Command(e.exe, "owner")
+	cmd := testproc.Command("owner")
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		e.t.Fatal(err)
@@ -281,15 +272,8 @@ func (e *world) newOwner() *owner {
 		e.t.Fatal(err)
 	}
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
-	o := &owner{t: e.t, cmd: cmd, in: in, out: bufio.NewReader(out)}
-	e.t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return o
+	testproc.Start(e.t, cmd)
+	return &owner{t: e.t, cmd: cmd, in: in, out: bufio.NewReader(out)}
 }
 
 func (o *owner) do(op ownerOp) ownerReply {

@@ -3,17 +3,16 @@ package guardian
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 	"golang.org/x/sys/windows"
 
+	"github.com/tether-dev/tether/internal/testproc"
 	pwin "github.com/tether-dev/tether/platform/windows"
 )
 
@@ -22,8 +21,6 @@ func setUpTestProcess() error { return nil }
 
 func runHelper(args []string) int {
 	role := args[0]
-	// A helper outlives no test by much: bound its life.
-	time.AfterFunc(2*time.Minute, func() { os.Exit(99) })
 	intr := make(chan os.Signal, 1)
 	switch role {
 	case "polite", "sleeper":
@@ -74,7 +71,7 @@ func runHelper(args []string) int {
 }
 
 func spawnSelf(role string) {
-	cmd := exec.Command(os.Args[0], "helper", role)
+	cmd := testproc.Command("helper", role)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/testproc"
 	pwin "github.com/tether-dev/tether/platform/windows"
 	"golang.org/x/sys/windows"
 )
@@ -37,7 +38,7 @@ func TestStartStopLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Containment != "job" || r.Job == "" || r.LockPath != name || r.AgentPID == 0 {
+	if r.Containment != ContainmentJob || r.Job == "" || r.LockPath != name || r.AgentPID == 0 {
 		t.Errorf("ready %+v", r)
 	}
 	if fi, err := os.Stat(r.PrivateDir); err != nil || !fi.IsDir() {
@@ -98,15 +99,11 @@ func TestI2OwnerKilled(t *testing.T) {
 			begin := time.Now()
 			o.kill()
 			bound := spec.StopTimeout + 100*time.Millisecond
-			for {
-				if len(alive(rs)) == 0 && gone(r.PrivateDir) && lockFree(t, r.LockPath) {
-					break
-				}
-				if time.Since(begin) > bound {
-					t.Fatalf("I2 breached: after %v alive %v, private dir gone %v, lock free %v\nlog:\n%s",
-						bound, alive(rs), gone(r.PrivateDir), lockFree(t, r.LockPath), e.log())
-				}
-				time.Sleep(time.Millisecond)
+			if !testproc.Until(time.Until(begin.Add(bound)), func() bool {
+				return len(alive(rs)) == 0 && gone(r.PrivateDir) && lockFree(t, r.LockPath)
+			}) {
+				t.Fatalf("I2 breached: after %v alive %v, private dir gone %v, lock free %v\nlog:\n%s",
+					bound, alive(rs), gone(r.PrivateDir), lockFree(t, r.LockPath), e.log())
 			}
 			t.Logf("%s tree cleaned %v after the owner's TerminateProcess", role, time.Since(begin))
 			if !strings.Contains(e.log(), "stopped (owner_lost)") {

@@ -53,6 +53,7 @@ func prepare(spec *Spec) (*request, string, error) {
 		Identity: spec.Identity, Profile: spec.Profile, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env,
 		StopTimeout: Duration(spec.StopTimeout), KillGrace: Duration(spec.KillGrace), LockDir: spec.LockDir, PrivateRoot: spec.PrivateRoot,
 		LogPath: spec.LogPath, NoCgroup: spec.NoCgroup, Readiness: spec.Readiness,
+		SurviveCrash: Duration(spec.SurviveCrash), AdoptPath: spec.AdoptPath,
 	}
 	if err := req.validate(); err != nil {
 		return nil, "", &StartError{Identity: spec.Identity, Code: CodeConfig, Message: err.Error()}
@@ -84,7 +85,7 @@ func spawn(exe string) (*spawned, error) {
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
 	cmd.Stderr = stderrW
-	err = cmd.Start()
+	err = startGuardian(cmd)
 	guardEnd.Close()
 	stderrW.Close()
 	if err != nil {
@@ -112,12 +113,8 @@ func (g *spawned) discard() {
 // handshake sends the start request and waits for the answer.
 func (g *spawned) handshake(ctx context.Context, spec Spec, req *request) (*Session, error) {
 	conn, proc, stderr := g.conn, g.proc, g.stderr
-	s := &Session{
-		spec: spec, conn: conn, proc: proc,
-		events:  make(chan Event, eventBuffer),
-		stopped: make(chan struct{}),
-		done:    make(chan struct{}),
-	}
+	rd := newLineReader(conn)
+	s := newSession(spec, conn, rd, proc)
 	reapLater := func() {
 		conn.Close()
 		go func() { _ = proc.Wait(); close(s.done) }()
@@ -139,15 +136,15 @@ func (g *spawned) handshake(ctx context.Context, spec Spec, req *request) (*Sess
 	if err := s.write(message{Type: msgStart, Version: ProtocolVersion, Start: req}); err != nil {
 		return nil, handshakeFailed(fmt.Errorf("sending the start request: %w", err))
 	}
-	rd := newLineReader(conn)
 	m, err := handshake(ctx, conn, rd, spec.HandshakeTimeout)
 	if err != nil {
 		return nil, handshakeFailed(err)
 	}
+	s.version = min(m.Version, ProtocolVersion)
 	switch {
 	case m.Type == msgReady && m.Ready != nil:
 		s.ready = *m.Ready
-		go s.run(rd)
+		go s.run()
 		return s, nil
 	case m.Type == msgFailed && m.Failure != nil:
 		reapLater()
@@ -179,6 +176,7 @@ func (p *execProcess) Pid() int { return p.cmd.Process.Pid }
 
 func (p *execProcess) Wait() error {
 	err := p.cmd.Wait()
+	guardianReaped(p.cmd.Process.Pid)
 	<-p.stderrDone
 	return err
 }

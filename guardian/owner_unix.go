@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 
 	punix "github.com/tether-dev/tether/platform/unix"
@@ -22,8 +23,8 @@ func guardianCommand(exe string) (cmd *exec.Cmd, conn *os.File, end io.Closer, e
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	// Descriptor 4, where there is one: the memory where this owner's
-	// guardians note when they saw it die (deathclock_linux.go).
+	// Descriptor 4, where there is one: the clock where this owner's
+	// guardians note when they saw it die (see deathClockFD).
 	extra := []*os.File{guardEnd}
 	if f := ownerDeathFile(); f != nil {
 		extra = append(extra, f)
@@ -37,4 +38,37 @@ func guardianCommand(exe string) (cmd *exec.Cmd, conn *os.File, end io.Closer, e
 		// group never reach it.
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}, conn, guardEnd, nil
+}
+
+// ownerDeathFile is this process's shared clock, made once and handed to
+// every guardian it starts; nil where it could not be made (the
+// guardians then count from their own EOF).
+var ownerDeathFile = sync.OnceValue(func() *os.File {
+	f, err := punix.NewSharedClockFile(deathClockName)
+	if err != nil {
+		return nil
+	}
+	return f
+})
+
+// startGuardian starts the guardian as a child this process counts as its
+// own (see punix.StartChild): an owner that adopts orphans as a child
+// subreaper never takes a guardian for one.
+func startGuardian(cmd *exec.Cmd) error {
+	_, err := punix.StartChild(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
+	return err
+}
+
+// guardianReaped ends the count startGuardian began.
+func guardianReaped(pid int) { punix.ForgetChild(pid) }
+
+// claimChild counts pid, a child this process did not start through
+// startGuardian (it did before an execve), as its own.
+func claimChild(pid int) {
+	_, _ = punix.StartChild(func() (int, error) { return pid, nil })
 }

@@ -46,3 +46,13 @@ func guardianCommand(exe string) (cmd *exec.Cmd, conn *os.File, end io.Closer, e
 		},
 	}, conn, guardEnd, nil
 }
+
+// startGuardian starts the guardian. Windows has no orphans to tell it
+// from: the job object ends a dead guardian's tree.
+func startGuardian(cmd *exec.Cmd) error { return cmd.Start() }
+
+// guardianReaped has nothing to undo on Windows.
+func guardianReaped(int) {}
+
+// claimChild has nothing to count on Windows.
+func claimChild(int) {}

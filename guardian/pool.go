@@ -39,6 +39,22 @@ func NewPool(exe string) *Pool {
 	return p
 }
 
+// NewPoolAfter is NewPool with the first guardians started after delay
+// (or at the first Start): for a process with more urgent work at its
+// start, such as an upgrade's successor.
+func NewPoolAfter(exe string, delay time.Duration) *Pool {
+	p := &Pool{exe: exe}
+	p.mu.Lock()
+	p.later = time.AfterFunc(delay, func() {
+		p.mu.Lock()
+		p.later = nil
+		p.mu.Unlock()
+		p.refill()
+	})
+	p.mu.Unlock()
+	return p
+}
+
 // Start is Start with a warm guardian when one is ready; spec.Executable
 // must be empty or the pool's.
 func (p *Pool) Start(ctx context.Context, spec Spec) (*Session, error) {
@@ -51,8 +67,10 @@ func (p *Pool) Start(ctx context.Context, spec Spec) (*Session, error) {
 	}
 	var g *spawned
 	p.mu.Lock()
-	if n := len(p.warm); n > 0 {
-		g, p.warm = p.warm[n-1], p.warm[:n-1]
+	if len(p.warm) > 0 {
+		// The oldest: the one most surely done with its start-up and
+		// prepare, which a start that comes too soon would wait for.
+		g, p.warm = p.warm[0], p.warm[1:]
 	}
 	p.mu.Unlock()
 	defer p.refillLater()
@@ -108,9 +126,30 @@ func (p *Pool) refill() {
 	}
 }
 
+// Release lets the warm guardians go without waiting for them to exit,
+// and returns their pids: a process that stays, such as one about to
+// execve a successor, must reap them (they exit at once on EOF).
+func (p *Pool) Release() []int {
+	var pids []int
+	for _, g := range p.shut() {
+		g.conn.Close()
+		pids = append(pids, g.proc.Pid())
+	}
+	return pids
+}
+
 // Close releases the warm guardians. Sessions already started are not
 // affected.
 func (p *Pool) Close() {
+	for _, g := range p.shut() {
+		g.conn.Close()
+		_ = g.proc.Wait()
+	}
+}
+
+// shut closes the pool to refills and returns the warm guardians, once
+// no spawn is under way.
+func (p *Pool) shut() []*spawned {
 	p.mu.Lock()
 	p.closed = true
 	if p.later != nil {
@@ -121,8 +160,5 @@ func (p *Pool) Close() {
 	p.warm = nil
 	p.mu.Unlock()
 	p.wg.Wait()
-	for _, g := range warm {
-		g.conn.Close()
-		_ = g.proc.Wait()
-	}
+	return warm
 }

@@ -6,6 +6,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // A pool hands out the guardians it started ahead of time, refills, and
@@ -15,22 +17,16 @@ func TestPoolUsesWarmGuardian(t *testing.T) {
 	p := NewPool(e.exe)
 	defer p.Close()
 	warm := func() int {
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		var g *spawned
+		testproc.Eventually(t, 20*time.Second, func() bool {
 			p.mu.Lock()
-			var g *spawned
+			defer p.mu.Unlock()
 			if n := len(p.warm); n == poolSize {
-				g = p.warm[n-1] // the one the next Start takes
+				g = p.warm[0] // the one the next Start takes
 			}
-			p.mu.Unlock()
-			if g != nil {
-				return g.proc.Pid()
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("no warm guardian")
-			}
-			time.Sleep(time.Millisecond)
-		}
+			return g != nil
+		}, "no warm guardian")
+		return g.proc.Pid()
 	}
 	for _, id := range []string{"pooled-1", "pooled-2"} {
 		pid := warm()

@@ -2,18 +2,52 @@ package guardian
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"time"
+
+	"github.com/tether-dev/tether/probe"
 )
 
-// ProtocolVersion is carried by the first line each way on the tether.
-const ProtocolVersion = 1
+// ProtocolVersion is the newest version of the protocol this binary
+// speaks; MinProtocolVersion the oldest it still speaks with. The first
+// line each way on the tether carries the sender's version, and each side
+// speaks the older of the two. Version 1 has start, stop and the
+// guardian's reports; version 2 adds attach and attached (a new owner
+// takes over a live tether: after an upgrade, or an adoption after a
+// crash, see survive_crash) and query and waiting (a guardian waiting to
+// be adopted says who it is).
+const (
+	ProtocolVersion    = 2
+	MinProtocolVersion = 1
+)
 
-// maxLine bounds one protocol line; a start request with a large
-// environment fits well inside it.
+// speaks is the version this guardian speaks: ProtocolVersion, except in
+// tests that play a guardian of an older binary.
+var speaks = ProtocolVersion
+
+// speaksFlag, set at link time (go build -ldflags "-X
+// github.com/tether-dev/tether/guardian.speaksFlag=1"), makes the
+// guardians of this binary speak an older version: for the tests that run
+// an older binary's guardians under a newer service.
+var speaksFlag string
+
+func init() {
+	if v, err := strconv.Atoi(speaksFlag); err == nil && v >= MinProtocolVersion && v < ProtocolVersion {
+		speaks = v
+	}
+}
+
+// versionOK says whether the other side's version v can be spoken with.
+func versionOK(v int) bool { return v >= MinProtocolVersion && v <= ProtocolVersion }
+
+// maxLine bounds one protocol line, its newline included; a start
+// request with a large environment fits well inside it.
 const maxLine = 1 << 20
 
 // msgType names a protocol message.
@@ -29,6 +63,11 @@ const (
 	msgCleanupFailed msgType = "cleanup_failed" // the tree could not be confirmed dead; retrying
 	msgAgentReady    msgType = "agent_ready"    // the agent passed its readiness check (after ready with Pending)
 	msgStatus        msgType = "status"         // the agent's own status text changed (STATUS=)
+	// Version 2.
+	msgAttach   msgType = "attach"   // a new owner -> guardian: the tether is now mine (Owner, Profile)
+	msgAttached msgType = "attached" // guardian -> new owner: the agent as it is now (Ready, Detail, MainPID)
+	msgQuery    msgType = "query"    // anyone of the user -> waiting guardian: who are you
+	msgWaiting  msgType = "waiting"  // waiting guardian -> asker: Waiting
 )
 
 // EventType names what a Session reports after ready. Each but EventLost
@@ -56,6 +95,9 @@ const (
 	// EventStatus: the agent's status text (Status) or main process
 	// (MainPID) changed.
 	EventStatus = EventType(msgStatus)
+	// EventAttached: the guardian answered a new owner's attach with the
+	// agent as it is now (Ready, Status, MainPID).
+	EventAttached = EventType(msgAttached)
 )
 
 // Code is the closed set of reasons a guardian gives for not starting.
@@ -115,6 +157,11 @@ type request struct {
 	// Reclaim asks only to free the identity: stop an abandoned or
 	// leftover tree, release the lock, answer stopped and exit.
 	Reclaim bool `json:"reclaim,omitempty"`
+	// SurviveCrash, when positive, keeps the tree for that long after
+	// the owner's death, waiting at AdoptPath for a new owner of the
+	// same Profile to attach (version 2).
+	SurviveCrash Duration `json:"survive_crash,omitempty"`
+	AdoptPath    string   `json:"adopt_path,omitempty"`
 }
 
 // message is one line on the tether. Only the fields of its Type are set.
@@ -135,8 +182,27 @@ type message struct {
 	// status).
 	Detail string `json:"detail,omitempty"`
 	// MainPID is the agent's main process when it named another one
-	// (MAINPID=) (agent_ready, status).
+	// (MAINPID=) (agent_ready, status, attached).
 	MainPID int `json:"main_pid,omitempty"`
+	// Owner is the process of the new owner (attach): on Windows the
+	// guardian watches it from then on.
+	Owner *procRef `json:"owner,omitempty"`
+	// Profile is the new owner's profile (attach): a guardian waiting to
+	// be adopted refuses another profile's.
+	Profile string `json:"profile,omitempty"`
+	// Waiting describes a guardian waiting to be adopted (waiting).
+	Waiting *Waiting `json:"waiting,omitempty"`
+}
+
+// Waiting is what a guardian waiting to be adopted says of itself.
+type Waiting struct {
+	Identity    string    `json:"identity"`
+	Profile     string    `json:"profile"`
+	GuardianPID int       `json:"guardian_pid"`
+	AgentPID    int       `json:"agent_pid"`
+	Since       time.Time `json:"since"` // the agent's start
+	Orphaned    time.Time `json:"orphaned"`
+	Until       time.Time `json:"until"` // the tree is stopped then unless adopted
 }
 
 // failure is the body of a failed answer.
@@ -150,16 +216,20 @@ type failure struct {
 
 // Ready describes a started agent.
 type Ready struct {
-	GuardianPID int       `json:"guardian_pid"`
-	AgentPID    int       `json:"agent_pid"`
-	SessionID   int       `json:"session_id"`
-	Containment string    `json:"containment"` // "cgroup+session", "session" or "job"
-	Cgroup      string    `json:"cgroup,omitempty"`
-	Job         string    `json:"job,omitempty"` // Windows: the job object's name
-	Subreaper   bool      `json:"subreaper"`
-	PrivateDir  string    `json:"private_dir"`
-	LockPath    string    `json:"lock_path"`
-	Since       time.Time `json:"since"`
+	GuardianPID int `json:"guardian_pid"`
+	// GuardianStart is the guardian's start time, which with its pid
+	// names it across pid reuse (version 2).
+	GuardianStart uint64      `json:"guardian_start,omitempty"`
+	AgentPID      int         `json:"agent_pid"`
+	SessionID     int         `json:"session_id"`
+	Containment   Containment `json:"containment"`
+	Cgroup        string      `json:"cgroup,omitempty"`
+	Scope         string      `json:"scope,omitempty"` // the transient scope unit holding the guardian, for ContainmentScope
+	Job           string      `json:"job,omitempty"`   // Windows: the job object's name
+	Subreaper     bool        `json:"subreaper"`
+	PrivateDir    string      `json:"private_dir"`
+	LockPath      string      `json:"lock_path"`
+	Since         time.Time   `json:"since"`
 	// TookOver names the guardian whose abandoned tree was stopped
 	// before this start, if any.
 	TookOver *Holder `json:"took_over,omitempty"`
@@ -167,6 +237,30 @@ type Ready struct {
 	// yet: an agent_ready message, or a stop with ReasonNotReady, follows.
 	Pending bool `json:"pending,omitempty"`
 }
+
+// Containment names the rung of the containment ladder an agent's tree
+// got; the constants go from the strongest to the weakest. Every rung
+// starts the agent in a session of its own. A guardian takes the
+// strongest it can get and says in its log why not a stronger one.
+type Containment string
+
+// The containment rungs.
+const (
+	// ContainmentCgroup: a cgroup v2 of its own below the guardian's,
+	// which is writable (root, or a unit with Delegate=yes); the agent is
+	// cloned into it and teardown ends with cgroup.kill.
+	ContainmentCgroup Containment = "cgroup"
+	// ContainmentScope: the same, below a transient scope with
+	// Delegate=yes that the user's systemd manager made for the
+	// guardian, where no cgroup was writable.
+	ContainmentScope Containment = "scope"
+	// ContainmentSession: no cgroup; the session, and the child
+	// subreapers (the guardian, and its owner) that descendants which
+	// leave it come back to.
+	ContainmentSession Containment = "session"
+	// ContainmentJob: Windows' kill-on-close job object.
+	ContainmentJob Containment = "job"
+)
 
 // Holder says who holds, or held, an identity.
 type Holder struct {
@@ -232,13 +326,16 @@ const (
 
 // Cleanup is the outcome of a teardown.
 type Cleanup struct {
-	Code       CleanupCode `json:"code"`
-	Message    string      `json:"message,omitempty"`
-	Left       []int       `json:"left,omitempty"` // pids still alive, for tree_alive
-	Terminated int         `json:"terminated"`
-	Killed     int         `json:"killed"`
-	Forced     bool        `json:"forced"` // the stop timeout ran out and SIGKILL followed
-	Elapsed    Duration    `json:"elapsed"`
+	Code    CleanupCode `json:"code"`
+	Message string      `json:"message,omitempty"`
+	Left    []int       `json:"left,omitempty"` // pids still alive, for tree_alive
+	// Survivors are the processes of Left with the state the system
+	// reported for each (tree_alive).
+	Survivors  []Survivor `json:"survivors,omitempty"`
+	Terminated int        `json:"terminated"`
+	Killed     int        `json:"killed"`
+	Forced     bool       `json:"forced"` // the stop timeout ran out and SIGKILL followed
+	Elapsed    Duration   `json:"elapsed"`
 }
 
 // Err returns nil for a clean teardown and a *CleanupError otherwise.
@@ -246,7 +343,16 @@ func (c *Cleanup) Err() error {
 	if c == nil || c.Code == CleanupOK {
 		return nil
 	}
-	return &CleanupError{Code: c.Code, Message: c.Message, Left: c.Left}
+	return &CleanupError{Code: c.Code, Message: c.Message, Left: c.Left, Survivors: c.Survivors}
+}
+
+// Survivor is a process still alive after SIGKILL and the kill grace,
+// and its state as the system reports it: on Linux and macOS a process
+// state letter (D: in an uninterruptible wait, which ends only when the
+// kernel call returns; Z: a zombie; T: stopped), empty where unknown.
+type Survivor struct {
+	PID   int    `json:"pid"`
+	State string `json:"state,omitempty"`
 }
 
 // Duration is a time.Duration that travels as a string such as "5s".
@@ -271,34 +377,97 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// lineReader reads protocol lines.
-type lineReader struct{ s *bufio.Scanner }
+// lineReader reads protocol lines. A read that fails on a deadline (one
+// set to hand the tether to another owner) keeps what it had read of a
+// line, and rest returns every byte read off the tether but not yet
+// returned as a message: the next owner's reader starts with them
+// (newLineReaderAfter), so no message is lost or cut in two.
+type lineReader struct {
+	r       *bufio.Reader
+	limit   int
+	partial []byte
+	// err ends the stream: a failed read (other than a deadline's), a
+	// line over the limit, or the end.
+	err error
+}
 
-func newLineReader(r io.Reader) *lineReader {
-	s := bufio.NewScanner(r)
-	s.Buffer(make([]byte, 0, 4096), maxLine)
-	return &lineReader{s: s}
+func newLineReader(r io.Reader) *lineReader { return newLineReaderSize(r, maxLine) }
+
+// newLineReaderSize reads lines of at most limit bytes, newline included.
+func newLineReaderSize(r io.Reader, limit int) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(r, min(4096, limit)), limit: limit}
+}
+
+// newLineReaderAfter reads first the bytes in pending, then r.
+func newLineReaderAfter(pending []byte, r io.Reader) *lineReader {
+	if len(pending) > 0 {
+		r = io.MultiReader(bytes.NewReader(pending), r)
+	}
+	return newLineReader(r)
+}
+
+// warmCodecs encodes a message with every field of a pointer type set and
+// decodes it again: encoding/json then holds the encoder and the fields of
+// every protocol type, which it would otherwise build at the first real
+// message.
+func warmCodecs() {
+	m := message{
+		Start: &request{Readiness: &Readiness{Ready: &probe.Spec{}, Health: &HealthCheck{}}}, Timeout: new(Duration),
+		Ready: &Ready{TookOver: &Holder{}}, Failure: &failure{Holder: &Holder{}}, Exit: &Exit{}, Cleanup: &Cleanup{}, Retry: new(Duration),
+	}
+	if b, err := json.Marshal(m); err == nil {
+		_ = json.Unmarshal(b, &message{})
+	}
 }
 
 // errProtocol reports a line that is not a protocol message.
 var errProtocol = errors.New("protocol error")
 
-// next returns the next message, io.EOF at a clean end, or an error.
+// next returns the next message, io.EOF at a clean end, or an error. A
+// line that is not a message is an errProtocol, and the next line follows;
+// a line over the limit is an errProtocol too, but, like a failed read,
+// it ends the stream: every later call returns the same error. A read
+// cut by a deadline returns its error and ends nothing.
 func (r *lineReader) next() (message, error) {
-	if !r.s.Scan() {
-		if err := r.s.Err(); err != nil {
+	if r.err != nil {
+		return message{}, r.err
+	}
+	for {
+		b, err := r.r.ReadSlice('\n')
+		r.partial = append(r.partial, b...)
+		complete := err == nil
+		switch {
+		case complete && len(r.partial) > r.limit, !complete && len(r.partial)+1 > r.limit:
+			r.err = fmt.Errorf("%w: a line over %d bytes with its newline (%w)", errProtocol, r.limit, bufio.ErrTooLong)
+			return message{}, r.err
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(r.partial) > 0:
+			// The last line, without its newline; the end follows.
+			r.err = io.EOF
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return message{}, err
+		case err != nil:
+			r.err = err
 			return message{}, err
 		}
-		return message{}, io.EOF
+		line := bytes.TrimSuffix(bytes.TrimSuffix(r.partial, []byte("\n")), []byte("\r"))
+		r.partial = r.partial[:0]
+		var m message
+		if err := json.Unmarshal(line, &m); err != nil {
+			return message{}, fmt.Errorf("%w: %v", errProtocol, err)
+		}
+		if m.Type == "" {
+			return message{}, fmt.Errorf("%w: line has no type", errProtocol)
+		}
+		return m, nil
 	}
-	var m message
-	if err := json.Unmarshal(r.s.Bytes(), &m); err != nil {
-		return message{}, fmt.Errorf("%w: %v", errProtocol, err)
-	}
-	if m.Type == "" {
-		return message{}, fmt.Errorf("%w: line has no type", errProtocol)
-	}
-	return m, nil
+}
+
+// rest returns what was read off the tether and not returned by next.
+func (r *lineReader) rest() []byte {
+	buffered, _ := r.r.Peek(r.r.Buffered())
+	return append(append([]byte(nil), r.partial...), buffered...)
 }
 
 // writeMessage writes one line. Each message is one write, so a line is

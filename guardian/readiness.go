@@ -55,7 +55,7 @@ const DefaultStartTimeout = 60 * time.Second
 // the check's only timer, and it ends with the start.
 const (
 	readyPollFirst = 10 * time.Millisecond
-	readyPollMax   = 500 * time.Millisecond
+	readyPollMax   = 100 * time.Millisecond
 )
 
 func (r *Readiness) validate() error {
@@ -393,17 +393,18 @@ func isGuardianLine(line []byte) bool {
 // until the agent is ready, then the watchdog. Its channels are nil when
 // there is nothing to wait for, so an agent without checks adds no timer.
 type readyWatch struct {
-	g      *guardian
-	events <-chan readyEvent
-	startT *time.Timer
-	startC <-chan time.Time
-	dogT   *time.Timer
-	dogC   <-chan time.Time
-	dog    time.Duration
-	up     bool
-	status string // the last STATUS= text
-	began  time.Time
-	limit  time.Duration
+	g       *guardian
+	events  <-chan readyEvent
+	startT  *time.Timer
+	startC  <-chan time.Time
+	dogT    *time.Timer
+	dogC    <-chan time.Time
+	dog     time.Duration
+	up      bool
+	status  string // the last STATUS= text
+	mainPID int    // the last MAINPID=
+	began   time.Time
+	limit   time.Duration
 }
 
 func (g *guardian) readyWatch() *readyWatch {
@@ -446,6 +447,7 @@ func (rw *readyWatch) handle(ev readyEvent) (StopReason, string) {
 		rw.status = ev.status
 		g.send(message{Type: msgStatus, Detail: ev.status})
 	case readyMainPID:
+		rw.mainPID = ev.pid
 		g.logf("the agent names pid %d as its main process", ev.pid)
 		g.send(message{Type: msgStatus, Detail: rw.status, MainPID: ev.pid})
 	case readyExtend:

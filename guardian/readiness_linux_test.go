@@ -3,7 +3,6 @@ package guardian
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/testproc"
 	"github.com/tether-dev/tether/probe"
 	"golang.org/x/sys/unix"
 )
@@ -46,41 +46,6 @@ func (e *world) script(identity, script string, r *Readiness) Spec {
 	}
 	spec.Readiness = r
 	return spec
-}
-
-// nextEvent returns the session's next event, failing after within.
-func nextEvent(t *testing.T, e *world, s *Session, within time.Duration) Event {
-	t.Helper()
-	select {
-	case ev, ok := <-s.Events():
-		if !ok {
-			t.Fatalf("events ended\nlog:\n%s", e.log())
-		}
-		return ev
-	case <-time.After(within):
-		t.Fatalf("no event within %v\nlog:\n%s", within, e.log())
-	}
-	return Event{}
-}
-
-// expectStopped reads events until the stopped one and checks its reason.
-func expectStopped(t *testing.T, e *world, s *Session, reason StopReason, within time.Duration) Event {
-	t.Helper()
-	for {
-		ev := nextEvent(t, e, s, within)
-		switch ev.Type {
-		case EventStopped:
-			if ev.Reason != reason {
-				t.Fatalf("stopped for %q (%s), want %q\nlog:\n%s", ev.Reason, ev.Detail, reason, e.log())
-			}
-			if ev.Cleanup == nil || ev.Cleanup.Code != CleanupOK {
-				t.Fatalf("cleanup %+v", ev.Cleanup)
-			}
-			return ev
-		case EventAgentReady:
-			t.Fatalf("agent_ready before the stop for %s\nlog:\n%s", reason, e.log())
-		}
-	}
 }
 
 func TestReadyNotifyWithSystemdNotify(t *testing.T) {
@@ -254,96 +219,16 @@ func TestReadyFDClosedWithoutNewline(t *testing.T) {
 	}
 }
 
-// freePort returns a loopback port nobody listens on right now.
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func TestReadyOutsideChecks(t *testing.T) {
-	port := 0
-	cases := []struct {
-		name   string
-		need   []string
-		script func(dir string) string
-		ready  func(dir string) probe.Spec
-	}{
-		{"http", []string{"python3"},
-			func(string) string {
-				return fmt.Sprintf(`sleep 0.2; exec python3 -m http.server --bind 127.0.0.1 %d`, port)
-			},
-			func(string) probe.Spec {
-				return probe.Spec{Kind: probe.KindHTTP, URL: fmt.Sprintf("http://127.0.0.1:%d/", port)}
-			}},
-		{"tcp", []string{"python3"},
-			func(string) string {
-				return fmt.Sprintf(`sleep 0.2; exec python3 -m http.server --bind 127.0.0.1 %d`, port)
-			},
-			func(string) probe.Spec {
-				return probe.Spec{Kind: probe.KindTCP, Addr: fmt.Sprintf("127.0.0.1:%d", port)}
-			}},
-		{"exec", nil,
-			func(dir string) string { return `sleep 0.2; touch ` + dir + `/up; exec sleep 1000` },
-			func(dir string) probe.Spec {
-				return probe.Spec{Kind: probe.KindExec, Argv: []string{"test", "-e", dir + "/up"}}
-			}},
-		{"log", nil,
-			func(string) string { return `echo starting; sleep 0.2; echo "listening on 8080"; exec sleep 1000` },
-			func(string) probe.Spec { return probe.Spec{Kind: probe.KindLog, Pattern: `^listening on \d+$`} }},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			e := readyEnv(t, c.need...)
-			port = freePort(t)
-			spec := e.script("outside@"+c.name, c.script(e.helper), &Readiness{Ready: ptr(c.ready(e.helper))})
-			begin := time.Now()
-			s := e.start(spec)
-			if !s.Ready().Pending {
-				t.Fatal("ready.pending is false")
-			}
-			if ev := nextEvent(t, e, s, 10*time.Second); ev.Type != EventAgentReady {
-				t.Fatalf("event %+v, want agent_ready", ev)
-			}
-			if d := time.Since(begin); d < 200*time.Millisecond {
-				t.Fatalf("ready after %v, before the agent was", d)
-			}
-		})
-	}
-}
-
-func ptr[T any](v T) *T { return &v }
-
-func TestHealthCheckStopsAnUnhealthyAgent(t *testing.T) {
-	e := readyEnv(t)
-	up := filepath.Join(e.helper, "healthy")
-	if err := os.WriteFile(up, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	spec := e.script("health@exec", `sleep 0.3; rm `+up+`; exec sleep 1000`,
-		&Readiness{Health: &HealthCheck{Check: probe.Spec{Kind: probe.KindExec, Argv: []string{"test", "-e", up}},
-			Every: Duration(50 * time.Millisecond), Timeout: Duration(time.Second), Failures: 3}})
-	begin := time.Now()
-	s := e.start(spec)
-	if s.Ready().Pending {
-		t.Fatal("an agent with only a health check is ready at spawn")
-	}
-	ev := expectStopped(t, e, s, ReasonUnhealthy, 10*time.Second)
-	if d := time.Since(begin); d < 300*time.Millisecond {
-		t.Errorf("unhealthy after %v, while the check still passed", d)
-	}
-	if !strings.Contains(ev.Detail, "3 health checks in a row failed") || !strings.Contains(ev.Detail, "exit status 1") {
-		t.Errorf("detail %q", ev.Detail)
-	}
-}
-
-// agentEnviron reads a process's environment.
+// agentEnviron reads a process's environment. A process in the middle
+// of an exec shows an empty one for a moment: the read is retried.
 func agentEnviron(t *testing.T, pid int) map[string]string {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	var b []byte
+	var err error
+	testproc.Eventually(t, 5*time.Second, func() bool {
+		b, err = os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		return err != nil || len(b) > 0
+	}, "pid %d shows no environment", pid)
 	if err != nil {
 		t.Fatal(err)
 	}

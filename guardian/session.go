@@ -7,7 +7,10 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/tether-dev/tether/platform"
 )
 
 // Event is one report from a running session.
@@ -27,16 +30,31 @@ type Event struct {
 	// EventStatus).
 	Status string
 	// MainPID is the process the agent named as its main one
-	// (EventStatus), zero when it named none.
+	// (EventStatus, EventAttached), zero when it named none.
 	MainPID int
+	// Ready is the agent as the guardian reported it to a new owner
+	// (EventAttached): its pids, and Pending while its readiness check
+	// has not passed.
+	Ready *Ready
 }
 
 // Session is the owner's handle on one running guardian.
 type Session struct {
-	spec  Spec
-	ready Ready
-	conn  *os.File
-	proc  guardianProcess
+	spec    Spec
+	ready   Ready
+	version int          // the protocol version spoken with the guardian
+	owner   platform.Ref // this process, for attach
+	conn    tetherConn
+	proc    guardianProcess
+	// rd is the tether's reader; run owns it. Detach parks run and
+	// hands rd's unread bytes to the next owner.
+	rd *lineReader
+
+	park     chan chan []byte // Detach asks run to stop reading at a message boundary
+	unpark   chan bool        // true: read on (Resume); false: let go (Release)
+	parkFlag atomic.Bool      // set by Detach while it waits for run to park
+	attached chan struct{}    // closed once the guardian answered attach (or the session ended)
+	attachOK sync.Once
 
 	events  chan Event
 	stopped chan struct{} // closed when stopped arrives or the guardian is gone
@@ -46,6 +64,15 @@ type Session struct {
 	final   *Event // the stopped or lost event
 	lastErr error  // the outcome of the latest cleanup_failed, stopped or lost
 	writeMu sync.Mutex
+}
+
+// tetherConn is the owner's end of a tether: a socket or pipe served by
+// the runtime's poller (an *os.File of a socket pair or duplex pipe, or
+// the connection an adoption came in on).
+type tetherConn interface {
+	io.ReadWriteCloser
+	SetReadDeadline(time.Time) error
+	SetWriteDeadline(time.Time) error
 }
 
 // guardianProcess is the OS half of a spawned guardian.
@@ -60,8 +87,15 @@ type guardianProcess interface {
 // 30 s).
 const eventBuffer = 256
 
-// Ready returns what the guardian reported when the agent started.
+// Ready returns what the guardian reported when the agent started (for
+// an attached session, what the owner before knew).
 func (s *Session) Ready() Ready { return s.ready }
+
+// Version returns the protocol version spoken with the guardian.
+func (s *Session) Version() int { return s.version }
+
+// GuardianPID returns the guardian's process id.
+func (s *Session) GuardianPID() int { return s.proc.Pid() }
 
 // Identity returns the identity this session holds.
 func (s *Session) Identity() string { return s.spec.Identity }
@@ -137,15 +171,36 @@ func (s *Session) write(m message) error {
 	return writeMessage(s.conn, m)
 }
 
+// newSession is a session on conn, read by rd, with the guardian proc.
+func newSession(spec Spec, conn tetherConn, rd *lineReader, proc guardianProcess) *Session {
+	return &Session{
+		spec: spec, conn: conn, rd: rd, proc: proc,
+		version:  ProtocolVersion,
+		events:   make(chan Event, eventBuffer),
+		stopped:  make(chan struct{}),
+		done:     make(chan struct{}),
+		park:     make(chan chan []byte),
+		unpark:   make(chan bool),
+		attached: make(chan struct{}),
+	}
+}
+
 // run reads the guardian's reports until EOF, then reaps the guardian and
-// closes the event stream.
-func (s *Session) run(rd *lineReader) {
-	defer close(s.done)
-	defer close(s.events)
+// closes the event stream. Parked by Detach, it stops reading until
+// Resume, or returns at once after Release, leaving the tether and the
+// guardian to the next owner.
+func (s *Session) run() {
 	var final *Event
+	defer s.markAttached()
 	for {
-		m, err := rd.next()
+		m, err := s.rd.next()
 		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) && s.parkFlag.Load() {
+				if !s.parkHere() {
+					return // released: the next owner has it all
+				}
+				continue
+			}
 			break
 		}
 		ev := Event{Time: m.Time, Reason: m.Reason, Exit: m.Exit, Cleanup: m.Cleanup}
@@ -162,10 +217,14 @@ func (s *Session) run(rd *lineReader) {
 			ev.Type = EventStopped
 			ev.Err = m.Cleanup.Err()
 			ev.Detail = m.Detail
-		case msgAgentReady, msgStatus:
+		case msgAgentReady, msgStatus, msgAttached:
 			ev.Type = EventAgentReady
-			if m.Type == msgStatus {
+			switch m.Type {
+			case msgStatus:
 				ev.Type = EventStatus
+			case msgAttached:
+				ev.Type, ev.Ready = EventAttached, m.Ready
+				s.markAttached()
 			}
 			ev.Status, ev.MainPID = m.Detail, m.MainPID
 			s.events <- ev
@@ -182,6 +241,8 @@ func (s *Session) run(rd *lineReader) {
 		}
 		s.events <- ev
 	}
+	defer close(s.done)
+	defer close(s.events)
 	s.conn.Close()
 	werr := s.proc.Wait()
 	if final == nil {
@@ -191,6 +252,8 @@ func (s *Session) run(rd *lineReader) {
 		s.events <- ev
 	}
 }
+
+func (s *Session) markAttached() { s.attachOK.Do(func() { close(s.attached) }) }
 
 func (s *Session) setErr(err error) {
 	s.mu.Lock()
@@ -208,7 +271,7 @@ func (s *Session) finish(ev *Event) {
 }
 
 // handshake reads the guardian's first answer.
-func handshake(ctx context.Context, conn *os.File, rd *lineReader, timeout time.Duration) (message, error) {
+func handshake(ctx context.Context, conn tetherConn, rd *lineReader, timeout time.Duration) (message, error) {
 	_ = conn.SetReadDeadline(time.Now().Add(timeout))
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
@@ -226,8 +289,8 @@ func handshake(ctx context.Context, conn *os.File, rd *lineReader, timeout time.
 		return m, err
 	}
 	_ = conn.SetReadDeadline(time.Time{})
-	if m.Version != ProtocolVersion {
-		return m, fmt.Errorf("guardian speaks protocol version %d, want %d", m.Version, ProtocolVersion)
+	if !versionOK(m.Version) {
+		return m, fmt.Errorf("guardian speaks protocol version %d; this tether speaks %d to %d", m.Version, MinProtocolVersion, ProtocolVersion)
 	}
 	return m, nil
 }

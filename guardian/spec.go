@@ -47,6 +47,13 @@ type Spec struct {
 	// Readiness, when set, says how the agent is found ready and kept
 	// healthy (I8); nil: ready once spawned.
 	Readiness *Readiness
+	// SurviveCrash, when positive, keeps the tree for that long after
+	// the owner dies (not after a stop), with the identity held, waiting
+	// at AdoptPath (a unix socket path, or a pipe name on Windows) for an
+	// owner of the same Profile to Adopt it. Zero: the tree goes down
+	// with its owner (I2).
+	SurviveCrash time.Duration
+	AdoptPath    string
 
 	// Executable is the tether binary to run as guardian; empty means
 	// os.Executable().
@@ -82,6 +89,12 @@ func (r *request) validate() error {
 	}
 	if r.KillGrace < 0 {
 		return fmt.Errorf("kill_grace %v: must not be negative", time.Duration(r.KillGrace))
+	}
+	if r.SurviveCrash < 0 {
+		return fmt.Errorf("survive_crash %v: must not be negative", time.Duration(r.SurviveCrash))
+	}
+	if r.SurviveCrash > 0 && r.AdoptPath == "" {
+		return fmt.Errorf("survive_crash %v: needs an adopt_path", time.Duration(r.SurviveCrash))
 	}
 	if r.StopTimeout <= 0 {
 		return fmt.Errorf("stop_timeout %v: must be positive", time.Duration(r.StopTimeout))

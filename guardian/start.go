@@ -54,14 +54,14 @@ func (g *guardian) start() *failure {
 	}
 	planned := filepath.Join(g.req.PrivateRoot, name)
 	self := &record{Version: recordVersion, Identity: g.req.Identity, Profile: g.req.Profile,
-		Guardian: platform.Self(), PrivateDir: planned, Since: g.since}
+		Guardian: g.self, PrivateDir: planned, Since: g.since}
 	if fl := g.contain(name, self); fl != nil {
 		return fl
 	}
 	if err := rec.write(self); err != nil {
 		return &failure{Code: CodeLock, Path: rec.f.Name(), Message: "writing the owner record: " + err.Error()}
 	}
-	g.self = self
+	g.own = self
 	if err := platform.SecureDir(g.req.PrivateRoot); err != nil {
 		return &failure{Code: CodePrivateDir, Path: g.req.PrivateRoot, Message: err.Error()}
 	}

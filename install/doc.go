@@ -12,16 +12,25 @@
 // What is written, per platform:
 //
 //	Linux    systemd user unit  $XDG_CONFIG_HOME/systemd/user/tether[-PROFILE].service
-//	         (WantedBy=default.target, KillMode=mixed, Delegate=yes,
+//	         (Type=notify, ExecReload, Environment=PATH, TimeoutStopSec,
+//	         WantedBy=default.target, KillMode=mixed, Delegate=yes,
 //	         Restart=on-failure), enabled with `systemctl --user enable`
 //	macOS    LaunchAgent        ~/Library/LaunchAgents/com.github.tether-dev.tether.service[.PROFILE].plist
-//	         (RunAtLoad, KeepAlive)
+//	         (RunAtLoad, KeepAlive, EnvironmentVariables PATH, ExitTimeOut)
 //	Windows  Run value          HKCU\Software\Microsoft\Windows\CurrentVersion\Run\tether[-PROFILE]
 //
-// and for the tray: $XDG_CONFIG_HOME/autostart/tether[-PROFILE].desktop, a
-// LaunchAgent com.github.tether-dev.tether.tray[.PROFILE] with RunAtLoad and
-// no KeepAlive (so Quit sticks), and the Run value tether.tray[-PROFILE].
+// The PATH is the installing process's (Options.Path), the stop timeout
+// the config's stop budget plus StopMargin (Options.StopTimeout); Installed
+// reads both back, for `tether check`.
+//
+// And for the tray: $XDG_CONFIG_HOME/autostart/tether[-PROFILE].desktop
+// (`tray --at-login`, TryExec, Icon= a PNG written to $XDG_DATA_HOME/tether,
+// the panel-ordering hints), a LaunchAgent
+// com.github.tether-dev.tether.tray[.PROFILE] with RunAtLoad and no
+// KeepAlive (so Quit sticks), and the Run value tether.tray[-PROFILE].
 // Service and tray names can never collide, whatever the profile is called.
+// Disable makes the service not start at login without stopping it (the
+// tray's switch off); Uninstall stops it where the OS can.
 //
 // Every file is rendered by portable code (Plan, PlanTrayAutostart), so
 // `--print` shows exactly the bytes Install writes, on every platform and

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 )
 
@@ -46,9 +47,37 @@ type Options struct {
 	// Home is the user's home directory; empty means os.UserHomeDir().
 	Home string
 	// Env, when not nil, is the whole environment the paths are resolved
-	// from (XDG_CONFIG_HOME); nil means the process environment.
+	// from (XDG_CONFIG_HOME, XDG_DATA_HOME, PATH); nil means the process
+	// environment.
 	Env map[string]string
+	// Path is the PATH the service, and so its agents, will run with;
+	// empty means the installing process's own $PATH (a login service
+	// manager's PATH is usually shorter than a shell's). It is written
+	// into the unit or plist, and Plan shows it.
+	Path string
+	// StopTimeout is how long the service may take to stop every agent
+	// (see StopBudget); the manager's stop timeout is set to it plus
+	// StopMargin, and never below DefaultStopTimeout.
+	StopTimeout time.Duration
+	// Icon is the PNG the tray's autostart entry shows (Linux): written
+	// beside it. None: no Icon= key.
+	Icon []byte
 }
+
+// The manager's stop timeout: DefaultStopTimeout at least, and
+// StopMargin beyond the service's own stop.
+const (
+	DefaultStopTimeout = 30 * time.Second
+	StopMargin         = 10 * time.Second
+)
+
+// RestartDelay is how long the service manager waits before it starts a
+// service that died again (RestartSec, ThrottleInterval).
+const RestartDelay = 2 * time.Second
+
+// RestartWindow is how long a service that died may take to answer again
+// when its manager restarts it: RestartDelay, and the start itself.
+const RestartWindow = RestartDelay + 8*time.Second
 
 // File is one thing Install writes: a file, or on Windows a registry value
 // (then Path is `HKCU\<key>\<value name>`, Content the value's string
@@ -92,7 +121,17 @@ type StatusInfo struct {
 	// Current: what is installed is exactly what Install would write now
 	// (false after the binary moved or the flags changed: reinstall).
 	Current bool
-	State   State
+	// Enabled: it starts at login (a disabled systemd unit is installed
+	// and not enabled).
+	Enabled bool
+	// Reachable: a service manager that can run the service answers (on
+	// Linux, a systemd user manager); without one, start at login is
+	// the tray's autostart entry alone.
+	Reachable bool
+	// Restarts: the manager starts the service again when it dies
+	// (systemd's Restart=, launchd's KeepAlive).
+	Restarts bool
+	State    State
 	// Detail says why State is unknown, or adds the manager's own word
 	// (for example "failed").
 	Detail string
@@ -154,6 +193,40 @@ func Stop(o Options) error {
 	return stop(t)
 }
 
+// Disable makes the service no longer start at login and stops nothing:
+// a service that runs goes on running. The registration stays where the
+// OS can keep it without starting it (the systemd unit, disabled), and
+// Install enables it again. With nothing installed it returns
+// Changed=false.
+func Disable(o Options) (Result, error) {
+	t, err := resolve(o)
+	if err != nil {
+		return Result{}, err
+	}
+	return disable(t)
+}
+
+// Settings are what an installed registration fixes for the service it
+// starts, as Installed reads them back.
+type Settings struct {
+	// StopTimeout is the manager's stop timeout (systemd's
+	// TimeoutStopSec, launchd's ExitTimeOut); zero when not set.
+	StopTimeout time.Duration
+	// Path is the PATH the service runs with; "" when not set (the
+	// manager's own).
+	Path string
+}
+
+// Installed reads the settings of the installed service registration;
+// ok is false when none is installed.
+func Installed(o Options) (s Settings, ok bool, err error) {
+	t, err := resolve(o)
+	if err != nil {
+		return Settings{}, false, err
+	}
+	return installedSettings(t)
+}
+
 // Status reports whether the service is installed, whether the
 // installation is current, and whether it runs. An unreachable service
 // manager is not an error: State is then StateUnknown and Detail says why.
@@ -208,11 +281,14 @@ func TrayAutostartInstalled(o Options) (bool, error) {
 // target is a resolved Options: what the renderers need, with every path
 // absolute and the profile normalised.
 type target struct {
-	exe     string
-	profile string // "" for DefaultProfile
-	config  string // absolute, or ""
-	home    string // "" where no home is needed (Windows)
-	getenv  func(string) string
+	exe         string
+	profile     string // "" for DefaultProfile
+	config      string // absolute, or ""
+	home        string // "" where no home is needed (Windows)
+	getenv      func(string) string
+	path        string        // the PATH the service runs with
+	stopTimeout time.Duration // the manager's stop timeout
+	icon        []byte
 }
 
 func resolve(o Options) (target, error) {
@@ -244,6 +320,13 @@ func resolve(o Options) (target, error) {
 			return target{}, fmt.Errorf("config %q: %w", o.ConfigPath, err)
 		}
 	}
+	t.path = o.Path
+	if t.path == "" {
+		t.path = t.getenv("PATH")
+	}
+	// Whole seconds, up: every manager reads them.
+	t.stopTimeout = (max(DefaultStopTimeout, o.StopTimeout+StopMargin) + time.Second - 1).Truncate(time.Second)
+	t.icon = o.Icon
 	t.home = o.Home
 	if t.home == "" && runtime.GOOS != "windows" {
 		if t.home, err = os.UserHomeDir(); err != nil {
@@ -258,7 +341,7 @@ func resolve(o Options) (target, error) {
 		// (and no Windows file name contains one).
 		return target{}, fmt.Errorf("executable %q: contains '\"'", t.exe)
 	}
-	for _, p := range []string{t.exe, t.config, t.home} {
+	for _, p := range []string{t.exe, t.config, t.home, t.path} {
 		if err := checkPathText(p); err != nil {
 			return target{}, err
 		}
@@ -308,6 +391,15 @@ func (t target) suffix(sep string) string {
 	return sep + t.profile
 }
 
+// xdgDataHome follows the XDG base directory spec: a relative
+// $XDG_DATA_HOME is ignored.
+func (t target) xdgDataHome() string {
+	if d := t.getenv("XDG_DATA_HOME"); filepath.IsAbs(d) {
+		return d
+	}
+	return filepath.Join(t.home, ".local", "share")
+}
+
 // xdgConfigHome follows the XDG base directory spec: a relative
 // $XDG_CONFIG_HOME is ignored.
 func (t target) xdgConfigHome() string {
@@ -332,11 +424,14 @@ func planService(goos string, t target) ([]File, error) {
 func planTray(goos string, t target) ([]File, error) {
 	switch goos {
 	case "linux":
+		if f, ok := iconFile(t); ok {
+			return []File{desktopEntry(t), f}, nil
+		}
 		return []File{desktopEntry(t)}, nil
 	case "darwin":
 		return []File{launchdTrayPlist(t)}, nil
 	case "windows":
-		return []File{runValue(trayRunName(t), t.args("tray"))}, nil
+		return []File{runValue(trayRunName(t), t.args("tray", "--at-login"))}, nil
 	}
 	return nil, fmt.Errorf("%w: tether has no tray autostart for %s", ErrNoServiceManager, goos)
 }

@@ -3,6 +3,7 @@ package install
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/kardianos/service"
 )
@@ -38,6 +39,28 @@ func install(t target) (Result, error) {
 		r.Message = fmt.Sprintf("installed %s at %s: it starts at login (`tether service start` starts it now)", label, f.Path)
 	}
 	return r, nil
+}
+
+// disable removes the plist and unloads nothing: the service goes on
+// running, and is not started at the next login.
+func disable(t target) (Result, error) {
+	p := launchAgentPath(t, launchdLabel("service", t))
+	r, err := uninstallFile(p, launchdLabel("service", t))
+	if err == nil && r.Changed {
+		r.Message = fmt.Sprintf("%s no longer starts at login: removed %s (a running service goes on running)", launchdLabel("service", t), p)
+	}
+	return r, err
+}
+
+func installedSettings(t target) (Settings, bool, error) {
+	b, err := os.ReadFile(launchAgentPath(t, launchdLabel("service", t)))
+	if errors.Is(err, os.ErrNotExist) {
+		return Settings{}, false, nil
+	}
+	if err != nil {
+		return Settings{}, false, err
+	}
+	return plistSettings(b), true, nil
 }
 
 func running(t target) bool {
@@ -111,6 +134,7 @@ func status(t target) (StatusInfo, error) {
 	if info.Installed, info.Current, err = readInstalled(f); err != nil {
 		return info, err
 	}
+	info.Enabled, info.Reachable, info.Restarts = info.Installed, true, info.Installed
 	s, err := launchdService(t)
 	if err != nil {
 		info.Detail = err.Error()

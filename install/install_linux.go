@@ -184,6 +184,39 @@ func uninstall(t target) (Result, error) {
 	return r, nil
 }
 
+// disable removes the enable link and stops nothing: `systemctl --user
+// disable`, without --now; the unit stays, so Install enables it again.
+func disable(t target) (Result, error) {
+	unit, path, link := unitName(t), unitPath(t), systemdWantsLink(t)
+	haveLink, err := lexists(link)
+	if err != nil {
+		return Result{}, err
+	}
+	if !haveLink {
+		return Result{Message: fmt.Sprintf("%s does not start at login (no %s): nothing to disable", unit, link)}, nil
+	}
+	if systemdBooted() && probeUserManager() == nil {
+		if _, err := systemctl("disable", unit); err != nil {
+			return Result{}, fmt.Errorf("disabling %s: %w", unit, err)
+		}
+	} else if _, err := removeFile(link); err != nil {
+		return Result{}, err
+	}
+	msg := fmt.Sprintf("%s no longer starts at login (%s is kept; a running service goes on running)", unit, path)
+	return Result{Changed: true, Paths: []string{link}, Message: msg}, nil
+}
+
+func installedSettings(t target) (Settings, bool, error) {
+	b, err := os.ReadFile(unitPath(t))
+	if errors.Is(err, os.ErrNotExist) {
+		return Settings{}, false, nil
+	}
+	if err != nil {
+		return Settings{}, false, err
+	}
+	return unitSettings(b), true, nil
+}
+
 func isSymlink(p string) bool {
 	fi, err := os.Lstat(p)
 	return err == nil && fi.Mode()&os.ModeSymlink != 0
@@ -240,10 +273,14 @@ func status(t target) (StatusInfo, error) {
 	if info.Installed, info.Current, err = readInstalled(f); err != nil {
 		return info, err
 	}
+	if info.Enabled, err = lexists(systemdWantsLink(t)); err != nil {
+		return info, err
+	}
 	if err := probeUserManager(); err != nil {
 		info.Detail = err.Error()
 		return info, nil
 	}
+	info.Reachable, info.Restarts = true, info.Installed
 	out, err := systemctl("is-active", info.Name)
 	switch word := strings.TrimSpace(out); word {
 	case "active":
@@ -269,11 +306,21 @@ func installTray(t target) (Result, error) {
 	if err := checkExecutable(t.exe); err != nil {
 		return Result{}, err
 	}
+	if icon, ok := iconFile(t); ok {
+		// The entry names it: it is there first.
+		if _, err := installFile(icon, "the tray's icon"); err != nil {
+			return Result{}, err
+		}
+	}
 	return installFile(desktopEntry(t), "the tray's autostart entry")
 }
 
 func uninstallTray(t target) (Result, error) {
-	return uninstallFile(desktopPath(t), "the tray's autostart entry")
+	r, err := uninstallFile(desktopPath(t), "the tray's autostart entry")
+	if err == nil {
+		_, _ = removeFile(iconPath(t))
+	}
+	return r, err
 }
 
 func trayInstalled(t target) (bool, error) { return lexists(desktopPath(t)) }

@@ -153,7 +153,7 @@ func TestTrayAutostart(t *testing.T) {
 	if err != nil || !bytes.Equal(got, plan[0].Content) {
 		t.Errorf("wrote %q (%v), planned %q", got, err, plan[0].Content)
 	}
-	if exec := keyValue(t, got, "Exec"); exec != `"`+o.Executable+`" tray` {
+	if exec := keyValue(t, got, "Exec"); exec != `"`+o.Executable+`" tray --at-login` {
 		t.Errorf("Exec=%s", exec)
 	}
 	if ok, err := TrayAutostartInstalled(o); !ok || err != nil {
@@ -315,6 +315,31 @@ func TestLifecycleWithFakeSystemd(t *testing.T) {
 	o2.Executable = filepath.Join(filepath.Dir(o.Executable), "..", "elsewhere", "tether")
 	if st, _ := Status(o2); !st.Installed || st.Current {
 		t.Errorf("Status with another executable = %+v; want installed, not current", st)
+	}
+	fake.calls(t)
+
+	// Disable stops nothing and keeps the unit; Install enables it again.
+	r, err = Disable(o)
+	if err != nil || !r.Changed || !strings.Contains(r.Message, "no longer starts at login") {
+		t.Errorf("Disable = %+v, %v", r, err)
+	}
+	if calls := fake.calls(t); !slices.Equal(calls, []string{"--user show --property=Version", "--user disable tether-work.service"}) {
+		t.Errorf("systemctl calls of Disable %q: no --now, nothing stopped", calls)
+	}
+	if st, _ := Status(o); !st.Installed || st.Enabled || isSymlink(link) {
+		t.Errorf("after Disable: Status %+v, link %v; want installed, not enabled", st, isSymlink(link))
+	}
+	if r, err := Disable(o); err != nil || r.Changed {
+		t.Errorf("second Disable = %+v, %v", r, err)
+	}
+	if r, err := Install(o); err != nil || !r.Changed || !isSymlink(link) {
+		t.Errorf("Install after Disable = %+v, %v; want enabled again", r, err)
+	}
+	if st, _ := Status(o); !st.Enabled {
+		t.Errorf("after Install: %+v, want enabled", st)
+	}
+	if s, ok, err := Installed(o); !ok || err != nil || s.StopTimeout != DefaultStopTimeout {
+		t.Errorf("Installed = %+v, %v, %v", s, ok, err)
 	}
 	fake.calls(t)
 

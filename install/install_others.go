@@ -21,3 +21,7 @@ func status(target) (StatusInfo, error)    { return StatusInfo{State: StateUnkno
 func installTray(target) (Result, error)   { return Result{}, unsupported() }
 func uninstallTray(target) (Result, error) { return Result{}, unsupported() }
 func trayInstalled(target) (bool, error)   { return false, unsupported() }
+func disable(target) (Result, error)       { return Result{}, unsupported() }
+func installedSettings(target) (Settings, bool, error) {
+	return Settings{}, false, unsupported()
+}

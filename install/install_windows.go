@@ -87,6 +87,23 @@ func uninstall(t target) (Result, error) {
 	return deleteRunValue(serviceRunName(t), "the tether service")
 }
 
+// disable is uninstall: a Run value only starts the service at logon,
+// and its removal stops nothing.
+func disable(t target) (Result, error) {
+	r, err := uninstall(t)
+	if err == nil && r.Changed {
+		r.Message = fmt.Sprintf("the tether service no longer starts at logon: removed %s (a running service goes on running)", runValuePath(serviceRunName(t)))
+	}
+	return r, err
+}
+
+// installedSettings: a Run value fixes neither a stop timeout nor a
+// PATH; the service gets the user's environment at logon.
+func installedSettings(t target) (Settings, bool, error) {
+	_, ok, err := getRunValue(serviceRunName(t))
+	return Settings{}, ok, err
+}
+
 // start runs the registered command line now, as Explorer would at
 // logon: detached, in a new process group, with no console. The process
 // is the service's, not ours, so its handle is released rather than
@@ -134,7 +151,7 @@ func status(t target) (StatusInfo, error) {
 	if err != nil {
 		return info, err
 	}
-	info.Installed, info.Current = ok, ok && v == string(f.Content)
+	info.Installed, info.Current, info.Enabled, info.Reachable = ok, ok && v == string(f.Content), ok, true
 	return info, nil
 }
 
@@ -143,7 +160,7 @@ func installTray(t target) (Result, error) {
 		return Result{}, err
 	}
 	name := trayRunName(t)
-	return setRunValue(name, runValue(name, t.args("tray")), "the tray's autostart entry")
+	return setRunValue(name, runValue(name, t.args("tray", "--at-login")), "the tray's autostart entry")
 }
 
 func uninstallTray(t target) (Result, error) {

@@ -46,8 +46,22 @@ func TestRunValuesWindows(t *testing.T) {
 		t.Errorf("a second Install = %+v, %v, want no change", res, err)
 	}
 	st, err := Status(o)
-	if err != nil || !st.Installed || !st.Current {
-		t.Errorf("Status = %+v, %v, want installed and current", st, err)
+	if err != nil || !st.Installed || !st.Current || !st.Enabled || !st.Reachable || st.Restarts {
+		t.Errorf("Status = %+v, %v, want installed, current, enabled, with no manager to restart it", st, err)
+	}
+	if s, ok, err := Installed(o); !ok || err != nil || s != (Settings{}) {
+		t.Errorf("Installed = %+v, %v, %v: a Run value fixes no settings", s, ok, err)
+	}
+	// Disable removes the value (a Run value only starts at logon, and
+	// its removal stops nothing); Install puts it back.
+	if res, err := Disable(o); err != nil || !res.Changed || !strings.Contains(res.Message, "no longer starts at logon") {
+		t.Errorf("Disable = %+v, %v", res, err)
+	}
+	if got := readRun(t, name); got != "" {
+		t.Errorf("the Run value is still there after Disable: %q", got)
+	}
+	if res, err := Install(o); err != nil || !res.Changed {
+		t.Fatalf("Install after Disable = %+v, %v", res, err)
 	}
 
 	if res, err := InstallTrayAutostart(o); err != nil || !res.Changed {
@@ -55,6 +69,14 @@ func TestRunValuesWindows(t *testing.T) {
 	}
 	if ok, err := TrayAutostartInstalled(o); err != nil || !ok {
 		t.Errorf("TrayAutostartInstalled = %v, %v", ok, err)
+	}
+	tray, err := PlanTrayAutostart(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trayName := tray[0].Path[strings.LastIndexByte(tray[0].Path, '\\')+1:]
+	if got := readRun(t, trayName); got != string(tray[0].Content) || !strings.HasSuffix(got, " tray --at-login") {
+		t.Errorf("the tray's Run value holds %q, want %q, ending in tray --at-login", got, tray[0].Content)
 	}
 
 	if res, err := Uninstall(o); err != nil || !res.Changed {

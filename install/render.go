@@ -2,7 +2,9 @@ package install
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -34,15 +36,26 @@ Description=tether agent supervisor (profile %s)
 Documentation=https://github.com/tether-dev/tether
 
 [Service]
-Type=simple
+# The service says READY=1 once its socket listens, so a start returns
+# when it answers; RELOADING=1 and READY=1 around a reload, STOPPING=1 as
+# it stops.
+Type=notify
+NotifyAccess=main
 ExecStart=%s
+ExecReload=/bin/kill -HUP $MAINPID
+# The PATH of the shell that installed it, which the agents inherit: a
+# user manager's own is shorter (run tether service install again to
+# change it).
+Environment=%s
 # A crashed service comes back quickly: its guardians have already torn
 # their agents down, and the intent to run them survives in the state file.
 Restart=on-failure
-RestartSec=2
+RestartSec=%d
 # SIGTERM goes to the service alone, which stops its guardians and with
-# them every agent tree; whatever is left when the stop times out is killed.
+# them every agent tree, in order; whatever is left when the stop times
+# out is killed. The timeout covers the longest stop the config asks for.
 KillMode=mixed
+TimeoutStopSec=%d
 # Guardians may give each agent its own cgroup below the service's.
 Delegate=yes
 
@@ -57,9 +70,10 @@ func systemdUnit(t target) File {
 		words[i] = systemdQuote(a)
 	}
 	return File{
-		Path:    unitPath(t),
-		Content: fmt.Appendf(nil, systemdTemplate, t.profileName(), strings.Join(words, " ")),
-		Mode:    0o644,
+		Path: unitPath(t),
+		Content: fmt.Appendf(nil, systemdTemplate, t.profileName(), strings.Join(words, " "),
+			systemdQuote("PATH="+t.path), int(RestartDelay.Seconds()), int(t.stopTimeout.Seconds())),
+		Mode: 0o644,
 	}
 }
 
@@ -98,8 +112,28 @@ func desktopPath(t target) string {
 	return filepath.Join(t.xdgConfigHome(), "autostart", "tether"+t.suffix("-")+".desktop")
 }
 
+// iconPath is where the autostart entry's icon is written: the data
+// directory, since an absolute Icon= needs no icon theme.
+func iconPath(t target) string { return filepath.Join(t.xdgDataHome(), "tether", "tether.png") }
+
+func iconFile(t target) (File, bool) {
+	if len(t.icon) == 0 {
+		return File{}, false
+	}
+	return File{Path: iconPath(t), Content: t.icon, Mode: 0o644}, true
+}
+
+// desktopEntry starts the tray at login with --at-login: a tray that
+// finds no service then starts one, which is how the agents start at
+// login where no service manager can. TryExec makes the desktop skip the
+// entry once the binary is gone. The tray must come after the panel
+// whose tray it joins (it waits for one all the same):
+// X-GNOME-Autostart-Phase=Applications is GNOME's (and Cinnamon's, MATE's)
+// phase after the panel's, and X-KDE-autostart-after=panel KDE's;
+// environments that know neither start autostart entries after their
+// panel anyway (Xfce's session starts the panel first).
 func desktopEntry(t target) File {
-	argv := t.args("tray")
+	argv := t.args("tray", "--at-login")
 	words := make([]string, len(argv))
 	for i, a := range argv {
 		words[i] = desktopExecArg(a)
@@ -115,10 +149,20 @@ func desktopEntry(t target) File {
 	b.WriteString("Name=" + name + "\n")
 	b.WriteString("Comment=Agent status and controls in the system tray\n")
 	b.WriteString("Exec=" + strings.Join(words, " ") + "\n")
+	b.WriteString("TryExec=" + desktopString(t.exe) + "\n")
+	if len(t.icon) > 0 {
+		b.WriteString("Icon=" + desktopString(iconPath(t)) + "\n")
+	}
 	b.WriteString("Terminal=false\n")
 	b.WriteString("X-GNOME-Autostart-enabled=true\n")
+	b.WriteString("X-GNOME-Autostart-Phase=Applications\n")
+	b.WriteString("X-KDE-autostart-after=panel\n")
 	return File{Path: desktopPath(t), Content: []byte(b.String()), Mode: 0o644}
 }
+
+// desktopString escapes a string value of a desktop entry (Desktop Entry
+// Specification, "Possible value types"): '\' as \\.
+func desktopString(s string) string { return strings.ReplaceAll(s, `\`, `\\`) }
 
 // desktopExecArg makes s one argument of an Exec= key (Desktop Entry
 // Specification, "The Exec key"): an argument with a reserved character
@@ -166,9 +210,13 @@ func launchdServicePlist(t target) File {
 	p.start("Written by `tether service install`; `tether service uninstall` removes it.")
 	p.key("Label").str(label)
 	p.key("ProgramArguments").strs(t.args("service", "run"))
+	p.key("EnvironmentVariables").dict(map[string]string{"PATH": t.path})
 	p.key("RunAtLoad").boolean(true)
 	p.key("KeepAlive").boolean(true)
-	p.key("ThrottleInterval").integer(2)
+	p.key("ThrottleInterval").integer(int(RestartDelay.Seconds()))
+	// How long launchd waits after SIGTERM before SIGKILL: the longest
+	// stop the config asks for.
+	p.key("ExitTimeOut").integer(int(t.stopTimeout.Seconds()))
 	p.key("StandardOutPath").str(logPath)
 	p.key("StandardErrorPath").str(logPath)
 	return File{Path: launchAgentPath(t, label), Content: p.end(), Mode: 0o644}
@@ -181,7 +229,7 @@ func launchdTrayPlist(t target) File {
 	var p plist
 	p.start(trayComment)
 	p.key("Label").str(label)
-	p.key("ProgramArguments").strs(t.args("tray"))
+	p.key("ProgramArguments").strs(t.args("tray", "--at-login"))
 	p.key("RunAtLoad").boolean(true)
 	p.key("LimitLoadToSessionType").str("Aqua")
 	p.key("ProcessType").str("Interactive")
@@ -235,6 +283,18 @@ func (p *plist) strs(vs []string) {
 		p.b.WriteString("</string>\n")
 	}
 	p.b.WriteString("\t</array>\n")
+}
+
+func (p *plist) dict(m map[string]string) {
+	p.b.WriteString("\t<dict>\n")
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		p.b.WriteString("\t\t<key>")
+		p.text(k)
+		p.b.WriteString("</key>\n\t\t<string>")
+		p.text(m[k])
+		p.b.WriteString("</string>\n")
+	}
+	p.b.WriteString("\t</dict>\n")
 }
 
 func (p *plist) boolean(v bool) {

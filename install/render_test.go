@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tether-dev/tether/internal/testdir"
 )
@@ -184,10 +185,16 @@ func TestDesktopEntry(t *testing.T) {
 		"[Desktop Entry]",
 		"Type=Application",
 		"Name=tether",
-		"Exec=/opt/tether/bin/tether tray",
+		"Exec=/opt/tether/bin/tether tray --at-login",
+		"TryExec=/opt/tether/bin/tether",
 		"Terminal=false",
 		"X-GNOME-Autostart-enabled=true",
+		"X-GNOME-Autostart-Phase=Applications",
+		"X-KDE-autostart-after=panel",
 	)
+	if strings.Contains(string(f.Content), "Icon=") {
+		t.Errorf("an Icon= without an icon:\n%s", f.Content)
+	}
 	if l := lines(f.Content); !slices.Contains(l, "[Desktop Entry]") || slices.Index(l, "[Desktop Entry]") > slices.IndexFunc(l, func(s string) bool { return strings.HasPrefix(s, "Exec=") }) {
 		t.Error("Exec is not in the [Desktop Entry] group")
 	}
@@ -200,9 +207,65 @@ func TestDesktopEntry(t *testing.T) {
 	}
 	requireLines(t, f.Content, "Name=tether (work)")
 	exec := keyValue(t, f.Content, "Exec")
-	want := []string{weirdExe, "--profile", "work", "--config", weirdConfig, "tray"}
+	want := []string{weirdExe, "--profile", "work", "--config", weirdConfig, "tray", "--at-login"}
 	if got := parseDesktopExec(t, exec); !slices.Equal(got, want) {
 		t.Errorf("Exec=%s\nparses as %q\nwant      %q", exec, got, want)
+	}
+
+	// With an icon: written in the data directory, named by Icon=.
+	tg = testTarget(home, "")
+	tg.icon = []byte("\x89PNG")
+	files, err := planTray("linux", tg)
+	if err != nil || len(files) != 2 {
+		t.Fatalf("planTray = %v, %v; want the entry and its icon", files, err)
+	}
+	icon := filepath.Join(home, ".local", "share", "tether", "tether.png")
+	if files[1].Path != icon || string(files[1].Content) != "\x89PNG" {
+		t.Errorf("icon file %s %q, want %s", files[1].Path, files[1].Content, icon)
+	}
+	requireLines(t, files[0].Content, "Icon="+desktopString(icon))
+}
+
+// The unit is Type=notify, reloads with SIGHUP, runs with the PATH it was
+// given and stops within the stop budget plus the margin; the plist has
+// the same PATH and stop timeout; Installed reads both back.
+func TestServiceSettings(t *testing.T) {
+	home := testdir.Temp(t)
+	tg := testTarget(home, "")
+	tg.path = `/home/u/.local/bin:/opt/we"ird $x 100%:/usr/bin`
+	tg.stopTimeout = 95 * time.Second
+	unit := systemdUnit(tg).Content
+	requireLines(t, unit,
+		"Type=notify",
+		"NotifyAccess=main",
+		"ExecReload=/bin/kill -HUP $MAINPID",
+		"TimeoutStopSec=95",
+	)
+	if got := parseSystemdExec(t, keyValue(t, unit, "Environment")); len(got) != 1 || got[0] != "PATH="+tg.path {
+		t.Errorf("Environment=%s parses as %q", keyValue(t, unit, "Environment"), got)
+	}
+	if s := unitSettings(unit); s.StopTimeout != 95*time.Second || s.Path != tg.path {
+		t.Errorf("read back from the unit: %+v", s)
+	}
+	plist := launchdServicePlist(tg).Content
+	p := readPlist(t, plist)
+	if p["ExitTimeOut"] != "95" || p["EnvironmentVariables.PATH"] != tg.path {
+		t.Errorf("plist ExitTimeOut %v, PATH %v", p["ExitTimeOut"], p["EnvironmentVariables.PATH"])
+	}
+	if s := plistSettings(plist); s.StopTimeout != 95*time.Second || s.Path != tg.path {
+		t.Errorf("read back from the plist: %+v", s)
+	}
+	// resolve: the budget plus the margin, whole seconds up, never below
+	// the default.
+	for _, c := range []struct{ budget, want time.Duration }{
+		{0, DefaultStopTimeout},
+		{5 * time.Second, DefaultStopTimeout},
+		{84500 * time.Millisecond, 95 * time.Second},
+	} {
+		r, err := resolve(Options{Executable: "/opt/tether", Home: home, StopTimeout: c.budget, Env: map[string]string{"PATH": "/bin"}})
+		if err != nil || r.stopTimeout != c.want || r.path != "/bin" {
+			t.Errorf("budget %v: stop timeout %v, path %q (%v), want %v", c.budget, r.stopTimeout, r.path, err, c.want)
+		}
 	}
 }
 
@@ -318,7 +381,12 @@ func readPlist(t *testing.T, content []byte) map[string]any {
 				arr = append(arr, text)
 			case "plist/dict/array":
 				out[key] = arr
-			case "plist/dict", "plist":
+			case "plist/dict/dict/key":
+				key = key + "." + text
+			case "plist/dict/dict/string":
+				out[key] = text
+				key = strings.Split(key, ".")[0]
+			case "plist/dict/dict", "plist/dict", "plist":
 			default:
 				t.Fatalf("unexpected element %s", p)
 			}
@@ -362,7 +430,7 @@ func TestLaunchdPlists(t *testing.T) {
 		t.Errorf("path %s, want %s", f.Path, want)
 	}
 	p = readPlist(t, f.Content)
-	if want := []string{"/opt/tether/bin/tether", "--profile", "work", "tray"}; !slices.Equal(p["ProgramArguments"].([]string), want) {
+	if want := []string{"/opt/tether/bin/tether", "--profile", "work", "tray", "--at-login"}; !slices.Equal(p["ProgramArguments"].([]string), want) {
 		t.Errorf("ProgramArguments %q, want %q", p["ProgramArguments"], want)
 	}
 	if p["RunAtLoad"] != true {
@@ -399,7 +467,7 @@ func TestRunValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := files[0]; f.Path != `HKCU\Software\Microsoft\Windows\CurrentVersion\Run\tether.tray` || string(f.Content) != `"C:\Program Files\tether\tether.exe" tray` {
+	if f := files[0]; f.Path != `HKCU\Software\Microsoft\Windows\CurrentVersion\Run\tether.tray` || string(f.Content) != `"C:\Program Files\tether\tether.exe" tray --at-login` {
 		t.Errorf("tray value %s = %s", f.Path, f.Content)
 	}
 	for _, s := range []string{"", `a\\b`, `a"b`, `trailing\`, `two words\\`, `\\"`, "tab\there"} {

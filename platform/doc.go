@@ -1,16 +1,19 @@
 // Package platform is the portable face of tether's two OS halves: lock
 // files, user-only directories and files, the local socket or pipe and
-// the identity of its peer, and process references. Each operation is
-// documented here once, under one name, and forwards by build tag to
-// platform/unix or platform/windows, which implement it; on any other
-// system it fails with errors.ErrUnsupported.
+// the identity of its peer, process references, the watch of writes to a
+// directory's files, and the notifications a service manager listens for
+// (ServiceManager). Each operation is documented here once, under
+// one name, and forwards by build tag to platform/unix or
+// platform/windows, which implement it; on any other system it fails with
+// errors.ErrUnsupported.
 //
 // Callers (guardian, service, api, demo, internal/testdir) name these
 // operations through this package only. What has no portable meaning
 // (sessions, cgroups, process scans and the reaper on Unix; named
 // mutexes, job objects and inherited handles on Windows) stays in the
-// halves, which only the guardian's per-OS files, the Unix-only demo and
-// tests import, always as punix and pwin.
+// halves, which only the guardian's and the service's per-OS files (the
+// service's for its orphans and the handover of an upgrade), the Unix-only
+// demo and tests import, always as punix and pwin.
 //
 // It knows nothing of identities, owners or protocols, and imports
 // nothing of tether's but the halves.

@@ -1,13 +1,7 @@
-//go:build !unix
+//go:build !unix && !windows
 
 package platform
 
-import (
-	"errors"
-	"fmt"
-	"runtime"
-)
-
-func watchRemovals(dir string) (DirWatch, error) {
-	return nil, fmt.Errorf("watching %s on %s: %w", dir, runtime.GOOS, errors.ErrUnsupported)
+func watchWrites(dir string) (WriteWatch, error) {
+	return nil, unsupported("watching " + dir + " for writes")
 }

@@ -4,8 +4,8 @@ package platform
 
 import punix "github.com/tether-dev/tether/platform/unix"
 
-func watchRemovals(dir string) (DirWatch, error) {
-	w, err := punix.WatchRemovals(dir)
+func watchWrites(dir string) (WriteWatch, error) {
+	w, err := punix.WatchWrites(dir)
 	if err != nil {
 		return nil, err
 	}

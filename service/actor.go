@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/tether-dev/tether/api"
@@ -21,6 +22,7 @@ const (
 	cmdRemove      // removed from the config: stop and end
 	cmdShutdown    // the service is exiting: stop, intent unchanged
 	cmdDepStop     // a required agent is going: stop, intent unchanged
+	cmdFreeze      // an upgrade: detach the session, say what is known, wait for the thaw
 )
 
 type command struct {
@@ -28,6 +30,7 @@ type command struct {
 	reply  chan error // nil: nobody waits
 	noWait bool       // start, restart: answer once spawned, not once ready
 	cause  *api.Error // dep stop: why
+	freeze chan<- *frozenActor
 }
 
 // startWaiter is a caller waiting for a start to settle: once the agent
@@ -46,6 +49,10 @@ type actor struct {
 	cfgc chan config.Agent
 	done chan struct{} // closed when run returns
 
+	// guardianVersion is the protocol version of the running guardian
+	// (0: none), for an upgrade's check, which reads it from elsewhere.
+	guardianVersion atomic.Int32
+
 	// Owned by run.
 	cfg        config.Agent
 	row        api.Agent
@@ -53,20 +60,25 @@ type actor struct {
 	events     <-chan guardian.Event
 	timer      *time.Timer
 	timerC     <-chan time.Time
-	depc       chan struct{} // a dependency's row changed
-	depWait    bool          // the start waits for dependencies
-	depErr     *api.Error    // stopped with a dependency: why
-	pending    bool          // spawned, its readiness check not passed yet
-	want       bool          // the agent should be running
-	stopAsked  bool          // a stop was sent to the guardian
-	stopSince  time.Time     // when
-	restartArm bool          // start again once stopped
-	ending     bool          // removed or shutting down: end once stopped
+	timerDue   time.Time
+	awaiting   chan attachResult // an upgrade's successor: the session to come
+	adoptIdle  bool              // not to run: adopt a tree that outlived the service, and stop it
+	depc       chan struct{}     // a dependency's row changed
+	depWait    bool              // the start waits for dependencies
+	depErr     *api.Error        // stopped with a dependency: why
+	pending    bool              // spawned, its readiness check not passed yet
+	want       bool              // the agent should be running
+	stopAsked  bool              // a stop was sent to the guardian
+	stopSince  time.Time         // when
+	restartArm bool              // start again once stopped
+	ending     bool              // removed or shutting down: end once stopped
 	backoff    time.Duration
 	failures   int
 	startedAt  time.Time
 	contention time.Time // when contention began
 	contDelay  time.Duration
+	leftover   bool              // processes its dead guardian left could not be stopped
+	unclaimed  bool              // its guardian died and no guardian has freed the identity since
 	startWait  []startWaiter     // answered when a start settles
 	stopWait   []chan error      // answered when a stop settles
 	held       *guardian.Holding // see watchHeld
@@ -141,8 +153,12 @@ var errEnded = &api.Error{Code: api.CodeInternal, Message: "the agent was remove
 func (a *actor) run() {
 	defer close(a.done)
 	defer a.stopHeldTimer()
-	if h := a.inspectHeld(); h != nil {
-		a.watchHeld(h)
+	a.awaitSession()
+	a.adoptUnwanted()
+	if a.session == nil {
+		if h := a.inspectHeld(); h != nil {
+			a.watchHeld(h)
+		}
 	}
 	for {
 		select {
@@ -181,6 +197,8 @@ func (a *actor) handle(cmd command) bool {
 	default:
 	}
 	switch cmd.kind {
+	case cmdFreeze:
+		a.frozen(cmd.freeze)
 	case cmdStart:
 		a.want = true
 		a.failures, a.backoff = 0, 0
@@ -231,6 +249,20 @@ func (a *actor) handle(cmd command) bool {
 			return a.ending
 		}
 		if a.session == nil {
+			// A dead guardian's tree, waiting for a restart to take
+			// it over, is stopped now, and so is what it left here
+			// that could not be stopped before.
+			e := a.claim()
+			if e == nil && a.leftover {
+				if _, e = a.stopOrphans(0); e == nil {
+					a.leftover = false
+				}
+			}
+			if e != nil {
+				a.setState(api.StateCleanupFailed, e)
+				a.answer(&a.stopWait, e)
+				return a.ending
+			}
 			if a.row.State != api.StateFailed || cmd.kind == cmdStop {
 				a.row.Status = ""
 				a.setState(api.StateStopped, nil)
@@ -271,6 +303,16 @@ func (a *actor) requestStop() {
 	}
 }
 
+// setSession makes s (nil: none) the agent's session.
+func (a *actor) setSession(s *guardian.Session) {
+	a.session, a.events = s, nil
+	v := 0
+	if s != nil {
+		a.events, v = s.Events(), s.Version()
+	}
+	a.guardianVersion.Store(int32(v))
+}
+
 func (a *actor) stopTimer() {
 	if a.timer != nil {
 		a.timer.Stop()
@@ -282,6 +324,7 @@ func (a *actor) schedule(d time.Duration) {
 	a.stopTimer()
 	a.timer = time.NewTimer(d)
 	a.timerC = a.timer.C
+	a.timerDue = time.Now().Add(d)
 }
 
 func (a *actor) answer(waiters *[]chan error, err error) {
@@ -346,8 +389,19 @@ func (a *actor) spec(env []string) guardian.Spec {
 		Identity: a.cfg.Identity, Profile: p.Profile, Argv: argv, Dir: a.cfg.Dir, Env: env,
 		StopTimeout: a.cfg.StopTimeout, LockDir: p.LockDir, PrivateRoot: p.PrivateRoot,
 		LogPath: p.LogPath(a.id), Executable: a.c.opts.Executable,
-		Readiness: readiness(a.cfg, p),
+		Readiness:    readiness(a.cfg, p),
+		SurviveCrash: a.cfg.SurviveCrash, AdoptPath: p.AdoptPath(a.cfg.Identity),
 	}
+}
+
+// stopLeft is the stop timeout what a dead guardian left gets: all of it,
+// or, when the guardian died in the middle of a stop, what is left of it
+// (at least a millisecond: zero would mean the default).
+func (a *actor) stopLeft() time.Duration {
+	if a.stopAsked {
+		return max(a.cfg.StopTimeout-time.Since(a.stopSince), time.Millisecond)
+	}
+	return a.cfg.StopTimeout
 }
 
 // reclaim frees the identity after its guardian died: the tree it
@@ -357,16 +411,36 @@ func (a *actor) spec(env []string) guardian.Spec {
 // gets what is left of its stop timeout, not a second one.
 func (a *actor) reclaim() *api.Error {
 	spec := a.spec(nil)
-	if a.stopAsked {
-		// At least a millisecond: zero would mean the default.
-		spec.StopTimeout = max(a.cfg.StopTimeout-time.Since(a.stopSince), time.Millisecond)
-	}
+	spec.StopTimeout = a.stopLeft()
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.StopTimeout+30*time.Second)
 	defer cancel()
 	if err := guardian.Reclaim(ctx, spec); err != nil {
-		return &api.Error{Code: api.CodeCleanupFailed, Message: "freeing the identity after its guardian died: " + err.Error()}
+		return cleanupError("freeing the identity after its guardian died: ", err)
 	}
 	return nil
+}
+
+// stopOrphans stops what a dead guardian's tree left with the service
+// (see Options.Orphans), giving it timeout between SIGTERM and SIGKILL,
+// and returns what it stopped (nil for nothing). A failure leaves the
+// agent unable to start until a retry succeeds (leftover).
+func (a *actor) stopOrphans(timeout time.Duration) (*OrphanReport, *api.Error) {
+	rep, err := a.c.stopOrphans(timeout)
+	if err != nil {
+		a.leftover = true
+		return nil, &api.Error{Code: api.CodeCleanupFailed, Message: "stopping what the dead guardian left: " + err.Error()}
+	}
+	return rep, nil
+}
+
+// claim frees the identity if its guardian died and nothing has freed it
+// since (see reclaim).
+func (a *actor) claim() *api.Error {
+	if !a.unclaimed {
+		return nil
+	}
+	a.unclaimed = false
+	return a.reclaim()
 }
 
 // start asks for a guardian. It blocks the actor for at most the
@@ -378,8 +452,22 @@ func (a *actor) start() {
 		a.answerStarts(a.row.Error)
 		return
 	}
+	// A tree that outlived the service before runs already: it is
+	// adopted whatever its dependencies do now.
+	if a.adopt() {
+		return
+	}
 	if !a.depsReady() {
 		return
+	}
+	if a.leftover {
+		// Never a second tree beside what the last one left.
+		if _, e := a.stopOrphans(0); e != nil {
+			a.setState(api.StateCleanupFailed, e)
+			a.answerStarts(e)
+			return
+		}
+		a.leftover = false
 	}
 	a.row.Status = ""
 	a.setState(api.StateStarting, a.row.Error)
@@ -401,12 +489,20 @@ func (a *actor) start() {
 		a.startFailed(err)
 		return
 	}
-	a.session, a.events = s, s.Events()
+	a.began(s, time.Now())
+}
+
+// began takes s, whose agent started at since (just now, or before an
+// adoption), as the agent's session.
+func (a *actor) began(s *guardian.Session, since time.Time) {
+	a.setSession(s)
+	a.unclaimed = false // the new guardian took over whatever was left
 	a.stopAsked = false
 	a.contention, a.contDelay = time.Time{}, 0
-	a.startedAt = time.Now()
+	a.startedAt = since
 	r := s.Ready()
 	a.row.PID, a.row.GuardianPID = r.AgentPID, r.GuardianPID
+	a.row.Containment = api.Containment(r.Containment)
 	a.pending = r.Pending
 	a.recordRun(func(run *state.Run) { *run = state.Run{Started: a.startedAt.UTC(), PID: r.AgentPID} })
 	if a.pending {
@@ -476,7 +572,7 @@ func (a *actor) event(ev guardian.Event) bool {
 		a.recordRun(func(run *state.Run) { run.Exit = ev.Exit.String() })
 		return false
 	case guardian.EventCleanupFailed:
-		e := &api.Error{Code: api.CodeCleanupFailed, Message: ev.Err.Error()}
+		e := cleanupError("", ev.Err)
 		a.setState(api.StateCleanupFailed, e)
 		a.answer(&a.stopWait, e)
 		return false
@@ -487,6 +583,9 @@ func (a *actor) event(ev guardian.Event) bool {
 			a.setState(api.StateRunning, nil)
 		}
 		a.settleStarts()
+		return false
+	case guardian.EventAttached:
+		a.attached(ev)
 		return false
 	case guardian.EventStatus:
 		a.row.Status = ev.Status
@@ -512,9 +611,9 @@ func (a *actor) event(ev guardian.Event) bool {
 // guardian's tree is stopped here unless a start follows soon (which
 // takes the tree over).
 func (a *actor) sessionOver(ev guardian.Event, now time.Time) *api.Error {
-	a.session, a.events = nil, nil
+	a.setSession(nil)
 	a.pending = false
-	a.row.PID, a.row.GuardianPID = 0, 0
+	a.row.PID, a.row.GuardianPID, a.row.Containment = 0, 0, ""
 	a.recordRun(func(run *state.Run) {
 		run.Stopped = now.UTC()
 		if ev.Exit != nil {
@@ -527,18 +626,29 @@ func (a *actor) sessionOver(ev guardian.Event, now time.Time) *api.Error {
 	switch {
 	case ev.Type == guardian.EventLost:
 		e := &api.Error{Code: api.CodeInternal, Message: ev.Err.Error()}
+		// The tree lost its owner, and came back here whatever its
+		// containment (the service is a child subreaper): it is stopped
+		// now, not when a restart takes it over after the backoff.
+		rep, oe := a.stopOrphans(a.stopLeft())
+		if oe != nil {
+			e = oe
+		} else if rep != nil {
+			e.Message += "; " + rep.String()
+		}
 		// A guardian's death is a failure of the run.
 		restarting := !a.stopAsked && a.want && a.cfg.Restart.Restarts(true)
-		if !restarting || a.restartArm {
-			// Nobody will start the identity again soon (which would
-			// take the tree over): free it now.
-			if rerr := a.reclaim(); rerr != nil {
+		a.unclaimed = true
+		if !restarting || a.restartArm || rep.Of(a.cfg.Identity) == 0 {
+			// Nobody will start the identity again soon, or its tree
+			// did not come back here (no subreaper on this system):
+			// free it now rather than when a restart takes it over.
+			if rerr := a.claim(); rerr != nil {
 				e = rerr
 			}
 		}
 		return e
 	case ev.Err != nil:
-		return &api.Error{Code: api.CodeCleanupFailed, Message: ev.Err.Error()}
+		return cleanupError("", ev.Err)
 	}
 	return nil
 }
@@ -555,7 +665,11 @@ func (a *actor) settleStop(e *api.Error) bool {
 		rowErr = a.depErr
 	}
 	a.depErr = nil
-	a.setState(api.StateStopped, rowErr)
+	if a.leftover {
+		a.setState(api.StateCleanupFailed, rowErr)
+	} else {
+		a.setState(api.StateStopped, rowErr)
+	}
 	a.answer(&a.stopWait, errOrNil(e))
 	if a.ending {
 		return true
@@ -574,6 +688,13 @@ func (a *actor) settleStop(e *api.Error) bool {
 // without a stop: by its restart policy it stays stopped or failed, is
 // parked as a crash loop, or is started again after a backoff.
 func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
+	if a.leftover {
+		// What its dead guardian left could not be stopped: no new
+		// tree until it is.
+		a.answerStarts(errOrNil(e))
+		a.setState(api.StateCleanupFailed, e)
+		return
+	}
 	failed := ev.Type == guardian.EventLost || ev.Exit == nil || ev.Exit.Code != 0
 	if code, ok := checkCodes[ev.Reason]; ok && e == nil {
 		// A check stopped it: that is a failure, whatever the exit.
@@ -615,7 +736,7 @@ func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 		if e != nil {
 			last = e.Message
 		}
-		a.setState(api.StateFailed, &api.Error{Code: api.CodeCrashLoop,
+		a.setState(api.StateFailed, &api.Error{Code: api.CodeCrashLoop, Last: e,
 			Message: fmt.Sprintf("ended %d times in a row, each within %v of starting; last: %s", a.failures, a.c.opts.HealthyAfter, last)})
 		return
 	}

@@ -17,9 +17,10 @@ import (
 // the service runs: when its socket file is deleted or renamed away (by
 // a cleaner of /tmp, or by hand), nobody could ever connect to it again,
 // so a new socket is made at the same path and served in its place.
-// Removals are seen at once where the system reports them (inotify, see
-// platform.WatchRemovals), with no polling; check does the same on
-// demand, at every reload. A pipe (Windows) has no file to lose.
+// Removals are seen at once where the system reports changes to the
+// socket's directory (inotify, kqueue: platform.WatchWrites), with no
+// polling; check does the same on demand, at every reload. A pipe
+// (Windows) has no file to lose.
 //
 // To the HTTP server it is one listener: Accept goes on with the new
 // socket when the old one was swapped out under it.
@@ -27,12 +28,13 @@ type apiListener struct {
 	path string
 	logf func(format string, args ...any)
 
-	mu     sync.Mutex
-	cur    net.Listener
-	ino    os.FileInfo // the socket file cur listens on; nil for a pipe
-	watch  platform.DirWatch
-	closed bool
-	done   chan struct{} // closed by Close
+	mu      sync.Mutex
+	cur     net.Listener
+	ino     os.FileInfo // the socket file cur listens on; nil for a pipe
+	watch   platform.WriteWatch
+	unwatch chan struct{} // closed when watch is closed, ending its goroutine
+	closed  bool
+	done    chan struct{} // closed by Close
 }
 
 // listenAPI listens on the profile's socket and keeps it.
@@ -41,6 +43,12 @@ func listenAPI(path string, logf func(format string, args ...any)) (*apiListener
 	if err != nil {
 		return nil, err
 	}
+	return keepAPI(path, l, logf), nil
+}
+
+// keepAPI keeps l, which listens on path: made here, or handed over by
+// the service before an upgrade.
+func keepAPI(path string, l net.Listener, logf func(format string, args ...any)) *apiListener {
 	a := &apiListener{path: path, logf: logf, cur: l, done: make(chan struct{})}
 	a.ino, _ = os.Lstat(path)
 	if a.ino != nil && a.ino.Mode()&os.ModeSocket != 0 {
@@ -48,7 +56,23 @@ func listenAPI(path string, logf func(format string, args ...any)) (*apiListener
 	} else {
 		a.ino = nil
 	}
-	return a, nil
+	return a
+}
+
+// current is the listener that serves now, for a handover.
+func (a *apiListener) current() net.Listener {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cur
+}
+
+// currentListener is what l listens with now: an apiListener's current
+// socket, or l itself.
+func currentListener(l net.Listener) net.Listener {
+	if a, ok := l.(*apiListener); ok {
+		return a.current()
+	}
+	return l
 }
 
 // Accept implements net.Listener.
@@ -87,9 +111,7 @@ func (a *apiListener) Close() error {
 	}
 	a.closed = true
 	close(a.done)
-	if a.watch != nil {
-		a.watch.Close()
-	}
+	a.stopWatchLocked()
 	return a.cur.Close()
 }
 
@@ -125,11 +147,18 @@ func (a *apiListener) check() {
 	old.Close()
 	a.logf("local API: the socket %s was removed; listening on it again", a.path)
 	// The directory may be a new one too: watch whichever is there.
-	if a.watch != nil {
-		a.watch.Close()
-		a.watch = nil
-	}
+	a.stopWatchLocked()
 	a.startWatchLocked()
+}
+
+// stopWatchLocked ends the current watch, if any, and its goroutine.
+func (a *apiListener) stopWatchLocked() {
+	if a.watch == nil {
+		return
+	}
+	a.watch.Close()
+	close(a.unwatch)
+	a.watch, a.unwatch = nil, nil
 }
 
 func (a *apiListener) startWatch() {
@@ -139,27 +168,39 @@ func (a *apiListener) startWatch() {
 }
 
 // startWatchLocked watches the socket's directory, and checks the
-// socket whenever something in it, or the directory, is removed; each
-// new socket gets a new watch.
+// socket whenever something in it, or the directory, changes; each new
+// socket gets a new watch. The watch answers once per Arm, so it is armed
+// again before each check: a removal after the check wakes it again. An
+// Arm that fails (the directory itself is gone) ends the watch; the next
+// reload's check makes the socket, and its watch, again.
 func (a *apiListener) startWatchLocked() {
-	w, err := platform.WatchRemovals(filepath.Dir(a.path))
+	dir := filepath.Dir(a.path)
+	w, err := platform.WatchWrites(dir)
+	if err == nil {
+		err = w.Arm()
+		if err != nil {
+			w.Close()
+		}
+	}
 	if err != nil {
 		if !errors.Is(err, errors.ErrUnsupported) {
-			a.logf("local API: not watching %s (a removed socket is made again at the next reload): %v", filepath.Dir(a.path), err)
+			a.logf("local API: not watching %s (a removed socket is made again at the next reload): %v", dir, err)
 		}
 		return
 	}
-	a.watch = w
+	stop := make(chan struct{})
+	a.watch, a.unwatch = w, stop
 	go func() {
 		for {
 			select {
-			case _, ok := <-w.C():
-				if !ok {
-					return // closed: replaced, or the service is closing
-				}
+			case <-w.C():
+				err := w.Arm()
 				a.check()
-			case <-a.done:
-				return
+				if err != nil {
+					return // the directory is gone, and check made no new one
+				}
+			case <-stop:
+				return // replaced, or the service is closing
 			}
 		}
 	}()

@@ -36,3 +36,16 @@ var checkCodes = map[guardian.StopReason]api.Code{
 	guardian.ReasonWatchdog:  api.CodeWatchdog,
 	guardian.ReasonUnhealthy: api.CodeUnhealthy,
 }
+
+// cleanupError is the API's error for a cleanup that failed with err,
+// prefixed by what was being done (empty: nothing): the guardian's
+// message, and the processes it left alive as a list of their own.
+func cleanupError(doing string, err error) *api.Error {
+	e := &api.Error{Code: api.CodeCleanupFailed, Message: doing + err.Error()}
+	if ce, ok := errors.AsType[*guardian.CleanupError](err); ok {
+		for _, p := range ce.Survivors {
+			e.Left = append(e.Left, api.Process{PID: p.PID, State: p.State})
+		}
+	}
+	return e
+}

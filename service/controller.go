@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -22,11 +23,29 @@ type Options struct {
 	Paths      Paths
 	Executable string   // the tether binary: guardians and a bare "tether" argv[0]
 	BaseEnv    []string // the environment agents start from; nil means os.Environ()
+	// Orphans, when set, stops what a dead guardian's tree left with the
+	// service (see Orphans); the service's Run sets it.
+	Orphans Orphans
 	// Policy knobs; zero means the defaults below.
 	BackoffMin, BackoffMax time.Duration
 	HealthyAfter           time.Duration
 	CrashLoopLimit         int
 	ContentionWindow       time.Duration
+
+	// Logf writes a line to the service's log; nil: nowhere.
+	Logf func(format string, args ...any)
+
+	// resumed is what an upgrade's successor takes over, by agent id:
+	// the agents start from it instead of from intent.
+	resumed map[string]resumedAgent
+}
+
+// resumedAgent is an agent handed over by the service before: what it
+// knew, and, when its guardian runs, where the session of its tether
+// attached again comes (the actor waits for it before anything else).
+type resumedAgent struct {
+	state   agentHandover
+	session chan attachResult
 }
 
 // Defaults of the restart policy.
@@ -53,9 +72,13 @@ type Controller struct {
 	closing   bool
 	quitAsked bool
 
+	orphanMu sync.Mutex     // one stop of orphans at a time
 	pool     *guardian.Pool // a guardian started ahead of each start
-	quit     chan struct{}  // closed when Quit is accepted
-	done     chan struct{}  // closed once the shutdown is over; see Done
+	service  api.Service    // the process and its binary, for Status
+	upgrades chan upgradeCall
+	stopping chan struct{} // closed when the first shutdown begins
+	quit     chan struct{} // closed when Quit is accepted
+	done     chan struct{} // closed once the shutdown is over; see Done
 	runs     chan stateWrite
 	runsDone chan struct{}
 	logStart chan struct{} // an agent started; see capLogs
@@ -66,6 +89,17 @@ type Controller struct {
 	intentMu    sync.Mutex
 	unsaved     map[string]unsavedIntent
 	intentRetry chan struct{} // see retryIntents
+}
+
+// successorPoolDelay is how long an upgrade's successor waits before it
+// starts guardians ahead of need: its first work is to answer.
+const successorPoolDelay = time.Second
+
+func newPool(opts Options) *guardian.Pool {
+	if opts.resumed != nil {
+		return guardian.NewPoolAfter(opts.Executable, successorPoolDelay)
+	}
+	return guardian.NewPool(opts.Executable)
 }
 
 // ErrShutdownRefused: agents could not be confirmed stopped; a second
@@ -79,6 +113,9 @@ var ErrShutdownRefused = errors.New("shutdown refused once: agents could not be 
 func NewController(opts Options, cfg *config.Config, store *state.Store) *Controller {
 	if opts.BaseEnv == nil {
 		opts.BaseEnv = os.Environ()
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
@@ -102,7 +139,9 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 		subs:     map[*subscriber]struct{}{},
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
-		pool:     guardian.NewPool(opts.Executable),
+		upgrades: make(chan upgradeCall),
+		stopping: make(chan struct{}),
+		pool:     newPool(opts),
 		runs:     make(chan stateWrite, runWriteBuffer),
 		runsDone: make(chan struct{}),
 		logStart: make(chan struct{}, 1),
@@ -113,6 +152,10 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 	go c.capLogs()
 	go c.writeRuns()
 	go c.retryIntents()
+	if opts.resumed != nil {
+		c.resumeAll(cfg)
+		return c
+	}
 	st := store.State()
 	enabled := map[string]bool{}
 	var autostarted []string
@@ -151,13 +194,28 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 // addLocked adds an agent's actor and starts it when enabled.
 func (c *Controller) addLocked(a config.Agent, enabled bool) {
 	act := newActor(c, a)
+	if enabled {
+		// Until its actor takes the start, the row already says what
+		// is under way: a status answered meanwhile never shows an
+		// enabled agent as stopped and disabled.
+		act.want = true
+		act.row.State, act.row.Enabled = api.StateStarting, true
+	}
 	c.actors[a.ID] = act
 	c.rows[a.ID] = act.row
+	// Not to run: a tree that outlived the service before is stopped.
+	act.adoptIdle = !enabled
 	go act.run()
 	if enabled {
 		act.send(command{kind: cmdStart})
 	}
 }
+
+func (c *Controller) logf(format string, args ...any) { c.opts.Logf(format, args...) }
+
+// Stopping is closed when the service begins to stop every agent (a
+// shutdown, refused or not).
+func (c *Controller) Stopping() <-chan struct{} { return c.stopping }
 
 // Done is closed once a shutdown (Quit, or Shutdown) is over: every
 // agent stopped and every run record written, so the process may exit.
@@ -171,6 +229,10 @@ func (c *Controller) Status() api.Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := api.Status{Profile: c.opts.Paths.Profile, ServicePID: os.Getpid(), ConfigError: c.configErr}
+	if c.service.Version != "" {
+		svc := c.service
+		st.Service = &svc
+	}
 	for _, a := range c.cfg.Agents {
 		if row, ok := c.rows[a.ID]; ok {
 			st.Agents = append(st.Agents, row)
@@ -226,12 +288,15 @@ func (c *Controller) Stop(ctx context.Context, id string) (api.Agent, error) {
 	if err != nil {
 		return api.Agent{}, err
 	}
-	serr := c.setEnabled(id, false)
+	// The durable disable goes on while the tree is stopped: the sync
+	// of the intent never delays the stop.
+	serrc := make(chan error, 1)
+	go func() { serrc <- c.setEnabled(id, false) }()
 	err = c.stopDependents(ctx, id)
 	if derr := a.do(ctx, cmdStop); derr != nil {
 		err = derr
 	}
-	if err == nil {
+	if serr := <-serrc; err == nil {
 		err = serr
 	}
 	return c.row(id), err
@@ -374,6 +439,9 @@ func (c *Controller) Shutdown(ctx context.Context, force bool) error {
 		acts = append(acts, a)
 	}
 	again := c.quitAsked
+	if !c.quitAsked {
+		close(c.stopping)
+	}
 	c.quitAsked = true
 	c.mu.Unlock()
 	var failed []string
@@ -385,6 +453,10 @@ func (c *Controller) Shutdown(ctx context.Context, force bool) error {
 			mu.Unlock()
 		}
 	})
+	// Normally none: each is stopped when its guardian's loss is seen.
+	if _, err := c.stopOrphans(c.longestStopTimeout()); err != nil {
+		failed = append(failed, "processes left by dead guardians: "+err.Error())
+	}
 	if len(failed) > 0 && !force && !again {
 		sort.Strings(failed)
 		return fmt.Errorf("%w: %s", ErrShutdownRefused, strings.Join(failed, "; "))
@@ -410,6 +482,27 @@ func (c *Controller) Shutdown(ctx context.Context, force bool) error {
 	return nil
 }
 
+// stopOrphans stops what dead guardians' trees left with the service, one
+// caller at a time. It returns nil when there is nothing to stop.
+func (c *Controller) stopOrphans(timeout time.Duration) (*OrphanReport, error) {
+	if c.opts.Orphans == nil {
+		return nil, nil
+	}
+	c.orphanMu.Lock()
+	defer c.orphanMu.Unlock()
+	return c.opts.Orphans.Stop(timeout)
+}
+
+func (c *Controller) longestStopTimeout() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := guardian.DefaultStopTimeout
+	for _, a := range c.cfg.Agents {
+		d = max(d, a.StopTimeout)
+	}
+	return d
+}
+
 // Quit implements localapi.Backend: a shutdown that an unconfirmed stop
 // refuses once, with the reason; asking again exits anyway.
 func (c *Controller) Quit(ctx context.Context) error {
@@ -422,54 +515,16 @@ func (c *Controller) Quit(ctx context.Context) error {
 	return nil
 }
 
-// capLogs keeps every agent's log under MaxLogSize (see logChecker) until
-// the controller shuts down.
-func (c *Controller) capLogs() {
-	lc := newLogChecker(MaxLogSize, time.Now())
-	t := time.NewTimer(logCheckFirst)
-	defer t.Stop()
-	due := time.Now().Add(logCheckFirst)
-	for {
-		select {
-		case <-c.quit:
-			return
-		case <-c.logStart:
-			// An agent started: its log may grow at any pace.
-			if time.Until(due) > logCheckFirst {
-				due = time.Now().Add(logCheckFirst)
-				t.Reset(logCheckFirst)
-			}
-			continue
-		case <-t.C:
-		}
-		c.mu.Lock()
-		paths := make([]string, 0, len(c.actors))
-		for id := range c.actors {
-			paths = append(paths, c.opts.Paths.LogPath(id))
-		}
-		c.mu.Unlock()
-		wait := lc.check(paths, time.Now())
-		due = time.Now().Add(wait)
-		t.Reset(wait)
-	}
-}
-
-// logStarted tells capLogs that an agent started, without waiting.
-func (c *Controller) logStarted() {
-	select {
-	case c.logStart <- struct{}{}:
-	default:
-	}
-}
-
 // runWrites carries last-run records to writeRuns. They are batched: 200
 // agents starting together cost a few writes of the state file, not 200,
 // and no agent waits for one.
 const runWriteBuffer = 1024
 
-// stateWrite is one change to an agent's last run.
+// stateWrite is one change to an agent's last run, or (done set) a
+// marker closed once everything queued before it is written.
 type stateWrite struct {
-	f func(*state.State)
+	f    func(*state.State)
+	done chan struct{}
 }
 
 // writeRuns applies queued changes to the state until the controller
@@ -508,7 +563,10 @@ func (c *Controller) writeRuns() {
 }
 
 func (c *Controller) applyRuns(batch []stateWrite) {
-	if len(batch) == 0 {
+	if !slices.ContainsFunc(batch, func(w stateWrite) bool { return w.f != nil }) {
+		for _, w := range batch {
+			close(w.done)
+		}
 		return
 	}
 	// A failure is the state file's, and Err reports it to status and
@@ -519,9 +577,16 @@ func (c *Controller) applyRuns(batch []stateWrite) {
 			s.Agents = map[string]state.Agent{}
 		}
 		for _, w := range batch {
-			w.f(s)
+			if w.f != nil {
+				w.f(s)
+			}
 		}
 	})
+	for _, w := range batch {
+		if w.done != nil {
+			close(w.done)
+		}
+	}
 	if err == nil {
 		// The state directory takes writes again: so may the intent
 		// that could not be saved.

@@ -4,11 +4,17 @@
 // policy, and serves the local API that the command line and the tray use.
 // It owns the controller (one goroutine per agent, so an agent's state
 // changes in one place), `tether service run`, the profile's paths and the
-// agents' logs; its subpackages hold the config (config), the durable state
-// (state) and the API server (localapi).
+// agents' logs, and its own lifecycle: the handover to a successor at an
+// upgrade (upgrade.go, handover.go, handover_actor.go and the per-OS
+// upgrade_*.go), the adoption of trees that outlived a crash of the
+// service before (adopt.go), the notifications to a service manager and
+// the stop budget a manager must allow (budget.go). Its subpackages hold
+// the config (config), the durable state (state) and the API server
+// (localapi).
 //
 // It never touches an agent's processes itself: every start, stop and
 // cleanup goes through the agent's guardian, and when the service dies its
-// guardians tear their trees down on their own. Only the command line
-// imports it.
+// guardians tear their trees down on their own (but those of agents with
+// survive_service_crash, which wait for the next service). Only the
+// command line imports it.
 package service

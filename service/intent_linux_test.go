@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 	"github.com/tether-dev/tether/service/state"
 )
 
@@ -75,16 +76,13 @@ func TestUnsavedIntentIsShownAndRetried(t *testing.T) {
 	c := w.controller(Options{})
 	row := waitState(t, c, "a", api.StateRunning)
 	// Once the run's record is written, nothing writes until the stop.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st, err := state.Read(w.paths.StateDir)
-		if err == nil && st.Agents["a"].Enabled && st.Agents["a"].LastRun != nil && st.Agents["a"].LastRun.PID == row.PID {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the start was never recorded: %+v %v", st, err)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var st state.State
+	var serr error
+	if !testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
+		st, serr = state.Read(w.paths.StateDir)
+		return serr == nil && st.Agents["a"].Enabled && st.Agents["a"].LastRun != nil && st.Agents["a"].LastRun.PID == row.PID
+	}) {
+		t.Fatalf("the start was never recorded: %+v %v", st, serr)
 	}
 	undo := readOnly(t, w.paths.StateDir)
 
@@ -101,22 +99,17 @@ func TestUnsavedIntentIsShownAndRetried(t *testing.T) {
 	}
 
 	undo()
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		st, err := state.Read(w.paths.StateDir)
-		var row api.Agent
+	if !testproc.UntilEvery(10*time.Second, 10*time.Millisecond, func() bool {
+		st, serr = state.Read(w.paths.StateDir)
+		row = api.Agent{}
 		for _, r := range c.Status().Agents {
 			if r.ID == "a" {
 				row = r
 			}
 		}
-		if err == nil && !st.Agents["a"].Enabled && row.IntentError == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the stop was never saved: state %+v (%v), row %+v", st, err, row)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return serr == nil && !st.Agents["a"].Enabled && row.IntentError == nil
+	}) {
+		t.Fatalf("the stop was never saved: state %+v (%v), row %+v", st, serr, row)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // An agent whose main process exits while its descendants live has
@@ -31,10 +32,10 @@ func TestExitLeavingProcessesIsReported(t *testing.T) {
 	}
 	// The spawn answered; the exit's report follows.
 	row := waitState(t, c, "once", api.StateStopped)
-	for deadline := time.Now().Add(10 * time.Second); row.Error == nil && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
+	testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
 		row = waitState(t, c, "once", api.StateStopped)
-	}
+		return row.Error != nil
+	})
 	if row.Error == nil || row.Error.Code != api.CodeExited || !strings.Contains(row.Error.Message, "exit status 0") ||
 		!strings.Contains(row.Error.Message, "left 2 processes running, which tether stopped") {
 		t.Fatalf("row of an agent that left two processes: %+v (error %+v)", row, row.Error)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 )
 
 // MaxLogSize caps an agent's log: past it, the log becomes <id>.log.1
@@ -16,64 +15,6 @@ import (
 // it is copied and truncated instead (lines written between the copy and
 // the truncation are lost).
 const MaxLogSize = 10 << 20
-
-// Running agents' logs are held to MaxLogSize by checks whose pace
-// follows the logs: a log that grew is checked again before it could reach
-// the cap at the rate it grew (at most once a second), and while no log
-// grows the checks back off to one every ten minutes, so an idle service
-// does not wake for nothing. An agent's start brings the next check within
-// logCheckFirst.
-const (
-	logCheckFirst = 30 * time.Second
-	logCheckMin   = time.Second
-	logCheckMax   = 10 * time.Minute
-)
-
-// logChecker holds logs to a size and paces its own checks.
-type logChecker struct {
-	max   int64
-	sizes map[string]int64 // each log's size at the last check
-	last  time.Time        // when that was
-	wait  time.Duration    // the last pause it chose
-}
-
-func newLogChecker(max int64, now time.Time) *logChecker {
-	return &logChecker{max: max, sizes: map[string]int64{}, last: now, wait: logCheckFirst}
-}
-
-// check caps each of paths that reached the size and returns how long to
-// wait before the next check. A log that cannot be capped (its directory
-// is unwritable, say) is tried again at the next check.
-func (lc *logChecker) check(paths []string, now time.Time) time.Duration {
-	elapsed := now.Sub(lc.last)
-	sizes := make(map[string]int64, len(paths))
-	var soonest time.Duration // 0 while no log grew
-	for _, p := range paths {
-		var size int64
-		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
-			size = fi.Size()
-		}
-		if size >= lc.max && capLog(p, lc.max) == nil {
-			size = 0
-		}
-		if prev, ok := lc.sizes[p]; ok && size > prev && elapsed > 0 {
-			// Half the time it needs to reach the cap at the rate it
-			// grew since the last check.
-			d := time.Duration(float64(elapsed) * float64(lc.max-size) / float64(size-prev) / 2)
-			if soonest == 0 || d < soonest {
-				soonest = d
-			}
-		}
-		sizes[p] = size
-	}
-	lc.sizes, lc.last = sizes, now
-	if soonest == 0 {
-		lc.wait = min(2*lc.wait, logCheckMax)
-	} else {
-		lc.wait = min(max(soonest, logCheckMin), logCheckMax)
-	}
-	return lc.wait
-}
 
 // rotateLog rotates path if it has grown past MaxLogSize. It runs before
 // a guardian opens the log, so no writer holds the old file.

@@ -114,7 +114,7 @@ func TestLogCheckerPace(t *testing.T) {
 	for range 8 {
 		want = min(2*want, logCheckMax)
 		now = now.Add(lc.wait)
-		if got := lc.check(paths, now); got != want {
+		if got, _ := lc.check(paths, now); got != want {
 			t.Fatalf("quiet logs: next check in %v, want %v", got, want)
 		}
 	}
@@ -132,8 +132,8 @@ func TestLogCheckerPace(t *testing.T) {
 		t.Fatal(err)
 	}
 	now = now.Add(10 * time.Second)
-	if got, want := lc.check(paths, now), 45*time.Second; got != want {
-		t.Fatalf("a log growing 100 bytes/s, 9000 bytes from the cap: next check in %v, want %v", got, want)
+	if got, _ := lc.check(paths, now); got != 45*time.Second {
+		t.Fatalf("a log growing 100 bytes/s, 9000 bytes from the cap: next check in %v, want %v", got, 45*time.Second)
 	}
 
 	// A burst far faster than the checks: at most one a second.
@@ -141,7 +141,7 @@ func TestLogCheckerPace(t *testing.T) {
 		t.Fatal(err)
 	}
 	now = now.Add(100 * time.Millisecond)
-	if got := lc.check(paths, now); got != logCheckMin {
+	if got, _ := lc.check(paths, now); got != logCheckMin {
 		t.Fatalf("a log growing 80 KB/s: next check in %v, want %v", got, logCheckMin)
 	}
 

@@ -4,8 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/service/config"
 )
 
@@ -93,3 +95,16 @@ func (p Paths) LogPath(id string) string { return filepath.Join(p.LogDir, id+".l
 // agents: beside the API socket, in the user's runtime directory, whose
 // short path fits a unix socket's limit.
 func (p Paths) NotifyDir() string { return filepath.Join(filepath.Dir(p.Socket), "notify") }
+
+// AdoptPath is where the guardian of identity waits to be adopted after
+// the service died, when its agent has survive_service_crash: a socket
+// beside the API's, per identity and not per profile (an identity is held
+// once, whatever the profile), or a named pipe of the user on Windows.
+func (p Paths) AdoptPath(identity string) string {
+	key := guardian.Key(identity)
+	if runtime.GOOS == "windows" {
+		// '@' is in no user's part of a pipe name (api.SocketPath).
+		return strings.TrimSuffix(p.Socket, "-"+p.Profile) + "@adopt-" + key
+	}
+	return filepath.Join(api.AdoptDir(p.Socket), key+".sock")
+}

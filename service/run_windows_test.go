@@ -63,7 +63,7 @@ func TestRunWindows(t *testing.T) {
 
 	var first bytes.Buffer
 	done := make(chan int, 1)
-	go func() { done <- Run(p, exe, &first) }()
+	go func() { done <- Run(p, exe, "test", &first) }()
 	ended := false
 	defer func() {
 		if !ended {
@@ -88,7 +88,7 @@ func TestRunWindows(t *testing.T) {
 	}
 
 	var second bytes.Buffer
-	if code := Run(p, exe, &second); code != 1 {
+	if code := Run(p, exe, "test", &second); code != 1 {
 		t.Errorf("a second service exited %d, want 1", code)
 	}
 	if msg := second.String(); !strings.Contains(msg, ErrAlreadyRunning.Error()) || !strings.Contains(msg, fmt.Sprintf("pid %d", os.Getpid())) {

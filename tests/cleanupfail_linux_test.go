@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
 )
@@ -43,20 +44,18 @@ func newFreezer(t *testing.T) *freezer {
 	f := &freezer{t: t, dir: dir}
 	t.Cleanup(func() {
 		_ = f.write("freezer.state", "THAWED")
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			err := os.Remove(dir)
+		var err error
+		if !testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
+			err = os.Remove(dir)
 			if err == nil || errors.Is(err, os.ErrNotExist) {
-				return
+				return true
 			}
 			for _, pid := range f.pids() {
 				_ = os.WriteFile(filepath.Join(freezerRoot, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
 			}
-			if time.Now().After(deadline) {
-				t.Errorf("removing %s: %v", dir, err)
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
+			return false
+		}) {
+			t.Errorf("removing %s: %v", dir, err)
 		}
 	})
 	return f
@@ -86,16 +85,12 @@ func (f *freezer) freeze(pid int) {
 	if err := f.write("freezer.state", "FROZEN"); err != nil {
 		f.t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, _ := os.ReadFile(filepath.Join(f.dir, "freezer.state"))
-		if string(bytes.TrimSpace(b)) == "FROZEN" {
-			return
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("%s: state %q, never FROZEN", f.dir, b)
-		}
-		time.Sleep(2 * time.Millisecond)
+	var b []byte
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
+		b, _ = os.ReadFile(filepath.Join(f.dir, "freezer.state"))
+		return string(bytes.TrimSpace(b)) == "FROZEN"
+	}) {
+		f.t.Fatalf("%s: state %q, never FROZEN", f.dir, b)
 	}
 }
 
@@ -129,18 +124,16 @@ func TestStopCleanupFailedExits5(t *testing.T) {
 
 	// The agent's child, the sleep, is the one that will not die.
 	var child int
-	deadline := time.Now().Add(10 * time.Second)
-	for child == 0 {
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
 		procs, _ := punix.Processes()
 		for _, p := range procs {
 			if p.PPid == x.PID && !p.Zombie() {
 				child = p.Pid
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agent %d never started its child", x.PID)
-		}
-		time.Sleep(2 * time.Millisecond)
+		return child != 0
+	}) {
+		t.Fatalf("agent %d never started its child", x.PID)
 	}
 	fz.freeze(child)
 
@@ -156,6 +149,10 @@ func TestStopCleanupFailedExits5(t *testing.T) {
 	}
 	if !strings.Contains(row.Error.Message, strconv.Itoa(child)) {
 		t.Errorf("the cleanup error does not name the pid left, %d: %s", child, row.Error.Message)
+	}
+	// A client learns what is left without reading the message.
+	if len(row.Error.Left) != 1 || row.Error.Left[0].PID != child || row.Error.Left[0].State == "" {
+		t.Errorf("the cleanup error's left = %+v, want pid %d with its state", row.Error.Left, child)
 	}
 	// The identity stays held while its tree may live (I1).
 	if held := w.heldLocks(); len(held) != 1 {

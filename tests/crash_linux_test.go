@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
 )
@@ -101,16 +102,12 @@ func treeOf(marker string) tree {
 func waitTrees(t *testing.T, marker string, n int) {
 	t.Helper()
 	want := tree{n, n, n, 3 * n}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := treeOf(marker)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("trees of %s: %+v, want %+v: %s", marker, got, want, describe(procsWith(marker)))
-		}
-		time.Sleep(2 * time.Millisecond)
+	var got tree
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
+		got = treeOf(marker)
+		return got == want
+	}) {
+		t.Fatalf("trees of %s: %+v, want %+v: %s", marker, got, want, describe(procsWith(marker)))
 	}
 }
 
@@ -135,11 +132,8 @@ func exactlyOnce(t *testing.T, within time.Duration, want map[string]int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for marker, n := range want {
-		for len(treesOf(marker)) != n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d live trees of %s, want %d: %s", len(treesOf(marker)), marker, n, describe(procsWith(marker)))
-			}
-			time.Sleep(2 * time.Millisecond)
+		if !testproc.UntilEvery(time.Until(deadline), 2*time.Millisecond, func() bool { return len(treesOf(marker)) == n }) {
+			t.Fatalf("%d live trees of %s, want %d: %s", len(treesOf(marker)), marker, n, describe(procsWith(marker)))
 		}
 	}
 	deadline = time.Now().Add(within)

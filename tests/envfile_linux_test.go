@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 func randomSecret(t *testing.T) string {
@@ -82,17 +83,12 @@ func TestEnvFileSecretReachesOnlyTheAgent(t *testing.T) {
 	w.mustRun("start", "x")
 	x := w.waitState("default", "x", api.StateRunning)
 	// The agent got the secret, and the plain variable beside it.
-	deadline := time.Now().Add(10 * time.Second)
 	var env []byte
-	for {
+	if !testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
 		env, _ = os.ReadFile(dump)
-		if len(env) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the agent never wrote its environment")
-		}
-		time.Sleep(5 * time.Millisecond)
+		return len(env) > 0
+	}) {
+		t.Fatal("the agent never wrote its environment")
 	}
 	for _, want := range []string{"SECRET=" + secret + "\n", "VISIBLE=plain\n", "TETHER_IDENTITY=x@relay\n"} {
 		if !strings.Contains(string(env), want) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 )
 
@@ -69,16 +70,13 @@ func TestCleanupFailedSurvivesServiceRestart(t *testing.T) {
 
 	// Started again above: once the old guardian lets go, it runs.
 	fz.thaw()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		st, err := w.client("default").Status(context.Background())
-		if err == nil && len(st.Agents) == 1 && st.Agents[0].State == api.StateRunning && st.Agents[0].GuardianPID != x.GuardianPID {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent never ran again after the thaw: %+v %v", st.Agents, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var st api.Status
+	var serr error
+	if !testproc.UntilEvery(60*time.Second, 20*time.Millisecond, func() bool {
+		st, serr = w.client("default").Status(context.Background())
+		return serr == nil && len(st.Agents) == 1 && st.Agents[0].State == api.StateRunning && st.Agents[0].GuardianPID != x.GuardianPID
+	}) {
+		t.Fatalf("the agent never ran again after the thaw: %+v %v", st.Agents, serr)
 	}
 	if p, err := punix.Stat(child); err == nil && !p.Zombie() {
 		t.Errorf("the frozen child %d outlived the retried cleanup", child)

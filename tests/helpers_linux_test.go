@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"github.com/tether-dev/tether/service/state"
 	"golang.org/x/sys/unix"
@@ -102,8 +103,7 @@ func killMarked(marker string) {
 func reapAdopted(within time.Duration) (left []int) {
 	self := os.Getpid()
 	sid, _ := unix.Getsid(0)
-	deadline := time.Now().Add(within)
-	for {
+	testproc.UntilEvery(within, 2*time.Millisecond, func() bool {
 		left = left[:0]
 		procs, _ := punix.Processes()
 		for _, p := range procs {
@@ -118,11 +118,9 @@ func reapAdopted(within time.Duration) (left []int) {
 			}
 			left = append(left, p.Pid)
 		}
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return len(left) == 0
+	})
+	return left
 }
 
 // cleanupTrees makes sure, at the end of t, that nothing of the trees
@@ -131,11 +129,13 @@ func reapAdopted(within time.Duration) (left []int) {
 // already checked that there is nothing left to do.
 func cleanupTrees(t *testing.T, marker string) {
 	t.Cleanup(func() {
-		deadline := time.Now().Add(10 * time.Second)
-		for len(procsWith(marker)) > 0 && time.Now().Before(deadline) {
+		testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
+			if len(procsWith(marker)) == 0 {
+				return true
+			}
 			killMarked(marker)
-			time.Sleep(5 * time.Millisecond)
-		}
+			return false
+		})
 		if left := reapAdopted(10 * time.Second); len(left) > 0 {
 			t.Errorf("adopted processes never exited: %v", left)
 		}
@@ -150,6 +150,10 @@ func (w *world) heldLocks() []string {
 	var held []string
 	for _, p := range paths {
 		f, err := punix.OpenLockFile(p)
+		if w.foreign {
+			// OpenLockFile refuses a file of another user.
+			f, err = os.OpenFile(p, os.O_RDWR|unix.O_NOFOLLOW, 0)
+		}
 		if err != nil {
 			held = append(held, fmt.Sprintf("%s (%v)", p, err))
 			continue
@@ -191,16 +195,15 @@ func (w *world) privateDirs(profile string) []string {
 // that took and fails the test with what was left otherwise.
 func (w *world) waitOwnerGone(profile, marker string, begin time.Time, within time.Duration) time.Duration {
 	w.t.Helper()
-	for {
-		procs, dirs, locks := procsWith(marker), w.privateDirs(profile), w.heldLocks()
-		if len(procs) == 0 && len(dirs) == 0 && len(locks) == 0 {
-			return time.Since(begin)
-		}
-		if time.Since(begin) > within {
-			w.t.Fatalf("%v after the owner died: survivors %s, private dirs %v, held locks %v", within, describe(procs), dirs, locks)
-		}
-		time.Sleep(2 * time.Millisecond)
+	var procs map[int]string
+	var dirs, locks []string
+	if !testproc.UntilEvery(time.Until(begin.Add(within)), 2*time.Millisecond, func() bool {
+		procs, dirs, locks = procsWith(marker), w.privateDirs(profile), w.heldLocks()
+		return len(procs) == 0 && len(dirs) == 0 && len(locks) == 0
+	}) {
+		w.t.Fatalf("%v after the owner died: survivors %s, private dirs %v, held locks %v", within, describe(procs), dirs, locks)
 	}
+	return time.Since(begin)
 }
 
 // readProc returns /proc/<pid>/<file> with its NULs as newlines.
@@ -275,15 +278,12 @@ func runBounded(t *testing.T, cmd *exec.Cmd, within time.Duration) (stdout, stde
 // waitFileContains waits until the file at path contains s.
 func waitFileContains(t *testing.T, path, s string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, err := os.ReadFile(path)
-		if err == nil && strings.Contains(string(b), s) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never contained %q: %v\n%s", path, s, err, b)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var b []byte
+	var err error
+	if !testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
+		b, err = os.ReadFile(path)
+		return err == nil && strings.Contains(string(b), s)
+	}) {
+		t.Fatalf("%s never contained %q: %v\n%s", path, s, err, b)
 	}
 }

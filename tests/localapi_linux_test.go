@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // apiCall is one request to the local API and what the service must
@@ -185,8 +185,8 @@ func TestLocalAPIRefusesOtherUID(t *testing.T) {
 
 	get := func(cred *syscall.Credential) (int, string) {
 		t.Helper()
-		cmd := exec.Command(exe)
-		cmd.Env = append(os.Environ(), helperEnv+"=get-status", "TETHER_E2E_SOCKET="+sock)
+		cmd := testproc.Command("get-status", sock)
+		cmd.Path = exe
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 		out, errb, err := runBounded(t, cmd, 20*time.Second)
 		if err != nil {

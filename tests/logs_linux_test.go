@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // tickerYAML is an agent that prints "tick N", N = 1, 2, ..., every
@@ -118,15 +119,13 @@ func TestLogsFollow(t *testing.T) {
 	w.waitState("default", "x", api.StateRunning)
 	// Wait for a first tick, so "new" means something.
 	var last int
-	deadline := time.Now().Add(10 * time.Second)
-	for last < 1 {
+	if !testproc.UntilEvery(10*time.Second, 10*time.Millisecond, func() bool {
 		if r := w.run(10*time.Second, "logs", "x", "-n", "1"); r.code == 0 {
 			last = tickOf(strings.TrimSpace(r.stdout))
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the agent never ticked")
-		}
-		time.Sleep(10 * time.Millisecond)
+		return last >= 1
+	}) {
+		t.Fatal("the agent never ticked")
 	}
 
 	begin := time.Now()

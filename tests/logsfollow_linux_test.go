@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // countingYAML is an agent that prints the numbers 1, 2, 3, ... in bursts
@@ -71,16 +72,13 @@ func TestLogsFollowContinuesTheTail(t *testing.T) {
 `, pad, m))
 	w.startService("default")
 	w.waitState("default", "x", api.StateRunning)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r := w.run(10*time.Second, "logs", "x", "-n", "1")
-		if n, _ := strconv.Atoi(strings.Fields(r.stdout + " 0")[0]); n > 2000 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent never logged its 2000 lines: %s%s", r.stdout, r.stderr)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var r result
+	if !testproc.UntilEvery(10*time.Second, 10*time.Millisecond, func() bool {
+		r = w.run(10*time.Second, "logs", "x", "-n", "1")
+		n, _ := strconv.Atoi(strings.Fields(r.stdout + " 0")[0])
+		return n > 2000
+	}) {
+		t.Fatalf("the agent never logged its 2000 lines: %s%s", r.stdout, r.stderr)
 	}
 	// 1500 lines of tail fill the pipe (150 kB): the command waits for
 	// its reader, who starts 300 ms late, before it can follow.

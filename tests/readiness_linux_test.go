@@ -209,6 +209,22 @@ func TestOutsideReadinessChecks(t *testing.T) {
 	}
 }
 
+// chainAgent is an agent of a dependency test: it notes "start ID" and,
+// on SIGTERM, "stop ID" in the order file, and is ready 0.2 s after it
+// starts. extra adds keys to its entry.
+func chainAgent(id, order, marker, extra string) string {
+	return fmt.Sprintf(`  - id: %[1]s
+    command: [/bin/sh, -c, 'trap "echo stop %[1]s >> %[2]s; exit 0" TERM; echo start %[1]s >> %[2]s; sleep 0.2; echo ready; sleep 1000 & wait', %[3]s-%[1]s]
+    ready: {log: "^ready$"}
+%[4]s`, id, order, marker, extra)
+}
+
+// orderLines reads the order file of chainAgent's agents.
+func orderLines(order string) []string {
+	b, _ := os.ReadFile(order)
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
 // A chain of three real agents: top requires mid, mid requires base.
 // Starting top starts all three in order; stopping base stops top and
 // mid first; a failing mid keeps top from starting.
@@ -216,12 +232,7 @@ func TestDependencyChain(t *testing.T) {
 	w := newWorld(t)
 	m := uniqueMarker()
 	order := filepath.Join(w.dir, "order")
-	agent := func(id, extra string) string {
-		return fmt.Sprintf(`  - id: %[1]s
-    command: [/bin/sh, -c, 'trap "echo stop %[1]s >> %[2]s; exit 0" TERM; echo start %[1]s >> %[2]s; sleep 0.2; echo ready; sleep 1000 & wait', %[3]s-%[1]s]
-    ready: {log: "^ready$"}
-%[4]s`, id, order, m, extra)
-	}
+	agent := func(id, extra string) string { return chainAgent(id, order, m, extra) }
 	w.writeConfig("agents:\n" + agent("base", "") + agent("mid", "    requires: [base]\n") + agent("top", "    requires: [mid]\n    after: [base]\n"))
 	w.startService("default")
 	t.Cleanup(func() { cleanupTrees(t, m) })
@@ -235,10 +246,7 @@ func TestDependencyChain(t *testing.T) {
 			t.Fatalf("%s is %s after starting top, want running", id, st[id].State)
 		}
 	}
-	lines := func() []string {
-		b, _ := os.ReadFile(order)
-		return strings.Split(strings.TrimSpace(string(b)), "\n")
-	}
+	lines := func() []string { return orderLines(order) }
 	if got := lines(); !slices.Equal(got, []string{"start base", "start mid", "start top"}) {
 		t.Fatalf("start order %q", got)
 	}
@@ -278,12 +286,7 @@ func TestDependencyOrderAfterCrash(t *testing.T) {
 	w := newWorld(t)
 	m := uniqueMarker()
 	order := filepath.Join(w.dir, "order")
-	agent := func(id, extra string) string {
-		return fmt.Sprintf(`  - id: %[1]s
-    command: [/bin/sh, -c, 'echo start %[1]s >> %[2]s; sleep 0.2; echo ready; sleep 1000 & wait', %[3]s-%[1]s]
-    ready: {log: "^ready$"}
-%[4]s`, id, order, m, extra)
-	}
+	agent := func(id, extra string) string { return chainAgent(id, order, m, extra) }
 	// In the file, the dependents come first: the order is the graph's.
 	w.writeConfig("agents:\n" + agent("top", "    requires: [mid]\n") + agent("mid", "    after: [base]\n    requires: [base]\n") + agent("base", ""))
 	s := w.startService("default")
@@ -296,8 +299,7 @@ func TestDependencyOrderAfterCrash(t *testing.T) {
 	}
 	w.startService("default")
 	w.waitState("default", "top", api.StateRunning)
-	b, _ := os.ReadFile(order)
-	if got := strings.Split(strings.TrimSpace(string(b)), "\n"); !slices.Equal(got, []string{"start base", "start mid", "start top"}) {
+	if got := orderLines(order); !slices.Equal(got, []string{"start base", "start mid", "start top"}) {
 		t.Fatalf("after the relaunch the start order is %q", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/testproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,18 +30,14 @@ func TestRemovedSocketIsMadeAgain(t *testing.T) {
 	dir := filepath.Dir(sock)
 	reachable := func(what string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		var err error
+		if !testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_, err := w.client("default").Status(ctx)
-			cancel()
-			if err == nil {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("after %s the service is unreachable: %v\n%s", what, err, s.output())
-			}
-			time.Sleep(5 * time.Millisecond)
+			defer cancel()
+			_, err = w.client("default").Status(ctx)
+			return err == nil
+		}) {
+			t.Fatalf("after %s the service is unreachable: %v\n%s", what, err, s.output())
 		}
 	}
 	if err := os.Remove(sock); err != nil {

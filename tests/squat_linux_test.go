@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -14,22 +13,17 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
-// squatterEnv makes the test binary the squatter of
-// TestClientRefusesAnotherUsersService instead of running tests: it
-// listens on the socket it names (mode 0777), prints "ready", and for
-// each connection appends to the file in squatterLogEnv how many bytes
-// the client sent before closing, until its stdin closes.
-const (
-	squatterEnv    = "TETHER_E2E_SQUAT_SOCKET"
-	squatterLogEnv = "TETHER_E2E_SQUAT_LOG"
-)
-
+// The test binary doubles as the squatter of
+// TestClientRefusesAnotherUsersService: the helper "squat SOCKET LOG"
+// listens on SOCKET (mode 0777), announces "ready", and for each
+// connection appends to LOG how many bytes the client sent before
+// closing, until its stdin closes.
 func init() {
-	if sock := os.Getenv(squatterEnv); sock != "" {
-		os.Exit(squat(sock, os.Getenv(squatterLogEnv)))
-	}
+	testproc.Register("squat", func(args []string) int { return squat(args[0], args[1]) })
 }
 
 func squat(sock, logPath string) int {
@@ -59,7 +53,10 @@ func squat(sock, logPath string) int {
 			}
 		}
 	}()
-	fmt.Println("ready")
+	if err := testproc.Announce("ready"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return 0
 }
@@ -148,15 +145,13 @@ func TestClientRefusesAnotherUsersService(t *testing.T) {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(runDir, "default.sock")
-	sq := exec.Command(squatterExe)
-	sq.Env = []string{squatterEnv + "=" + sock, squatterLogEnv + "=" + squatLog}
+	rp := testproc.NewReady(t)
+	sq := testproc.Command("squat", sock, squatLog)
+	sq.Path = squatterExe
+	rp.Pass(sq)
 	sq.Dir = "/"
 	sq.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: squatter, Gid: squatter}}
 	stdin, err := sq.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := sq.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,18 +171,8 @@ func TestClientRefusesAnotherUsersService(t *testing.T) {
 		}
 	}
 	t.Cleanup(stopSquatter)
-	ready := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(stdout).ReadString('\n')
-		ready <- line
-	}()
-	select {
-	case line := <-ready:
-		if strings.TrimSpace(line) != "ready" {
-			t.Fatalf("the squatter said %q", line)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the squatter never listened")
+	if line, err := rp.Line(10 * time.Second); err != nil || line != "ready" {
+		t.Fatalf("the squatter never listened: %q, %v", line, err)
 	}
 
 	asVictim := func(args ...string) result {
@@ -235,9 +220,7 @@ func TestClientRefusesAnotherUsersService(t *testing.T) {
 	refused("start, squatted listener", asVictim("start", "a"))
 	// The squatter notes each connection once the client has closed it.
 	want := "connection: 0 bytes\nconnection: 0 bytes\n"
-	for deadline := time.Now().Add(10 * time.Second); sent() != want && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool { return sent() == want })
 	if s := sent(); s != want {
 		t.Errorf("what the squatter got: %q, want two connections and nothing sent", s)
 	}

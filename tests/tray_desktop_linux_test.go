@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
 )
@@ -128,18 +130,56 @@ const busConfig = `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Con
 </busconfig>
 `
 
+// dunstrc configures the desktop's dunst: bubbles stay until closed (the
+// tests close them, and read the history), no age is added to them, and
+// its context menu (dunstctl context) picks the action named in the file
+// the desktop's pickAction writes, the way a user picks one in dmenu.
+const dunstrc = `[global]
+    show_age_threshold = -1
+    dmenu = %s
+[urgency_low]
+    timeout = 0
+[urgency_normal]
+    timeout = 0
+`
+
+// dunstPicker is the context menu's "dmenu": it keeps the menu dunst
+// offers, and answers with its first line that contains the pick.
+const dunstPicker = `#!/bin/sh
+cat > %[1]s/dunst-menu.txt
+grep -m1 -F -e "$(cat %[1]s/dunst-pick)" %[1]s/dunst-menu.txt
+`
+
+// deskOptions say what a desktop has besides its X server and bus.
+type deskOptions struct {
+	panel    bool   // the Xfce panel, a tray host
+	notifier string // "dunst", "xfce4-notifyd", or "" for none
+}
+
 // newDesktop starts the desktop; a missing program skips the test (fails
 // it with CI=true). withPanel false leaves out the panel and dunst: a bus
 // with no tray host.
 func newDesktop(t *testing.T, withPanel bool) *desktop {
 	t.Helper()
+	if withPanel {
+		return newDesktopWith(t, deskOptions{panel: true, notifier: "dunst"})
+	}
+	return newDesktopWith(t, deskOptions{})
+}
+
+// newDesktopWith starts a desktop with what o asks for.
+func newDesktopWith(t *testing.T, o deskOptions) *desktop {
+	t.Helper()
 	needTools(t, deskTools...)
+	if o.notifier == "xfce4-notifyd" {
+		needTools(t, xfceNotifyd())
+	}
 	dir, err := os.MkdirTemp("", "ttd-") // short: it holds the bus socket
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := &desktop{t: t, dir: dir, marker: uniqueMarker()}
-	for _, sub := range []string{"config/xfce4/xfconf/xfce-perchannel-xml", "cache", "data", "run"} {
+	for _, sub := range []string{"config/xfce4/xfconf/xfce-perchannel-xml", "config/dunst", "cache", "data", "run"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -163,6 +203,13 @@ func newDesktop(t *testing.T, withPanel bool) *desktop {
 	if err := os.WriteFile(filepath.Join(dir, "config/xfce4/xfconf/xfce-perchannel-xml/xfce4-panel.xml"), []byte(panelXML), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	picker := filepath.Join(dir, "dunst-picker")
+	if err := os.WriteFile(picker, []byte(fmt.Sprintf(dunstPicker, dir)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config/dunst/dunstrc"), []byte(fmt.Sprintf(dunstrc, picker)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	// Xvfb picks a free display and writes its number when it is ready.
 	x := d.startWithFD("Xvfb", nil, "Xvfb", "-displayfd", "3", "-screen", "0", fmt.Sprintf("%dx%dx24", deskWidth, deskHeight), "-nolisten", "tcp")
@@ -182,13 +229,45 @@ func newDesktop(t *testing.T, withPanel bool) *desktop {
 	}
 	t.Cleanup(func() { d.conn.Close() })
 
-	if withPanel {
-		d.start("panel", d.env, "xfce4-panel", "--disable-wm-check")
+	if o.panel {
+		d.startPanel()
+	}
+	switch o.notifier {
+	case "dunst":
 		d.start("dunst", d.env, "dunst")
-		d.waitName("org.kde.StatusNotifierWatcher", 20*time.Second)
+	case "xfce4-notifyd":
+		d.start("notifyd", d.env, xfceNotifyd())
+	}
+	if o.notifier != "" {
 		d.waitName("org.freedesktop.Notifications", 10*time.Second)
 	}
 	return d
+}
+
+// startPanel starts the Xfce panel and waits for its tray host.
+func (d *desktop) startPanel() {
+	d.t.Helper()
+	d.start("panel", d.env, "xfce4-panel", "--disable-wm-check")
+	d.waitName("org.kde.StatusNotifierWatcher", 20*time.Second)
+}
+
+// xfceNotifyd is where Debian keeps xfce4-notifyd, the Xfce notification
+// daemon, which draws actions as buttons.
+func xfceNotifyd() string {
+	if m, _ := filepath.Glob("/usr/lib/*/xfce4/notifyd/xfce4-notifyd"); len(m) > 0 {
+		return m[0]
+	}
+	return "xfce4-notifyd"
+}
+
+// pickAction picks, in dunst's context menu, the first action whose line
+// contains pick ("#Start again (tether: bob failed)"), as a user does.
+func (d *desktop) pickAction(pick string) {
+	d.t.Helper()
+	if err := os.WriteFile(filepath.Join(d.dir, "dunst-pick"), []byte(pick), 0o600); err != nil {
+		d.t.Fatal(err)
+	}
+	d.run(10*time.Second, "dunstctl", "context")
 }
 
 // start runs a program of the desktop until the test ends.
@@ -253,17 +332,13 @@ func (d *desktop) startWithFD(name string, env []string, argv ...string) string 
 // waitName waits until someone owns name on the bus.
 func (d *desktop) waitName(name string, within time.Duration) {
 	d.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	var err error
+	if !testproc.UntilEvery(within, 10*time.Millisecond, func() bool {
 		var has bool
-		err := d.conn.BusObject().Call("org.freedesktop.DBus.NameHasOwner", 0, name).Store(&has)
-		if err == nil && has {
-			return
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("nobody owns %s on the test's bus after %v (%v)", name, within, err)
-		}
-		time.Sleep(10 * time.Millisecond)
+		err = d.conn.BusObject().Call("org.freedesktop.DBus.NameHasOwner", 0, name).Store(&has)
+		return err == nil && has
+	}) {
+		d.t.Fatalf("nobody owns %s on the test's bus after %v (%v)", name, within, err)
 	}
 }
 
@@ -275,8 +350,7 @@ func (d *desktop) waitName(name string, within time.Duration) {
 func (d *desktop) sweep() {
 	self := os.Getpid()
 	seen := map[int]bool{}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
 		pids := d.marked()
 		for _, pid := range pids {
 			seen[pid] = true
@@ -295,13 +369,9 @@ func (d *desktop) sweep() {
 				}
 			}
 		}
-		if len(pids) == 0 && len(seen) == 0 || time.Now().After(deadline) {
-			if len(seen) > 0 {
-				d.t.Errorf("processes of the desktop never ended: %v", seen)
-			}
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
+		return len(pids) == 0 && len(seen) == 0
+	}) && len(seen) > 0 {
+		d.t.Errorf("processes of the desktop never ended: %v", seen)
 	}
 }
 
@@ -333,24 +403,25 @@ type sniItem struct {
 // process pid, and returns it.
 func (d *desktop) waitItem(pid int, within time.Duration) sniItem {
 	d.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	var found sniItem
+	if !testproc.UntilEvery(within, 10*time.Millisecond, func() bool {
 		for _, it := range d.items() {
 			var owner uint32
 			if err := d.conn.BusObject().Call("org.freedesktop.DBus.GetConnectionUnixProcessID", 0, it.service).Store(&owner); err == nil && int(owner) == pid {
-				v, err := d.conn.Object(it.service, it.path).GetProperty("org.kde.StatusNotifierItem.Menu")
-				if err != nil {
-					d.t.Fatalf("the Menu of %s%s: %v", it.service, it.path, err)
-				}
-				it.menu, _ = v.Value().(dbus.ObjectPath)
-				return it
+				found = it
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("no tray item of pid %d registered within %v; registered: %+v", pid, within, d.items())
-		}
-		time.Sleep(10 * time.Millisecond)
+		return false
+	}) {
+		d.t.Fatalf("no tray item of pid %d registered within %v; registered: %+v", pid, within, d.items())
 	}
+	v, err := d.conn.Object(found.service, found.path).GetProperty("org.kde.StatusNotifierItem.Menu")
+	if err != nil {
+		d.t.Fatalf("the Menu of %s%s: %v", found.service, found.path, err)
+	}
+	found.menu, _ = v.Value().(dbus.ObjectPath)
+	return found
 }
 
 // items are the host's registered items: "busname/object/path" entries of
@@ -373,7 +444,8 @@ func (d *desktop) items() []sniItem {
 }
 
 // iconColor classifies the item's icon (its IconPixmap, ARGB) by the
-// colour of its opaque pixels: "red", "green" or "grey".
+// colour of its state badge, the disc in its bottom right corner: "red"
+// (failed), "amber" (busy), "green" (running) or "grey" (unreachable).
 func (d *desktop) iconColor(it sniItem) string {
 	d.t.Helper()
 	v, err := d.conn.Object(it.service, it.path).GetProperty("org.kde.StatusNotifierItem.IconPixmap")
@@ -388,10 +460,19 @@ func (d *desktop) iconColor(it sniItem) string {
 		d.t.Fatalf("IconPixmap %v: %v", v, err)
 	}
 	var r, g, b, n int
-	pix := pixmaps[0].Pix
-	for i := 0; i+3 < len(pix); i += 4 {
-		if pix[i] == 0xff {
-			r, g, b, n = r+int(pix[i+1]), g+int(pix[i+2]), b+int(pix[i+3]), n+1
+	pm := pixmaps[0]
+	// The badge's centre is at 72% of the icon's width and height, its
+	// radius 28%; its ground is what is opaque and not its white glyph.
+	for y := range int(pm.H) {
+		for x := range int(pm.W) {
+			dx, dy := float64(x)/float64(pm.W)-0.72, float64(y)/float64(pm.H)-0.72
+			i := 4 * (y*int(pm.W) + x)
+			if dx*dx+dy*dy > 0.2*0.2 || i+3 >= len(pm.Pix) || pm.Pix[i] != 0xff {
+				continue
+			}
+			if pr, pg, pb := int(pm.Pix[i+1]), int(pm.Pix[i+2]), int(pm.Pix[i+3]); pr+pg+pb < 600 {
+				r, g, b, n = r+pr, g+pg, b+pb, n+1
+			}
 		}
 	}
 	if n == 0 {
@@ -399,8 +480,10 @@ func (d *desktop) iconColor(it sniItem) string {
 	}
 	r, g, b = r/n, g/n, b/n
 	switch {
-	case r > g+40 && r > b+40:
+	case r > g+80 && r > b+40:
 		return "red"
+	case r > g+40 && g > b+40:
+		return "amber"
 	case g > r+40 && g > b+20:
 		return "green"
 	}
@@ -410,16 +493,12 @@ func (d *desktop) iconColor(it sniItem) string {
 // waitIcon waits until the item's icon is of color (see iconColor).
 func (d *desktop) waitIcon(it sniItem, color string) {
 	d.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := d.iconColor(it)
-		if got == color {
-			return
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("the tray's icon is %s, want %s", got, color)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var got string
+	if !testproc.UntilEvery(10*time.Second, 20*time.Millisecond, func() bool {
+		got = d.iconColor(it)
+		return got == color
+	}) {
+		d.t.Fatalf("the tray's icon is %s, want %s", got, color)
 	}
 }
 
@@ -517,21 +596,19 @@ func (n menuNode) String() string {
 // waitMenu waits until the item's menu satisfies ok, and returns it.
 func (d *desktop) waitMenu(it sniItem, what string, ok func(menuNode) bool) menuNode {
 	d.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		// fyne.io/systray answers the first GetLayout after a rebuild one
-		// level deep (for libdbusmenu's sake); asking again gets it all.
-		// A menu being rebuilt grows item by item: only one that is
+	var m menuNode
+	var err error
+	if !testproc.UntilEvery(15*time.Second, 20*time.Millisecond, func() bool {
+		// fyne.io/systray answers the first GetLayout after a rebuild
+		// one level deep (for libdbusmenu's sake); asking again gets it
+		// all. A menu being rebuilt grows item by item: only one that is
 		// whole (it ends with Quit tray) counts.
-		m, err := d.layout(it)
-		if err == nil && len(m.children) > 0 && m.children[len(m.children)-1].label == "Quit tray" && ok(m) {
-			return m
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("the tray's menu never showed %s (%v):%s", what, err, m)
-		}
-		time.Sleep(20 * time.Millisecond)
+		m, err = d.layout(it)
+		return err == nil && len(m.children) > 0 && m.children[len(m.children)-1].label == "Quit tray" && ok(m)
+	}) {
+		d.t.Fatalf("the tray's menu never showed %s (%v):%s", what, err, m)
 	}
+	return m
 }
 
 // click sends the tray a click on the menu item id, as the host does.
@@ -570,31 +647,34 @@ func (d *desktop) notifications() []string {
 // every one of parts.
 func (d *desktop) waitNotification(within time.Duration, parts ...string) string {
 	d.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		all := d.notifications()
+	var all []string
+	var found string
+	if !testproc.UntilEvery(within, 50*time.Millisecond, func() bool {
+		all = d.notifications()
 		for _, n := range all {
-			found := true
-			for _, p := range parts {
-				found = found && strings.Contains(n, p)
-			}
-			if found {
-				return n
+			if !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(n, p) }) {
+				found = n
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("no notification with %q within %v; dunst has shown:\n%s", parts, within, strings.Join(all, "\n"))
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		d.t.Fatalf("no notification with %q within %v; dunst has shown:\n%s", parts, within, strings.Join(all, "\n"))
 	}
+	return found
+}
+
+// command is a program to run on the desktop.
+func (d *desktop) command(argv ...string) *exec.Cmd {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), d.env...)
+	return cmd
 }
 
 // run runs a program on the desktop and returns its output.
 func (d *desktop) run(within time.Duration, argv ...string) string {
 	d.t.Helper()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), d.env...)
-	out, errs, err := runBounded(d.t, cmd, within)
+	out, errs, err := runBounded(d.t, d.command(argv...), within)
 	if err != nil {
 		d.t.Fatalf("%v: %v\n%s%s", argv, err, out, errs)
 	}
@@ -615,23 +695,21 @@ func (d *desktop) screenshot() (image.Image, []byte) {
 // waitScreen waits until the screen satisfies ok, and returns its PNG.
 func (d *desktop) waitScreen(what string, ok func(image.Image) bool) []byte {
 	d.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		img, b := d.screenshot()
-		if ok(img) {
-			return b
+	var b []byte
+	if !testproc.UntilEvery(15*time.Second, 50*time.Millisecond, func() bool {
+		var img image.Image
+		img, b = d.screenshot()
+		return ok(img)
+	}) {
+		// Kept after the test, to look at.
+		f, err := os.CreateTemp("", "tether-tray-screen-*.png")
+		if err == nil {
+			_, _ = f.Write(b)
+			f.Close()
 		}
-		if time.Now().After(deadline) {
-			// Kept after the test, to look at.
-			f, err := os.CreateTemp("", "tether-tray-screen-*.png")
-			if err == nil {
-				_, _ = f.Write(b)
-				f.Close()
-			}
-			d.t.Fatalf("the screen never showed %s (last screenshot: %s)", what, f.Name())
-		}
-		time.Sleep(50 * time.Millisecond)
+		d.t.Fatalf("the screen never showed %s (last screenshot: %s)", what, f.Name())
 	}
+	return b
 }
 
 // light reports whether the pixel at x, y is light (a menu's background).
@@ -645,4 +723,21 @@ func vivid(img image.Image, x, y int) bool {
 	r, g, b, _ := img.At(x, y).RGBA()
 	hi, lo := max(r, g, b), min(r, g, b)
 	return hi-lo > 0x4000
+}
+
+func pngDecode(b []byte) (image.Image, error) { return png.Decode(bytes.NewReader(b)) }
+
+// writePNG writes the part r of img to path.
+func writePNG(path string, img image.Image, r image.Rectangle) error {
+	out := image.NewRGBA(image.Rect(0, 0, r.Dx(), r.Dy()))
+	for y := range r.Dy() {
+		for x := range r.Dx() {
+			out.Set(x, y, img.At(r.Min.X+x, r.Min.Y+y))
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, out); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
 }

@@ -8,11 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
 )
@@ -32,6 +34,17 @@ func (d *desktop) startTray(w *world, profile string, bare bool) *trayProc {
 	if !bare {
 		args = append(args, "tray")
 	}
+	return d.startTrayArgs(w, args, nil)
+}
+
+// startTrayEnv is startTray (not bare) with more environment.
+func (d *desktop) startTrayEnv(w *world, profile string, env ...string) *trayProc {
+	d.t.Helper()
+	return d.startTrayArgs(w, []string{"--profile", profile, "tray"}, env)
+}
+
+func (d *desktop) startTrayArgs(w *world, args, extra []string) *trayProc {
+	d.t.Helper()
 	cmd := exec.Command(tether, args...)
 	// The desktop's environment, with the world's XDG directories.
 	env := append(withoutXDG(w.env), d.env...)
@@ -40,7 +53,7 @@ func (d *desktop) startTray(w *world, profile string, bare bool) *trayProc {
 			env = append(env, kv)
 		}
 	}
-	p := d.startCmd(fmt.Sprintf("tray-%d", time.Now().UnixNano()), cmd, env)
+	p := d.startCmd(fmt.Sprintf("tray-%d", time.Now().UnixNano()), cmd, append(env, extra...))
 	return &trayProc{deskProc: p, pid: cmd.Process.Pid}
 }
 
@@ -70,6 +83,7 @@ func hasFreezer() bool {
 // notifications.
 func TestTrayOnARealDesktop(t *testing.T) {
 	d := newDesktop(t, true)
+	notes := d.monitorNotify()
 	w := newWorld(t)
 	m := uniqueMarker()
 	cleanupTrees(t, m)
@@ -181,16 +195,10 @@ func TestTrayOnARealDesktop(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-tr.done
-	deadline := time.Now().Add(10 * time.Second)
-	for gone := false; !gone; {
-		gone = true
-		for _, it := range d.items() {
-			gone = gone && it.service != item.service
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the killed tray's item is still registered: %+v", d.items())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testproc.UntilEvery(10*time.Second, 10*time.Millisecond, func() bool {
+		return !slices.ContainsFunc(d.items(), func(it sniItem) bool { return it.service == item.service })
+	}) {
+		t.Fatalf("the killed tray's item is still registered: %+v", d.items())
 	}
 	after := w.status("default")["alice"]
 	if after.State != api.StateRunning || after.PID != alice.PID || after.GuardianPID != alice.GuardianPID || !after.Since.Equal(alice.Since) {
@@ -208,22 +216,36 @@ func TestTrayOnARealDesktop(t *testing.T) {
 	t.Logf("the tray was SIGKILLed, alice ran on; a bare tether registered again as %s", item.service)
 
 	// Start at login, where no per-user service manager can be reached
-	// (this build machine): a notification says so, the box stays off.
+	// (this build machine): the tray's autostart entry is the whole of
+	// it (its tray starts the service), so the box turns on; off again,
+	// the entry goes and nothing stops.
 	if _, err := os.Stat("/run/systemd/system"); err == nil {
 		t.Log("not clicking Start at login: systemd is init here, and the switch would talk to the real user manager")
 	} else {
-		menu = d.waitMenu(item, "Start at login enabled (the registrations read)", func(n menuNode) bool {
-			l, ok := n.find("Start at login")
-			return ok && l.enabled
-		})
-		login, _ := menu.find("Start at login")
-		d.click(item, login.id)
-		n := d.waitNotification(15*time.Second, "cannot start at login", "no per-user service manager")
-		t.Logf("Start at login: %q", n)
-		menu = d.waitMenu(item, "Start at login off and enabled", func(n menuNode) bool {
-			l, ok := n.find("Start at login")
-			return ok && l.enabled && l.toggle == 0
-		})
+		entry := filepath.Join(w.dir, "config", "autostart", "tether.desktop")
+		for _, on := range []bool{true, false} {
+			menu = d.waitMenu(item, "Start at login enabled (the registrations read)", func(n menuNode) bool {
+				l, ok := n.find("Start at login")
+				return ok && l.enabled
+			})
+			login, _ := menu.find("Start at login")
+			d.click(item, login.id)
+			want := map[bool]int32{true: 1, false: 0}[on]
+			menu = d.waitMenu(item, fmt.Sprintf("Start at login %v", on), func(n menuNode) bool {
+				l, ok := n.find("Start at login")
+				return ok && l.enabled && l.toggle == want
+			})
+			b, err := os.ReadFile(entry)
+			switch {
+			case on && (err != nil || !strings.Contains(string(b), "tray --at-login")):
+				t.Errorf("Start at login on: the autostart entry %s: %v\n%s", entry, err, b)
+			case !on && err == nil:
+				t.Errorf("Start at login off: %s is still there", entry)
+			}
+		}
+		if got := w.status("default")["alice"]; got.State != api.StateRunning {
+			t.Errorf("alice after Start at login on and off: %+v", got)
+		}
 	}
 
 	// A cleanup that fails for real: alice's child is frozen, so it
@@ -236,12 +258,24 @@ func TestTrayOnARealDesktop(t *testing.T) {
 		stop, _ := menu.find("alice: running", "Stop")
 		d.click(item, stop.id)
 		w.waitState("default", "alice", api.StateCleanupFailed)
-		n := d.waitNotification(15*time.Second, "alice would not stop", fmt.Sprint(child), "kill -9")
+		// A frozen process is in state D: it has had SIGKILL, and
+		// the notice says it is stuck in the kernel and how to find
+		// why, not to kill it again.
+		n := d.waitNotification(15*time.Second, "alice would not stop", fmt.Sprint(child), "stuck in the kernel", "freezer")
+		if strings.Contains(n, "kill -9") {
+			t.Errorf("kill -9 advice for a process in state D: %q", n)
+		}
 		t.Logf("cleanup failure notified: %q", n)
-		d.waitMenu(item, "the cleanup error in the menu", func(n menuNode) bool {
+		// Critical: it stays until dismissed.
+		if c := notes.wait(t, time.Second, "alice would not stop"); c.urgency != 2 || c.expire != 0 {
+			t.Errorf("the cleanup failure's notice has urgency %d and expiry %d, want critical (2), never (0)", c.urgency, c.expire)
+		}
+		d.waitMenu(item, "the cleanup error in the menu, with the surviving pid", func(n menuNode) bool {
 			sub, ok := n.find("alice: cleanup failed")
-			return ok && n.children[0].label == "1 failed, 1 cleanup failed" && len(sub.children) > 0 &&
-				strings.Contains(sub.children[len(sub.children)-1].label, "cleanup_failed: ")
+			info, ok2 := n.find("alice: cleanup failed", "identity ")
+			return ok && ok2 && n.children[0].label == "1 failed, 1 cleanup failed" && len(sub.children) > 0 &&
+				strings.Contains(sub.children[len(sub.children)-1].label, "cleanup_failed: ") &&
+				strings.HasSuffix(info.label, fmt.Sprintf("still alive: pid %d", child))
 		})
 		fz.thaw()
 		w.waitState("default", "alice", api.StateStopped)
@@ -271,16 +305,12 @@ func TestTrayOnARealDesktop(t *testing.T) {
 	}
 	d.click(item, startSvc.id)
 	var st api.Status
-	deadline = time.Now().Add(20 * time.Second)
-	for {
-		var err error
-		if st, err = w.client("default").Status(ctx); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no service after Start service: %v\ntray: %s", err, tr.output())
-		}
-		time.Sleep(10 * time.Millisecond)
+	var err error
+	if !testproc.UntilEvery(20*time.Second, 10*time.Millisecond, func() bool {
+		st, err = w.client("default").Status(ctx)
+		return err == nil
+	}) {
+		t.Fatalf("no service after Start service: %v\ntray: %s", err, tr.output())
 	}
 	t.Cleanup(func() { quitDetached(t, w, st.ServicePID) })
 	p, err := punix.Stat(st.ServicePID)
@@ -314,19 +344,20 @@ func TestTrayOnARealDesktop(t *testing.T) {
 // childOf waits for a child of pid and returns it.
 func childOf(t *testing.T, pid int) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	child := 0
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
 		procs, _ := punix.Processes()
 		for _, p := range procs {
 			if p.PPid == pid && !p.Zombie() {
-				return p.Pid
+				child = p.Pid
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d never started a child", pid)
-		}
-		time.Sleep(2 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("process %d never started a child", pid)
 	}
+	return child
 }
 
 // quitDetached stops a service that the tray started, and reaps it once
@@ -338,26 +369,19 @@ func quitDetached(t *testing.T, w *world, pid int) {
 		t.Errorf("quitting the service the tray started: %v", err)
 		_ = unix.Kill(pid, unix.SIGKILL)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	if !testproc.UntilEvery(20*time.Second, 5*time.Millisecond, func() bool {
 		p, err := punix.Stat(pid)
 		if err != nil {
-			return
+			return true
 		}
 		if p.Zombie() && p.PPid == os.Getpid() {
 			var ws unix.WaitStatus
 			_, _ = unix.Wait4(pid, &ws, 0, nil)
-			return
 		}
-		if p.Zombie() {
-			return // the tray's to reap
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("the service %d the tray started never ended", pid)
-			_ = unix.Kill(pid, unix.SIGKILL)
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
+		return p.Zombie() // if not ours, the tray's to reap
+	}) {
+		t.Errorf("the service %d the tray started never ended", pid)
+		_ = unix.Kill(pid, unix.SIGKILL)
 	}
 }
 
@@ -367,10 +391,9 @@ func quitDetached(t *testing.T, w *world, pid int) {
 func (d *desktop) openMenuScreenshot() []byte {
 	d.t.Helper()
 	left, top := d.openMenu(func(img image.Image, _, _ int) bool { return true })
-	// Down selects the first enabled item (the first agent), the next
-	// Down the second, the failed one; Right opens its submenu, to the
-	// left of the menu.
-	d.run(10*time.Second, "xdotool", "key", "Down", "Down", "Right")
+	// Down selects the first enabled item: the first agent, a failed one
+	// (they come first); Right opens its submenu, to the left of the menu.
+	d.run(10*time.Second, "xdotool", "key", "Down", "Right")
 	shot := d.waitScreen("the submenu", func(img image.Image) bool {
 		return light(img, left-30, top+100) && light(img, left-30, top+150)
 	})
@@ -474,22 +497,50 @@ func TestTrayGrowsOnReload(t *testing.T) {
 	t.Logf("the grown menu with the last agent's submenu open: %s", path)
 }
 
-// The tray on a session bus with no tray host exits 1 and says so.
+// The tray on a session bus with no tray host (GNOME without the
+// AppIndicator extension) does not exit: it says once, in a notification,
+// how to get a tray, waits for one by watching the bus (it sleeps
+// meanwhile, it does not poll), and shows its icon as soon as a panel
+// with a tray appears.
 func TestTrayWithoutHost(t *testing.T) {
-	d := newDesktop(t, false)
+	d := newDesktopWith(t, deskOptions{notifier: "dunst"})
 	w := newWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	w.writeConfig(fmt.Sprintf("agents:\n  - id: alice\n    command: [/bin/sh, -c, 'sleep 1000 & wait', %s]\n    autostart: true\n", m))
+	w.startService("default")
+	w.waitState("default", "alice", api.StateRunning)
 	begin := time.Now()
-	cmd := exec.Command(tether, "tray")
-	cmd.Env = append(withoutXDG(w.env), d.env...)
-	_, stderr, err := runBounded(t, cmd, 30*time.Second)
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr, "no system tray host") || !strings.Contains(stderr, "org.kde.StatusNotifierWatcher") {
-		t.Fatalf("tray without a host: %v\n%s", err, stderr)
+	tr := d.startTray(w, "default", false)
+	n := d.waitNotification(30*time.Second, "no tray to show its icon in", "AppIndicator")
+	t.Logf("after %v: %q", time.Since(begin).Round(time.Millisecond), n)
+	if !tr.running() {
+		t.Fatalf("the tray exited:\n%s", tr.output())
 	}
-	if strings.Contains(stderr, "panic") {
-		t.Fatalf("the tray panicked:\n%s", stderr)
+	before := contextSwitches(t, tr.pid)
+	const idle = 5 * time.Second
+	time.Sleep(idle)
+	woke := contextSwitches(t, tr.pid) - before
+	t.Logf("waiting for a tray host, the tray woke %d times in %v", woke, idle)
+	if woke != 0 {
+		t.Errorf("the tray woke %d times in %v while waiting for a tray host: it polls", woke, idle)
 	}
-	t.Logf("after %v: %s", time.Since(begin).Round(time.Millisecond), strings.TrimSpace(stderr))
+
+	d.startPanel()
+	item := d.waitItem(tr.pid, 15*time.Second)
+	d.waitMenu(item, "alice running", func(n menuNode) bool { _, ok := n.find("alice: running"); return ok })
+	var told int
+	for _, n := range d.notifications() {
+		if strings.Contains(n, "no tray to show its icon in") {
+			told++
+		}
+	}
+	if told != 1 {
+		t.Errorf("told %d times that there is no tray, want once", told)
+	}
+	if out := tr.output(); !strings.Contains(out, "no system tray host yet") || strings.Contains(out, "panic") {
+		t.Errorf("the tray's output:\n%s", out)
+	}
 }
 
 // Without a session bus, `tether tray` and a bare `tether` on a desktop

@@ -12,32 +12,30 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gen2brain/beeep"
 	"github.com/tether-dev/tether/assets"
 	"github.com/tether-dev/tether/install"
 	"github.com/tether-dev/tether/internal/logline"
 )
 
-// osDeps are the engine's ways into the real OS.
-func osDeps() deps {
-	beeep.AppName = "tether"
+// osDeps are the engine's ways into the real OS; n shows the notices.
+func osDeps(n *desktopNotifier) deps {
 	return deps{
 		now:            time.Now,
-		notify:         notify,
+		notify:         n.notify,
+		noticeActions:  n.onAction,
 		open:           openPath,
 		startService:   startService,
 		loginInstalled: loginInstalled,
 		setLogin:       setLogin,
+		restartWindow:  restartWindow,
 		configInit:     configInit,
+		copy:           copyToClipboard,
+		watchSleep:     watchSleep,
 	}
 }
 
-func notify(n Notice) error {
-	return beeep.Notify(n.Title, n.Body, assets.PNG(assets.Failed))
-}
-
 func installOptions(o Options) install.Options {
-	return install.Options{Profile: o.Profile, ConfigPath: o.ConfigFlag}
+	return install.Options{Profile: o.Profile, ConfigPath: o.ConfigFlag, Icon: assets.PNG(assets.Mark)}
 }
 
 // openPath opens path with the desktop's default application: xdg-open on
@@ -131,51 +129,84 @@ func openServiceLog(path string) (*os.File, error) {
 	return f, nil
 }
 
-// loginInstalled: the switch is on when both registrations exist.
+// loginInstalled: the switch is on when the tray's autostart entry
+// exists and the login service is enabled, where a service manager runs
+// one (without one, the autostart entry alone starts the agents: its tray
+// starts the service).
 func loginInstalled(o Options) (bool, error) {
 	st, err := install.Status(installOptions(o))
-	if err != nil {
+	if err != nil && !errors.Is(err, install.ErrNoServiceManager) {
 		return false, err
 	}
 	tray, err := install.TrayAutostartInstalled(installOptions(o))
 	if err != nil {
 		return false, err
 	}
-	return st.Installed && tray, nil
+	return tray && (st.Enabled || !st.Reachable), nil
 }
 
-// setLogin installs both registrations or neither, or removes both.
+// setLogin turns start at login on or off. On: the login service is
+// installed as `tether service install --no-start` installs it (with the
+// config's stop timeout and this session's PATH), where a service manager
+// runs one, and the tray's autostart entry is written; the engine starts
+// the service next, if it does not run. Off: the service no longer starts
+// at login and the autostart entry is removed; nothing running stops.
 func setLogin(o Options, on bool) error {
 	inst := installOptions(o)
 	if !on {
 		_, err1 := install.UninstallTrayAutostart(inst)
-		_, err2 := install.Uninstall(inst)
+		_, err2 := install.Disable(inst)
+		if errors.Is(err2, install.ErrNoServiceManager) {
+			err2 = nil
+		}
 		return errors.Join(err1, err2)
 	}
-	if _, err := install.Install(inst); err != nil {
-		return fmt.Errorf("installing the login service: %w", err)
+	st, err := install.Status(inst)
+	if err != nil && !errors.Is(err, install.ErrNoServiceManager) {
+		return err
+	}
+	if st.Reachable {
+		if err := runTether(o, "service", "install", "--no-start"); err != nil {
+			return fmt.Errorf("installing the login service: %w", err)
+		}
 	}
 	if _, err := install.InstallTrayAutostart(inst); err != nil {
-		if _, uerr := install.Uninstall(inst); uerr != nil {
-			return errors.Join(fmt.Errorf("installing the tray's autostart entry: %w", err),
-				fmt.Errorf("removing the login service again: %w", uerr))
+		if st.Reachable {
+			if _, uerr := install.Disable(inst); uerr != nil {
+				return errors.Join(fmt.Errorf("installing the tray's autostart entry: %w", err),
+					fmt.Errorf("disabling the login service again: %w", uerr))
+			}
 		}
 		return fmt.Errorf("installing the tray's autostart entry: %w", err)
 	}
 	return nil
 }
 
-// configInit runs `tether config init` for the tray's profile and config.
-func configInit(o Options) error {
+// restartWindow is how long the service's manager takes to start it again
+// after it died: install.RestartWindow where the installed service is
+// restarted by its manager, zero otherwise.
+func restartWindow(o Options) time.Duration {
+	st, err := install.Status(installOptions(o))
+	if err != nil || !st.Reachable || !st.Restarts || !st.Enabled {
+		return 0
+	}
+	return install.RestartWindow
+}
+
+// runTether runs a tether command for the tray's profile and config.
+func runTether(o Options, args ...string) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, exe, append(o.globalFlags(), "config", "init")...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, exe, append(o.globalFlags(), args...)...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("tether config init: %v: %s", err, bytes.TrimSpace(out))
+		return fmt.Errorf("tether %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
 	}
 	return nil
 }
+
+// configInit runs `tether config init` for the tray's profile and config.
+func configInit(o Options) error { return runTether(o, "config", "init") }

@@ -2,62 +2,146 @@ package tray
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/tether-dev/tether/assets"
 )
 
-// Coalescer keeps notifications from becoming a storm: at most one per key
-// every PerKey, and at most PerMinute in any minute overall. What it holds
-// back is counted, and the next notice admitted for that key says so.
-// The menu always shows the current state, so nothing held back is lost
-// to the user. The zero value is not usable; see NewCoalescer.
+// Coalescer keeps a burst of agents' notices from becoming a storm
+// without losing any: within any Window, the first Burst get a bubble of
+// their own, and the ones after them are gathered into one summary that
+// names every agent gathered ("5 more agents failed: a, b, c, d, e").
+// The summary is one bubble for the whole burst, updated in place as it
+// grows; a new burst, once a Window has passed without one, gets a new
+// one. A newer notice of an agent that had a bubble of its own in the
+// window takes that bubble's place (see Notice.Subject), so it costs no
+// room and is never gathered; nor are notices about no agent (the
+// service, the user's own actions). The zero value is not usable; see
+// NewCoalescer.
 type Coalescer struct {
-	PerKey    time.Duration
-	PerMinute int
+	Burst  int
+	Window time.Duration
 
-	last map[string]time.Time // key -> last admitted
-	held map[string]int       // key -> held back since
-	sent []time.Time          // admitted within the last minute, oldest first
+	sent     []time.Time          // own bubbles within the window, oldest first
+	subjects map[string]time.Time // their subjects, and when
+	gathered []Notice             // of the current burst, one per agent, in order
+	bursts   int                  // bursts that had a summary, for its subject
+	changed  bool                 // the summary changed since Summary last said
 }
 
-// NewCoalescer returns a coalescer with tether's limits: one per agent and
-// kind every 30 s, five a minute.
+// NewCoalescer returns a coalescer with tether's limits: three bubbles of
+// their own a minute, then a summary.
 func NewCoalescer() *Coalescer {
-	return &Coalescer{PerKey: 30 * time.Second, PerMinute: 5}
+	return &Coalescer{Burst: 3, Window: time.Minute}
 }
 
-// Admit reports whether a notice for key may be shown at now, and how many
-// for key were held back since the last one admitted.
-func (c *Coalescer) Admit(key string, now time.Time) (ok bool, held int) {
-	if c.last == nil {
-		c.last, c.held = map[string]time.Time{}, map[string]int{}
-	}
-	// Forget what no longer limits anything, so the maps stay small.
-	for k, t := range c.last {
-		if now.Sub(t) >= c.PerKey && c.held[k] == 0 {
-			delete(c.last, k)
-		}
-	}
-	for len(c.sent) > 0 && now.Sub(c.sent[0]) >= time.Minute {
+// Admit reports whether n gets a bubble of its own at now. When it does
+// not, it is gathered: Summary then has it.
+func (c *Coalescer) Admit(n Notice, now time.Time) bool {
+	for len(c.sent) > 0 && now.Sub(c.sent[0]) >= c.Window {
 		c.sent = c.sent[1:]
 	}
-	if t, ok := c.last[key]; ok && now.Sub(t) < c.PerKey || len(c.sent) >= c.PerMinute {
-		c.held[key]++
-		return false, 0
+	for s, at := range c.subjects {
+		if now.Sub(at) >= c.Window {
+			delete(c.subjects, s)
+		}
 	}
-	held = c.held[key]
-	delete(c.held, key)
-	c.last[key] = now
-	c.sent = append(c.sent, now)
-	return true, held
+	if len(c.sent) == 0 && len(c.gathered) > 0 && !c.changed {
+		// The burst is over: the next summary is a bubble of its own.
+		c.gathered = nil
+	}
+	if _, replaces := c.subjects[n.Subject]; n.Agent == "" || replaces {
+		return true
+	}
+	if len(c.sent) < c.Burst {
+		c.sent = append(c.sent, now)
+		if c.subjects == nil {
+			c.subjects = map[string]time.Time{}
+		}
+		c.subjects[n.Subject] = now
+		return true
+	}
+	if len(c.gathered) == 0 {
+		c.bursts++
+	}
+	// An agent is named once, for its newest notice.
+	c.gathered = slices.DeleteFunc(c.gathered, func(g Notice) bool { return g.Agent == n.Agent })
+	c.gathered = append(c.gathered, n)
+	c.changed = true
+	return false
 }
 
-// withHeld adds to n's body how many like it were held back.
-func withHeld(n Notice, held int) Notice {
-	switch {
-	case held == 1:
-		n.Body += "\n(1 similar notification was held back.)"
-	case held > 1:
-		n.Body += fmt.Sprintf("\n(%d similar notifications were held back.)", held)
+// Summary returns the summary of the notices gathered in this burst, if
+// it changed since the last call.
+func (c *Coalescer) Summary() (Notice, bool) {
+	if !c.changed || len(c.gathered) == 0 {
+		return Notice{}, false
+	}
+	c.changed = false
+	return summarize(c.gathered, c.bursts), true
+}
+
+// Pending reports whether Summary has something new.
+func (c *Coalescer) Pending() bool { return c.changed && len(c.gathered) > 0 }
+
+// summaryPhrases name the kinds of notices in a summary.
+var summaryPhrases = map[string]string{
+	KindCrashLoop:  "keep crashing",
+	KindFailed:     "will not be restarted",
+	KindCleanup:    "could not be cleaned up",
+	KindContention: "cannot get their identity",
+}
+
+// summarize is the bubble that names every agent of ns, grouped by what
+// happened to them. It is as urgent as the most urgent of them, and
+// offers to start again the ones that can be.
+func summarize(ns []Notice, burst int) Notice {
+	var kinds []string
+	byKind := map[string][]string{}
+	var again []string
+	urgency := UrgencyNormal
+	for _, n := range ns {
+		_, kind, _ := strings.Cut(n.Key, "/")
+		if _, ok := byKind[kind]; !ok {
+			kinds = append(kinds, kind)
+		}
+		byKind[kind] = append(byKind[kind], n.Agent)
+		if n.Urgency == UrgencyCritical {
+			urgency = UrgencyCritical
+		}
+		if kind == KindFailed || kind == KindCrashLoop {
+			again = append(again, n.Agent)
+		}
+	}
+	var names []string
+	var lines []string
+	for _, k := range kinds {
+		names = append(names, byKind[k]...)
+		lines = append(lines, fmt.Sprintf("%s %s: %s", plural(len(byKind[k]), "agent", "agents"), phrase(k), strings.Join(byKind[k], ", ")))
+	}
+	title := fmt.Sprintf("tether: %d more agents failed: %s", len(names), strings.Join(names, ", "))
+	if len(names) == 1 {
+		title = fmt.Sprintf("tether: 1 more agent failed: %s", names[0])
+	}
+	n := Notice{
+		Key:     fmt.Sprintf("summary/%d", burst),
+		Subject: fmt.Sprintf("summary/%d", burst),
+		Title:   elide(title, 120),
+		Body:    strings.Join(lines, "\n") + "\nThe tray's menu shows each one's error.",
+		Urgency: urgency,
+		Icon:    assets.Failed,
+	}
+	if len(again) > 0 {
+		n.Actions = []NoticeAction{{LabelStartAgain, Action{Kind: ActStart, IDs: again}}}
 	}
 	return n
+}
+
+func phrase(kind string) string {
+	if p, ok := summaryPhrases[kind]; ok {
+		return p
+	}
+	return kind
 }

@@ -2,88 +2,140 @@ package tray
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/api"
 )
 
-func TestCoalescerPerKey(t *testing.T) {
-	c := NewCoalescer()
-	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	if ok, held := c.Admit("alice/cleanup", at(0)); !ok || held != 0 {
-		t.Fatalf("first: %v %d", ok, held)
-	}
-	for _, s := range []float64{0, 1, 29.9} {
-		if ok, _ := c.Admit("alice/cleanup", at(s)); ok {
-			t.Errorf("a second alice/cleanup at %vs was admitted", s)
+func failedNotice(id string) Notice {
+	var d detector
+	n, _ := d.agent(agent(id, api.StateFailed, 0, &api.Error{Code: api.CodeSpawn, Message: "no such file"}))
+	return n
+}
+
+// named reports which of ids some notice of ns names (title or body).
+func named(ns []Notice, ids []string) (missing []string) {
+	for _, id := range ids {
+		if !slices.ContainsFunc(ns, func(n Notice) bool {
+			return slices.Contains(strings.FieldsFunc(n.Title+"\n"+n.Body, func(r rune) bool { return r == ' ' || r == ',' || r == '\n' || r == ':' }), id)
+		}) {
+			missing = append(missing, id)
 		}
 	}
-	// Other keys are not held back by this one.
-	if ok, _ := c.Admit("bob/cleanup", at(1)); !ok {
-		t.Error("bob/cleanup held back by alice/cleanup")
+	return missing
+}
+
+// TestCoalescerBurst: eight agents failing at once make three bubbles of
+// their own and one summary naming the other five; none is lost.
+func TestCoalescerBurst(t *testing.T) {
+	c := NewCoalescer()
+	var ids []string
+	var shown []Notice
+	for i := range 8 {
+		id := fmt.Sprintf("agent%d", i)
+		ids = append(ids, id)
+		if n := failedNotice(id); c.Admit(n, t0.Add(time.Duration(i)*time.Millisecond)) {
+			shown = append(shown, n)
+		}
 	}
-	if ok, _ := c.Admit("alice/crash_loop", at(1)); !ok {
-		t.Error("alice/crash_loop held back by alice/cleanup")
+	if len(shown) != c.Burst {
+		t.Errorf("%d bubbles of their own, want %d", len(shown), c.Burst)
 	}
-	ok, held := c.Admit("alice/cleanup", at(30))
-	if !ok || held != 3 {
-		t.Errorf("after 30 s: admitted %v with %d held, want true and 3", ok, held)
+	if !c.Pending() {
+		t.Fatal("nothing gathered")
 	}
-	if ok, held := c.Admit("alice/cleanup", at(61)); !ok || held != 0 {
-		t.Errorf("the held count was not reset: %v %d", ok, held)
+	s, ok := c.Summary()
+	if !ok || !strings.HasPrefix(s.Title, "tether: 5 more agents failed: agent3, agent4") {
+		t.Fatalf("summary %+v", s)
+	}
+	if s.Agent != "" || s.Subject == "" || len(s.Actions) != 1 || len(s.Actions[0].Do.IDs) != 5 {
+		t.Errorf("summary: agent %q, subject %q, actions %+v; want no agent, a subject, Start again for the five", s.Agent, s.Subject, s.Actions)
+	}
+	if missing := named(append(shown, s), ids); len(missing) > 0 {
+		t.Errorf("never named: %v", missing)
+	}
+	if _, ok := c.Summary(); ok || c.Pending() {
+		t.Error("an unchanged summary is offered again")
+	}
+	// A newer notice of an agent with a bubble of its own replaces it:
+	// no room taken, not gathered.
+	if !c.Admit(failedNotice("agent1"), t0.Add(time.Second)) || len(c.sent) != c.Burst || c.Pending() {
+		t.Error("a newer notice of agent1 was gathered, or took room")
+	}
+	// The service, the user's own actions: never gathered.
+	if !c.Admit(lostNotice(""), t0.Add(time.Second)) {
+		t.Error("the lost-service notice was gathered")
+	}
+	// Another failure within the minute joins the same summary, which
+	// grows (the same subject: one bubble, replaced).
+	if c.Admit(failedNotice("late"), t0.Add(2*time.Second)) {
+		t.Error("a ninth failure in the minute got a bubble of its own")
+	}
+	s2, ok := c.Summary()
+	if !ok || s2.Subject != s.Subject || !strings.Contains(s2.Title, "6 more agents") || !strings.Contains(s2.Body, "late") {
+		t.Errorf("grown summary %+v, was %+v", s2, s)
+	}
+	// The same agent again: named once, for its newest notice.
+	var d detector
+	crash, _ := d.agent(agent("late", api.StateFailed, 0, &api.Error{Code: api.CodeCrashLoop, Message: "m"}))
+	c.Admit(crash, t0.Add(3*time.Second))
+	s3, _ := c.Summary()
+	if strings.Count(s3.Body, "late") != 1 || !strings.Contains(s3.Body, "keep crashing: late") || s3.Urgency != UrgencyCritical {
+		t.Errorf("summary after a newer notice of the same agent: %+v", s3)
+	}
+	// A minute later the burst is over: own bubbles again, and the next
+	// summary is a new bubble.
+	later := t0.Add(2 * time.Minute)
+	for i := range c.Burst {
+		if !c.Admit(failedNotice(fmt.Sprintf("b%d", i)), later) {
+			t.Errorf("notice %d of a new burst was gathered", i)
+		}
+	}
+	c.Admit(failedNotice("b9"), later)
+	if s4, _ := c.Summary(); s4.Subject == s.Subject || !strings.HasPrefix(s4.Title, "tether: 1 more agent failed: b9") {
+		t.Errorf("new burst's summary %+v (the old one was %q)", s4, s.Subject)
 	}
 }
 
-func TestCoalescerPerMinute(t *testing.T) {
+// TestCoalescerStorm: a hundred agents over ten seconds; at most Burst
+// bubbles of their own in any window, and every agent named.
+func TestCoalescerStorm(t *testing.T) {
 	c := NewCoalescer()
-	admitted := 0
-	// A storm: 100 agents failing within 10 s.
-	for i := range 100 {
-		if ok, _ := c.Admit(fmt.Sprintf("agent%d/crash_loop", i), t0.Add(time.Duration(i)*100*time.Millisecond)); ok {
-			admitted++
-		}
-	}
-	if admitted != c.PerMinute {
-		t.Errorf("%d of a storm of 100 admitted, want %d", admitted, c.PerMinute)
-	}
-	// A minute after the first, there is room again.
-	if ok, _ := c.Admit("late/cleanup", t0.Add(time.Minute)); !ok {
-		t.Error("nothing admitted a minute later")
-	}
-	// Over ten minutes, never more than PerMinute in any minute.
-	c = NewCoalescer()
+	var ids []string
+	var shown []Notice
 	var times []time.Time
-	for i := range 600 {
-		now := t0.Add(time.Duration(i) * time.Second)
-		if ok, _ := c.Admit(fmt.Sprintf("k%d", i%7), now); ok {
+	for i := range 100 {
+		id := fmt.Sprintf("a%d", i)
+		ids = append(ids, id)
+		now := t0.Add(time.Duration(i) * 100 * time.Millisecond)
+		if n := failedNotice(id); c.Admit(n, now) {
+			shown = append(shown, n)
 			times = append(times, now)
 		}
+		if i%10 == 0 {
+			if s, ok := c.Summary(); ok {
+				shown = append(shown, s)
+			}
+		}
+	}
+	if s, ok := c.Summary(); ok {
+		shown = append(shown, s)
 	}
 	for i := range times {
 		n := 0
 		for _, u := range times[i:] {
-			if u.Sub(times[i]) < time.Minute {
+			if u.Sub(times[i]) < c.Window {
 				n++
 			}
 		}
-		if n > c.PerMinute {
-			t.Fatalf("%d admitted in the minute from %v", n, times[i])
+		if n > c.Burst {
+			t.Fatalf("%d bubbles of their own in the window from %v", n, times[i])
 		}
 	}
-	if len(c.last) > 7 {
-		t.Errorf("the coalescer remembers %d keys, want at most the 7 in use", len(c.last))
-	}
-}
-
-func TestWithHeld(t *testing.T) {
-	n := Notice{Title: "t", Body: "b"}
-	if got := withHeld(n, 0).Body; got != "b" {
-		t.Errorf("0: %q", got)
-	}
-	if got := withHeld(n, 1).Body; !strings.Contains(got, "1 similar notification was held back") {
-		t.Errorf("1: %q", got)
-	}
-	if got := withHeld(n, 4).Body; !strings.Contains(got, "4 similar notifications were held back") {
-		t.Errorf("4: %q", got)
+	if missing := named(shown, ids); len(missing) > 0 {
+		t.Errorf("never named: %v", missing)
 	}
 }

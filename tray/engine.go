@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tether-dev/tether/api"
@@ -26,8 +25,11 @@ type Options struct {
 	LogDir     string // the agents' logs: LogDir/<id>.log
 	ServiceLog string // where a service the tray starts writes its output
 	Socket     string // the service's socket
-	Args       []string
-	Stderr     io.Writer
+	// AtLogin: the tray was started by its login autostart entry; if it
+	// finds no service, it starts one (where no service manager does).
+	AtLogin bool
+	Args    []string
+	Stderr  io.Writer
 }
 
 // globalFlags are the flags that make a tether command act on the same
@@ -84,10 +86,24 @@ type deps struct {
 	// loginInstalled reports whether both the login service and the
 	// tray's autostart entry are installed.
 	loginInstalled func(Options) (bool, error)
-	// setLogin installs (on) or removes both.
+	// setLogin turns start at login on (the login service where a
+	// manager runs it, and the tray's autostart entry) or off (neither
+	// starts at login any more; nothing running stops).
 	setLogin func(o Options, on bool) error
+	// restartWindow is how long a service manager takes to start the
+	// service again after it died (zero when none does): the tray waits
+	// that long before it says the service stopped.
+	restartWindow func(Options) time.Duration
 	// configInit writes the default config file.
 	configInit func(Options) error
+	// copy puts text on the clipboard; nil where there is none.
+	copy func(text string) error
+	// noticeActions, when not nil, is told what runs the action a user
+	// picks on a notice (where the desktop offers them).
+	noticeActions func(run func(Action))
+	// watchSleep, when not nil, reports until ctx is done that the
+	// machine suspends (true) and resumes (false).
+	watchSleep func(ctx context.Context, events chan<- bool)
 }
 
 // engine is the tray's runtime: it keeps what the tray knows, watches the
@@ -100,16 +116,34 @@ type engine struct {
 	ui     ui
 	ctx    context.Context
 	cancel context.CancelFunc
+	// ageAsClock: the binding cannot tell when the menu opens (see
+	// Input.AgeAsClock).
+	ageAsClock bool
+	// settle is how long notices stay held after a resume.
+	settle time.Duration
 
 	mu  sync.Mutex
 	in  Input
 	det detector
+	// lostTimer announces the service's loss once its manager's
+	// restart window has passed (see announceLost).
+	lostTimer *time.Timer
+	// autoStarted: an AtLogin tray has started the service once.
+	autoStarted bool
+	// lost is set while the service is gone after having been there:
+	// the next hello announces it back.
+	lost bool
 
-	dirty     chan struct{} // buffer 1: the menu must be rebuilt
-	poke      chan struct{} // buffer 1: try to connect now
-	notices   chan Notice
-	resyncing atomic.Bool
-	wg        sync.WaitGroup
+	dirty chan struct{} // buffer 1: the menu must be rebuilt
+	poke  chan struct{} // buffer 1: try to connect now
+
+	// notices waiting for the notifier: never dropped, however many.
+	noticeMu sync.Mutex
+	queued   []Notice
+	noticed  chan struct{} // buffer 1: queued has notices
+	sleeps   chan bool     // the machine suspends (true) or resumes
+
+	wg sync.WaitGroup
 }
 
 func newEngine(parent context.Context, o Options, d deps, u ui) *engine {
@@ -124,7 +158,9 @@ func newEngine(parent context.Context, o Options, d deps, u ui) *engine {
 		in:      Input{Profile: o.Profile, Conn: Connecting, LastErrors: map[string]Recorded{}},
 		dirty:   make(chan struct{}, 1),
 		poke:    make(chan struct{}, 1),
-		notices: make(chan Notice, 32),
+		noticed: make(chan struct{}, 1),
+		sleeps:  make(chan bool),
+		settle:  settleAfterResume,
 	}
 }
 
@@ -157,10 +193,16 @@ func (e *engine) start() {
 	e.mu.Unlock()
 	mctx, cancel := context.WithCancel(e.ctx)
 	e.ui.render(mctx, Build(e.input()))
+	if e.deps.noticeActions != nil {
+		e.deps.noticeActions(e.act)
+	}
 	e.wg.Go(func() { e.renderLoop(cancel) })
 	e.wg.Go(e.watch)
 	e.wg.Go(e.notifyLoop)
 	e.wg.Go(e.readLogin)
+	if e.deps.watchSleep != nil {
+		e.wg.Go(func() { e.deps.watchSleep(e.ctx, e.sleeps) })
+	}
 }
 
 // stop ends the engine and waits, up to within, for its goroutines. It
@@ -179,6 +221,8 @@ func (e *engine) stop(within time.Duration) bool {
 
 // changed asks for a rebuild. A burst of changes makes one rebuild: the
 // send never blocks, and a pending request covers every later change.
+// The binding also calls it when the menu opens, so that the ages in its
+// titles are those of the moment: nothing rebuilds the menu on a timer.
 func (e *engine) changed() {
 	select {
 	case e.dirty <- struct{}{}:
@@ -194,13 +238,25 @@ func (e *engine) reconnect() {
 	}
 }
 
-// post queues a notice; the notifier coalesces. A full queue means a
-// storm, which the coalescer would hold back anyway.
+// post queues a notice for the notifier, which coalesces bursts. The
+// queue has no bound: a notice is never dropped.
 func (e *engine) post(n Notice) {
+	e.noticeMu.Lock()
+	e.queued = append(e.queued, n)
+	e.noticeMu.Unlock()
 	select {
-	case e.notices <- n:
+	case e.noticed <- struct{}{}:
 	default:
 	}
+}
+
+// takeNotices empties the queue.
+func (e *engine) takeNotices() []Notice {
+	e.noticeMu.Lock()
+	defer e.noticeMu.Unlock()
+	out := e.queued
+	e.queued = nil
+	return out
 }
 
 // input is a copy of what the tray knows, for Build.
@@ -211,26 +267,21 @@ func (e *engine) input() Input {
 	in.Status.Agents = slices.Clone(e.in.Status.Agents)
 	in.LastErrors = maps.Clone(e.in.LastErrors)
 	in.Now = e.deps.now()
+	in.AgeAsClock = e.ageAsClock
 	return in
 }
 
 // renderLoop rebuilds the whole menu, under a fresh context, whenever
-// something changed. Once a minute it reads the whole status again, which
-// also moves the ages in the titles. The previous menu's context is
-// cancelled only once the new one is in place, so a click is never lost
-// in between.
+// something changed or the menu opens (see changed). The previous menu's
+// context is cancelled only once the new one is in place, so a click is
+// never lost in between. It has no timer: an idle tray does not wake.
 func (e *engine) renderLoop(cancelPrev context.CancelFunc) {
 	defer func() { cancelPrev() }()
-	tick := time.NewTicker(time.Minute)
-	defer tick.Stop()
 	for {
 		select {
 		case <-e.ctx.Done():
 			return
 		case <-e.dirty:
-		case <-tick.C:
-			e.resync() // it asks for a rebuild
-			continue
 		}
 		mctx, cancel := context.WithCancel(e.ctx)
 		e.ui.render(mctx, Build(e.input()))
@@ -296,12 +347,22 @@ func (e *engine) stream() (up bool, err error) {
 	return up, api.ErrStreamClosed
 }
 
-// hello takes a whole status: at connection, after a resync and after
-// the service reloaded its config.
+// hello takes a whole status: at connection and after the service
+// reloaded its config (the status event, which also carries a rejected
+// config's error and drops the agents a reload removed).
 func (e *engine) hello(st api.Status) {
 	var notes []Notice
 	e.mu.Lock()
-	e.in.Conn, e.in.ConnErr, e.in.StartingService = Connected, "", false
+	if e.lostTimer != nil {
+		// Back within its manager's restart window: no alarm.
+		e.lostTimer.Stop()
+		e.lostTimer = nil
+	}
+	if e.lost {
+		e.lost = false
+		notes = append(notes, backNotice(e.opts.Profile, st))
+	}
+	e.in.Conn, e.in.ConnErr, e.in.StartingService, e.in.Waiting = Connected, "", false, nil
 	e.in.Status = st
 	e.in.Slots = growSlots(e.in.Slots, len(st.Agents))
 	e.det.keep(st.Agents)
@@ -344,7 +405,7 @@ func (e *engine) agent(a api.Agent) {
 // noteLocked records a's error and returns the notice it calls for.
 func (e *engine) noteLocked(a api.Agent) (Notice, bool) {
 	if a.Error != nil {
-		if r, ok := e.in.LastErrors[a.ID]; !ok || r.Err != *a.Error {
+		if r, ok := e.in.LastErrors[a.ID]; !ok || !r.Err.Equal(*a.Error) {
 			at := a.Since
 			if at.IsZero() {
 				at = e.deps.now()
@@ -364,75 +425,165 @@ func (e *engine) down(err error) {
 		conn = NotRunning
 		msg = fmt.Sprintf("No tether service is running for profile %q (%s).", e.profileName(), e.opts.Socket)
 	}
+	var waiting []api.Waiting
+	if conn == NotRunning {
+		ctx, cancel := context.WithTimeout(e.ctx, 2*time.Second)
+		waiting, _ = api.WaitingToBeAdopted(ctx, e.opts.Socket, e.profileName())
+		cancel()
+	}
 	e.mu.Lock()
 	was := e.in.Conn
-	e.in.Conn, e.in.ConnErr = conn, msg
+	refresh := len(waiting) != len(e.in.Waiting)
+	e.in.Conn, e.in.ConnErr, e.in.Waiting = conn, msg, waiting
 	e.in.Status = api.Status{}
+	e.lost = e.lost || was == Connected
+	autoStart := e.opts.AtLogin && !e.autoStarted && conn == NotRunning
+	e.autoStarted = e.autoStarted || autoStart
 	e.mu.Unlock()
 	if was == Connected {
-		e.post(lostNotice(e.opts.Profile))
+		e.announceLost()
 	}
-	if was != conn {
+	if was != conn || refresh {
 		e.changed()
+	}
+	if autoStart {
+		e.logf("started at login and no service runs: starting it")
+		e.wg.Go(e.startService)
 	}
 }
 
-// resync reads the whole status again and takes rows newer than the ones
-// shown. The event stream has no event for an agent removed by a reload,
-// nor for a config error found by one; the tray resyncs once a minute. A
-// tray not connected has nothing to resync, and only asks for a rebuild.
-func (e *engine) resync() {
-	if !e.resyncing.CompareAndSwap(false, true) {
+// announceLost says the service stopped: at once, or, where a service
+// manager restarts it, only if it is not back once the manager's restart
+// window has passed (a "service is back" notice follows then when it
+// comes back).
+func (e *engine) announceLost() {
+	var window time.Duration
+	if e.deps.restartWindow != nil {
+		window = e.deps.restartWindow(e.opts)
+	}
+	if window <= 0 {
+		e.post(lostNotice(e.opts.Profile))
 		return
 	}
-	e.wg.Go(func() {
-		defer e.resyncing.Store(false)
-		ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
-		defer cancel()
-		st, err := e.client.Status(ctx)
-		if err != nil {
-			e.changed() // the event stream reports a lost service
-			return
-		}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.lostTimer != nil {
+		e.lostTimer.Stop()
+	}
+	e.lostTimer = time.AfterFunc(window, func() {
 		e.mu.Lock()
-		if e.in.Conn != Connected {
-			e.mu.Unlock()
-			e.changed()
-			return
-		}
-		for i, a := range st.Agents {
-			// A row that changed while the status was read is newer
-			// in the stream.
-			if j := slices.IndexFunc(e.in.Status.Agents, func(b api.Agent) bool { return b.ID == a.ID }); j >= 0 && e.in.Status.Agents[j].Since.After(a.Since) {
-				st.Agents[i] = e.in.Status.Agents[j]
-			}
-		}
+		gone := e.in.Conn != Connected && e.ctx.Err() == nil
+		e.lostTimer = nil
 		e.mu.Unlock()
-		e.hello(st)
+		if gone {
+			e.post(lostNotice(e.opts.Profile))
+		}
 	})
 }
 
-// notifyLoop shows the notices that the coalescer admits.
+// summaryDelay is how long a summary of gathered notices waits for more
+// of its burst before it is shown (or updated).
+const summaryDelay = 300 * time.Millisecond
+
+// notifyLoop shows the notices: through the sleep gate (held while the
+// machine suspends and resumes), then the coalescer (a burst becomes a
+// few bubbles and one summary). A "service is back" notice is shown only
+// after a "service stopped" one was. Its timers run only while a summary
+// waits or the machine settles after a resume.
 func (e *engine) notifyLoop() {
 	c := NewCoalescer()
-	failed := false
+	var gate sleepGate
+	lostShown, failed := false, false
+	var flush, settle *time.Timer
+	var flushC, settleC <-chan time.Time
+	defer func() {
+		for _, t := range []*time.Timer{flush, settle} {
+			if t != nil {
+				t.Stop()
+			}
+		}
+	}()
+	show := func(n Notice) {
+		switch n.Key {
+		case lostNotice("").Key:
+			lostShown = true
+		case backNotice("", api.Status{}).Key:
+			if !lostShown {
+				return
+			}
+			lostShown = false
+		}
+		if err := e.deps.notify(n); err != nil && !failed {
+			// Said once: without a notification daemon every
+			// notice would fail the same way.
+			failed = true
+			e.logf("cannot show notifications: %v (%s)", err, n.Title)
+		}
+	}
+	deliver := func(n Notice) {
+		if c.Admit(n, e.deps.now()) {
+			show(n)
+			return
+		}
+		if flushC == nil {
+			flush = time.NewTimer(summaryDelay)
+			flushC = flush.C
+		}
+	}
 	for {
 		select {
 		case <-e.ctx.Done():
 			return
-		case n := <-e.notices:
-			ok, held := c.Admit(n.Key, e.deps.now())
-			if !ok {
-				continue
+		case <-e.noticed:
+			for _, n := range e.takeNotices() {
+				if gate.holding() && gated(n) {
+					gate.hold(n)
+					continue
+				}
+				deliver(n)
 			}
-			if err := e.deps.notify(withHeld(n, held)); err != nil && !failed {
-				// Said once: without a notification daemon every
-				// notice would fail the same way.
-				failed = true
-				e.logf("cannot show notifications: %v (%s)", err, n.Title)
+		case <-flushC:
+			flushC = nil
+			if n, ok := c.Summary(); ok {
+				show(n)
+			}
+		case asleep := <-e.sleeps:
+			if settle != nil {
+				settle.Stop()
+				settleC = nil
+			}
+			if asleep {
+				gate.sleep()
+			} else if gate.resume(); gate.holding() {
+				settle = time.NewTimer(e.settle)
+				settleC = settle.C
+			}
+		case <-settleC:
+			settleC = nil
+			for _, n := range gate.release() {
+				if e.stillTrue(n) {
+					deliver(n)
+				}
 			}
 		}
 	}
+}
+
+// stillTrue reports whether what a held notice says still holds: the
+// agent is still in the condition that raised it, the service is still
+// gone, or back.
+func (e *engine) stillTrue(n Notice) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case n.Agent != "":
+		return e.det.holds(n)
+	case n.Key == lostNotice("").Key:
+		return e.in.Conn != Connected
+	case n.Key == backNotice("", api.Status{}).Key:
+		return e.in.Conn == Connected
+	}
+	return true
 }
 
 func (e *engine) readLogin() {
@@ -483,8 +634,8 @@ func (e *engine) perform(a Action) {
 		for _, id := range a.IDs {
 			path := filepath.Join(e.opts.LogDir, id+".log")
 			if _, err := os.Stat(path); err != nil {
-				e.post(Notice{Key: id + "/" + KindAction, Title: fmt.Sprintf("tether: no log for %s yet", id),
-					Body: fmt.Sprintf("%v\nThe log is written from the agent's first start.", err)})
+				e.post(infoNotice(id+"/"+KindAction, fmt.Sprintf("tether: no log for %s yet", id),
+					fmt.Sprintf("%v\nThe log is written from the agent's first start.", err)))
 				continue
 			}
 			e.openOrSay(path)
@@ -493,8 +644,8 @@ func (e *engine) perform(a Action) {
 		path := e.opts.ConfigFile
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			if err := e.deps.configInit(e.opts); err != nil {
-				e.post(Notice{Key: "config/" + KindAction, Title: "tether: cannot create the config file",
-					Body: fmt.Sprintf("%v\nRun `%s config init` to write one.", err, e.opts.cmdHint())})
+				e.post(problemNotice("config/"+KindAction, "tether: cannot create the config file",
+					fmt.Sprintf("%v\nRun `%s config init` to write one.", err, e.opts.cmdHint())))
 				return
 			}
 		}
@@ -503,13 +654,64 @@ func (e *engine) perform(a Action) {
 		e.toggleLogin()
 	case ActStartService:
 		e.startService()
+	case ActReload:
+		e.reload()
+	case ActCopy:
+		e.copyText(a.Text)
 	}
+}
+
+// fileOf is the file an action opens, if it opens one that exists: for
+// notices whose buttons the desktop carries out itself (Windows toasts).
+func (e *engine) fileOf(a Action) string {
+	var path string
+	switch {
+	case a.Kind == ActOpenLog && len(a.IDs) == 1:
+		path = filepath.Join(e.opts.LogDir, a.IDs[0]+".log")
+	case a.Kind == ActOpenConfig:
+		path = e.opts.ConfigFile
+	default:
+		return ""
+	}
+	if _, err := os.Stat(path); err != nil {
+		return ""
+	}
+	return path
 }
 
 func (e *engine) openOrSay(path string) {
 	if err := e.deps.open(path); err != nil {
-		e.post(Notice{Key: "open/" + KindAction, Title: "tether: cannot open " + filepath.Base(path),
-			Body: fmt.Sprintf("%v\nOpen %s by hand.", err, path)})
+		e.post(problemNotice("open/"+KindAction, "tether: cannot open "+filepath.Base(path),
+			fmt.Sprintf("%v\nOpen %s by hand.", err, path)))
+	}
+}
+
+// reload makes the service apply its config again. A config it rejects
+// is also in the status event that follows (the menu's line); the notice
+// says it where the user just clicked.
+func (e *engine) reload() {
+	ctx, cancel := context.WithTimeout(e.ctx, actionTimeout)
+	defer cancel()
+	err := e.client.Reload(ctx)
+	switch ae, isAPI := errors.AsType[*api.Error](err); {
+	case err == nil || e.ctx.Err() != nil:
+	case isAPI && ae.Code == api.CodeConfig:
+		e.post(configNotice(*ae))
+	case errors.Is(err, api.ErrNotRunning):
+		e.post(problemNotice("reload/"+KindAction, "tether: could not reload the config", "The service is not running: use Start service first."))
+	default:
+		e.post(problemNotice("reload/"+KindAction, "tether: could not reload the config", err.Error()))
+	}
+}
+
+// copyText puts text on the clipboard, or says why it cannot.
+func (e *engine) copyText(text string) {
+	err := errNoClipboard
+	if e.deps.copy != nil {
+		err = e.deps.copy(text)
+	}
+	if err != nil {
+		e.post(problemNotice("copy/"+KindAction, "tether: cannot copy the error", fmt.Sprintf("%v\nThe error was:\n%s", err, text)))
 	}
 }
 
@@ -542,15 +744,15 @@ func (e *engine) agentAction(a Action) {
 		if errors.Is(err, api.ErrNotRunning) {
 			body = "The service is not running: use Start service first."
 		}
-		e.post(Notice{Key: who + "/" + KindAction, Title: fmt.Sprintf("tether: could not %s %s", verb, who), Body: body})
+		e.post(problemNotice(who+"/"+KindAction, fmt.Sprintf("tether: could not %s %s", verb, who), body))
 		return
 	}
 	for _, r := range res.Results {
 		if r.Error == nil || r.Error.Code == api.CodeCleanupFailed || r.Error.Code == api.CodeContention {
 			continue
 		}
-		e.post(Notice{Key: r.ID + "/" + KindAction, Title: fmt.Sprintf("tether: could not %s %s", verb, r.ID),
-			Body: fmt.Sprintf("%s: %s\n`%s logs %s` may say more.", r.Error.Code, r.Error.Message, e.opts.cmdHint(), r.ID)})
+		e.post(problemNotice(r.ID+"/"+KindAction, fmt.Sprintf("tether: could not %s %s", verb, r.ID),
+			fmt.Sprintf("%s: %s\n`%s logs %s` may say more.", r.Error.Code, errorText(*r.Error), e.opts.cmdHint(), r.ID)))
 	}
 }
 
@@ -567,14 +769,18 @@ func (e *engine) toggleLogin() {
 	e.mu.Unlock()
 	e.changed()
 
-	if err := e.deps.setLogin(e.opts, on); err != nil {
-		n := Notice{Key: "login/" + KindAction, Title: "tether: could not turn off start at login", Body: err.Error()}
+	err := e.deps.setLogin(e.opts, on)
+	if err != nil {
+		n := problemNotice("login/"+KindAction, "tether: could not turn off start at login", err.Error())
 		if on {
 			n.Title = "tether: cannot start at login"
 			n.Body = fmt.Sprintf("%v\nStart at login stays off. You can run `%s service run` and `%s tray` from your desktop's startup settings instead.",
 				err, e.opts.cmdHint(), e.opts.cmdHint())
 		}
 		e.post(n)
+	} else if on {
+		// Ticked: it runs now too, if it did not.
+		e.wg.Go(e.startService)
 	}
 	installed, err := e.deps.loginInstalled(e.opts)
 	if err != nil {
@@ -602,8 +808,8 @@ func (e *engine) startService() {
 		e.in.StartingService = false
 		e.mu.Unlock()
 		e.changed()
-		e.post(Notice{Key: "service/" + KindAction, Title: "tether: the service did not start",
-			Body: fmt.Sprintf("%v\nRun `%s service run` in a terminal to see why.", err, e.opts.cmdHint())})
+		e.post(problemNotice("service/"+KindAction, "tether: the service did not start",
+			fmt.Sprintf("%v\nRun `%s service run` in a terminal to see why.", err, e.opts.cmdHint())))
 	}
 	how, exited, err := e.deps.startService(e.opts)
 	if err != nil {

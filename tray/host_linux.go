@@ -1,6 +1,7 @@
 package tray
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,13 +12,12 @@ import (
 
 const watcherName = "org.kde.StatusNotifierWatcher"
 
-// checkHost makes sure that the tray has somewhere to go before systray
-// starts: a session bus (fyne.io/systray panics in Quit without one, and
-// godbus would otherwise try to autolaunch a bus of its own through
-// dbus-launch), and a StatusNotifierItem host on it, which it waits up to
-// wait for. It leaves DBUS_SESSION_BUS_ADDRESS set to the bus it checked,
-// so that systray and the notifications use that one.
-func checkHost(wait time.Duration) error {
+// prepareBus makes sure that the tray has a session bus before systray
+// or the notifications use one (fyne.io/systray panics in Quit without
+// one, and godbus would otherwise try to autolaunch a bus of its own
+// through dbus-launch). It leaves DBUS_SESSION_BUS_ADDRESS set to the bus
+// it found, so that everything after uses that one.
+func prepareBus() error {
 	addr := os.Getenv("DBUS_SESSION_BUS_ADDRESS")
 	if addr == "" || addr == "autolaunch:" {
 		// The bus of a systemd user session, where desktops put it.
@@ -34,11 +34,22 @@ func checkHost(wait time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("%w: connecting to %s: %v", ErrNoSessionBus, addr, err)
 	}
-	defer conn.Close()
-	if err := os.Setenv("DBUS_SESSION_BUS_ADDRESS", addr); err != nil {
-		return err
-	}
+	conn.Close()
+	return os.Setenv("DBUS_SESSION_BUS_ADDRESS", addr)
+}
 
+// waitHost returns once a StatusNotifierItem host is on the session bus
+// (someone owns org.kde.StatusNotifierWatcher), or ctx's error once ctx
+// is done. It learns of a host from the bus's NameOwnerChanged signal, so
+// it sleeps until one appears: no polling. If there is none after wait,
+// it calls late, once, and goes on waiting.
+func waitHost(ctx context.Context, wait time.Duration, late func()) error {
+	addr := os.Getenv("DBUS_SESSION_BUS_ADDRESS")
+	conn, err := dbus.Connect(addr)
+	if err != nil {
+		return fmt.Errorf("%w: connecting to %s: %v", ErrNoSessionBus, addr, err)
+	}
+	defer conn.Close()
 	// Subscribe before asking, so an owner that appears in between is
 	// not missed.
 	if err := conn.AddMatchSignal(
@@ -62,17 +73,20 @@ func checkHost(wait time.Duration) error {
 	defer deadline.Stop()
 	for {
 		select {
+		case <-ctx.Done():
+			return ctx.Err()
 		case sig, ok := <-signals:
 			if !ok {
 				return fmt.Errorf("%w: the session bus closed the connection", ErrNoSessionBus)
 			}
-			if len(sig.Body) == 3 {
-				if owner, _ := sig.Body[2].(string); owner != "" {
-					return nil
-				}
+			if sig.Name != "org.freedesktop.DBus.NameOwnerChanged" || len(sig.Body) != 3 {
+				continue
+			}
+			if owner, _ := sig.Body[2].(string); owner != "" {
+				return nil
 			}
 		case <-deadline.C:
-			return fmt.Errorf("%w: nothing on the session bus owns %s (waited %v). The desktop's panel needs a tray that shows StatusNotifierItems: on GNOME, the AppIndicator extension; on Xfce, the Status Tray plugin", ErrNoTrayHost, watcherName, wait)
+			late()
 		}
 	}
 }

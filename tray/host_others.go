@@ -2,7 +2,16 @@
 
 package tray
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
-// checkHost: on Windows and macOS the tray is part of the desktop itself.
-func checkHost(time.Duration) error { return nil }
+// watcherName: only Linux desktops have a tray host to wait for.
+const watcherName = "the system tray"
+
+// prepareBus: Windows and macOS have no session bus to find.
+func prepareBus() error { return nil }
+
+// waitHost: on Windows and macOS the tray is part of the desktop itself.
+func waitHost(context.Context, time.Duration, func()) error { return nil }

@@ -50,9 +50,16 @@ type Input struct {
 	Login           Login
 	StartingService bool // a "Start service" is under way
 	Now             time.Time
+	// AgeAsClock shows when each agent's state began ("since 14:02")
+	// instead of how long ago ("2h"): for a binding that cannot rebuild
+	// the menu as it opens, where an age would go stale.
+	AgeAsClock bool
 	// Slots is how many agent submenus the menu has room for; more agents
 	// than that get more. See Build.
 	Slots int
+	// Waiting are the agents that outlived their service (its crash, with
+	// survive_service_crash) and wait to be adopted, while none runs.
+	Waiting []api.Waiting
 }
 
 // ActionKind is what a menu item does.
@@ -68,14 +75,17 @@ const (
 	ActOpenConfig
 	ActToggleLogin
 	ActStartService
+	ActReload
+	ActCopy
 	ActQuit
 )
 
 // Action is what clicking an item does: Kind, on the agents IDs (for
-// start, stop, restart and open log).
+// start, stop, restart and open log), or with Text (for copy).
 type Action struct {
 	Kind ActionKind
 	IDs  []string
+	Text string
 }
 
 // Item is one entry of the menu. A separator has only Separator set.
@@ -107,13 +117,12 @@ const (
 	TitleStartAll     = "Start all"
 	TitleStopAll      = "Stop all"
 	TitleOpenConfig   = "Open config"
+	TitleReload       = "Reload config"
+	TitleCopyError    = "Copy error"
 	TitleStartAtLogin = "Start at login"
 	TitleStartService = "Start service"
 	TitleQuit         = "Quit tray"
 )
-
-// maxErrorTitle bounds an error line's title; its tooltip has it whole.
-const maxErrorTitle = 90
 
 // Build makes the menu for in. Its shape (which items exist, in which
 // order) is the same whether the service runs or not, and whatever the
@@ -121,6 +130,20 @@ const maxErrorTitle = 90
 // in.Slots change it. Tray hosts fetch a menu piecemeal, and some
 // (libdbusmenu) lose the items of a submenu that appears after their
 // first fetch; a menu whose shape never changes has no such submenu.
+// waitingItem says, while no service runs, which agents outlived it and
+// wait to be adopted (state adoptable), and until when.
+func waitingItem(in Input) Item {
+	if in.Conn == Connected || len(in.Waiting) == 0 {
+		return Item{Hidden: true}
+	}
+	var lines []string
+	for _, w := range in.Waiting {
+		lines = append(lines, fmt.Sprintf("%s (pid %d): %s until %s", w.Identity, w.AgentPID, api.StateAdoptable, w.Until.Local().Format("15:04:05")))
+	}
+	title := fmt.Sprintf("%d agent(s) wait for the service", len(in.Waiting))
+	return Item{Title: title, Tooltip: "They outlived the service (survive_service_crash) and keep running until a service of this profile adopts them, or the time shown:\n" + strings.Join(lines, "\n")}
+}
+
 func Build(in Input) Menu {
 	st := in.Status
 	connected := in.Conn == Connected
@@ -145,13 +168,15 @@ func Build(in Input) Menu {
 		head = Item{Title: "service unreachable", Tooltip: in.ConnErr}
 	}
 	if !connected {
-		m.Icon, m.Tooltip = assets.Stopped, "tether: "+head.Title
+		m.Icon, m.Tooltip = assets.Unreachable, "tether: "+head.Title
 	}
 	m.Items = append(m.Items, head,
 		statusError("config not applied", st.ConfigError,
-			"The config file has an error, so the service keeps running the config it had. Fix the file, then run `tether reload`."),
+			"The config file has an error, so the service keeps running the config it had. Fix the file, then use Reload config (or run `tether reload`)."),
 		statusError("state file unreadable", st.StateError,
 			"The service could not read its state file and left it as it was; agents' intent is not remembered until it is fixed."),
+		copyStatusErrors(st),
+		waitingItem(in),
 		Item{Separator: true},
 	)
 
@@ -165,19 +190,21 @@ func Build(in Input) Menu {
 			Hidden: !connected || len(st.Agents) > 0})
 
 	var startable, stoppable []string
-	for i := range max(in.Slots, len(st.Agents)) {
-		if i >= len(st.Agents) {
-			m.Items = append(m.Items, agentSlot(api.Agent{}, in, true))
-			continue
-		}
-		a := st.Agents[i]
-		m.Items = append(m.Items, agentSlot(a, in, false))
+	for _, a := range st.Agents {
 		if canStart(a) {
 			startable = append(startable, a.ID)
 		}
 		if canStop(a) {
 			stoppable = append(stoppable, a.ID)
 		}
+	}
+	agents := menuOrder(st.Agents)
+	for i := range max(in.Slots, len(agents)) {
+		if i >= len(agents) {
+			m.Items = append(m.Items, agentSlot(api.Agent{}, in, true))
+			continue
+		}
+		m.Items = append(m.Items, agentSlot(agents[i], in, false))
 	}
 	m.Items = append(m.Items,
 		Item{Separator: true},
@@ -195,7 +222,41 @@ func statusError(label string, e *api.Error, help string) Item {
 	if e == nil {
 		return Item{Hidden: true}
 	}
-	return errorLine(label, *e, help)
+	tip := e.Message + "\n" + help
+	return Item{Title: elide(label+": "+errorText(*e), maxErrorTitle), Tooltip: tip}
+}
+
+// copyStatusErrors copies the errors of the status as a whole, hidden
+// when there is none.
+func copyStatusErrors(st api.Status) Item {
+	var texts []string
+	if e := st.ConfigError; e != nil {
+		texts = append(texts, "config not applied: "+e.Message)
+	}
+	if e := st.StateError; e != nil {
+		texts = append(texts, "state file unreadable: "+e.Message)
+	}
+	return Item{Title: TitleCopyError, Tooltip: "Copy the whole error to the clipboard.", Enabled: true, Hidden: len(texts) == 0,
+		Action: Action{Kind: ActCopy, Text: strings.Join(texts, "\n")}}
+}
+
+// menuOrder puts the agents that failed first, the rest after them, each
+// in the config's order.
+func menuOrder(agents []api.Agent) []api.Agent {
+	out := make([]api.Agent, 0, len(agents))
+	for _, failed := range []bool{true, false} {
+		for _, a := range agents {
+			if isFailure(a.State) == failed {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+// isFailure: the state is a failure the user must act on.
+func isFailure(state api.State) bool {
+	return state == api.StateFailed || state == api.StateCleanupFailed
 }
 
 // appendCommon adds what every menu ends with.
@@ -209,6 +270,8 @@ func appendCommon(m Menu, in Input) Menu {
 	}
 	m.Items = append(m.Items,
 		Item{Title: TitleOpenConfig, Tooltip: "Open the agents' config file in its editor.", Enabled: true, Action: Action{Kind: ActOpenConfig}},
+		Item{Title: TitleReload, Tooltip: "Make the service apply the config file again; a config with an error is not applied, and the menu says why.",
+			Enabled: in.Conn == Connected, Action: Action{Kind: ActReload}},
 		login,
 		Item{Separator: true},
 		Item{Title: TitleQuit, Tooltip: "Close the tray only: the agents keep running under the service.", Enabled: true, Action: Action{Kind: ActQuit}},
@@ -221,32 +284,30 @@ func appendCommon(m Menu, in Input) Menu {
 func agentSlot(a api.Agent, in Input, hidden bool) Item {
 	if hidden {
 		return Item{Hidden: true, Children: []Item{
-			{Title: TitleStart}, {Title: TitleStop}, {Title: TitleRestart}, {Title: TitleOpenLog},
-			{Separator: true}, {}, {},
+			{Title: TitleStart}, {Title: TitleStop}, {Title: TitleRestart}, {Title: TitleOpenLog}, {Title: TitleCopyError},
+			{Separator: true}, {}, {Hidden: true}, {},
 		}}
 	}
 	title := a.ID + ": " + stateWord(a.State)
 	if !a.Since.IsZero() {
-		title += " " + Age(in.Now.Sub(a.Since))
+		if in.AgeAsClock {
+			title += " since " + since(a.Since, in.Now)
+		} else {
+			title += " " + Age(in.Now.Sub(a.Since))
+		}
 	}
 	ids := []string{a.ID}
-	info := "identity " + a.Identity
-	if a.PID != 0 {
-		info += fmt.Sprintf(", pid %d", a.PID)
-	}
-	if a.Restarts > 0 {
-		info += fmt.Sprintf(", %d restarts", a.Restarts)
-	}
 	last := Item{Title: "no errors"}
+	var copied string
 	r, seen := in.LastErrors[a.ID]
 	switch {
-	case a.Error != nil && seen && r.Err == *a.Error:
-		last = errorLine("error at "+clock(r.At), r.Err, "")
+	case a.Error != nil && seen && r.Err.Equal(*a.Error):
+		last, copied = errorLine("error at "+clock(r.At), r.Err), copyText(a, r.Err, r.At)
 	case a.Error != nil:
-		last = errorLine("error", *a.Error, "")
+		last, copied = errorLine("error", *a.Error), copyText(a, *a.Error, time.Time{})
 	case seen:
 		// The agent recovered; its last error stays until a newer one.
-		last = errorLine("last error at "+clock(r.At), r.Err, "")
+		last, copied = errorLine("last error at "+clock(r.At), r.Err), copyText(a, r.Err, r.At)
 	}
 	return Item{
 		Title:   title,
@@ -257,11 +318,65 @@ func agentSlot(a api.Agent, in Input, hidden bool) Item {
 			{Title: TitleStop, Enabled: canStop(a), Action: Action{Kind: ActStop, IDs: ids}},
 			{Title: TitleRestart, Enabled: canRestart(a), Action: Action{Kind: ActRestart, IDs: ids}},
 			{Title: TitleOpenLog, Enabled: true, Action: Action{Kind: ActOpenLog, IDs: ids}},
+			{Title: TitleCopyError, Tooltip: "Copy the whole error to the clipboard.", Enabled: copied != "", Action: Action{Kind: ActCopy, Text: copied}},
 			{Separator: true},
-			{Title: info},
+			{Title: infoLine(a)},
+			statusLine(a),
 			last,
 		},
 	}
+}
+
+// statusLine is the agent's own word on how it is doing (its STATUS=, or
+// what a starting agent waits for), hidden when there is none.
+func statusLine(a api.Agent) Item {
+	if a.Status == "" {
+		return Item{Hidden: true}
+	}
+	return Item{Title: elide("status: "+a.Status, maxErrorTitle), Tooltip: a.Status}
+}
+
+// infoLine names the agent's identity, its processes and its restarts.
+// While a cleanup fails, the processes are the ones left alive, not the
+// agent's own, which may be long gone.
+func infoLine(a api.Agent) string {
+	info := "identity " + a.Identity
+	switch ps := survivors(derefError(a.Error)); {
+	case a.State == api.StateCleanupFailed && len(ps) > 0:
+		info += fmt.Sprintf(", still alive: %s %s", pidWord(len(ps)), pidList(ps))
+	case a.State == api.StateCleanupFailed:
+	case a.PID != 0:
+		info += fmt.Sprintf(", pid %d", a.PID)
+	}
+	if a.Restarts > 0 {
+		info += ", " + plural(a.Restarts, "restart", "restarts")
+	}
+	return info
+}
+
+func derefError(e *api.Error) api.Error {
+	if e == nil {
+		return api.Error{}
+	}
+	return *e
+}
+
+// copyText is what Copy error puts on the clipboard: the whole error,
+// with whom and when.
+func copyText(a api.Agent, e api.Error, at time.Time) string {
+	when := ""
+	if !at.IsZero() {
+		when = " at " + at.Local().Format("2006-01-02 15:04:05")
+	}
+	return fmt.Sprintf("%s (%s): %s%s: %s", a.ID, a.Identity, e.Code, when, e.Message)
+}
+
+// plural is "1 restart", "2 restarts".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // Shape is the structure of items, without their titles and flags: what
@@ -284,14 +399,10 @@ func Shape(items []Item) string {
 	return sb.String()
 }
 
-// errorLine is a disabled line showing an error; the tooltip holds it whole.
-func errorLine(label string, e api.Error, help string) Item {
-	text := string(e.Code) + ": " + e.Message
-	tip := text
-	if help != "" {
-		tip += "\n" + help
-	}
-	return Item{Title: label + ": " + truncate(text, maxErrorTitle), Tooltip: tip}
+// errorLine is a disabled line showing an error, cause first; the
+// tooltip holds it whole.
+func errorLine(label string, e api.Error) Item {
+	return Item{Title: errorTitle(label, e), Tooltip: string(e.Code) + ": " + e.Message}
 }
 
 // canStart: the agent is not running and nothing else will start it.
@@ -347,26 +458,26 @@ func Aggregate(agents []api.Agent) string {
 	return strings.Join(parts, ", ")
 }
 
-// IconFor picks the tray icon of a status: Failed when anything needs the
-// user (a failure, a backoff after a crash, a cleanup that failed, a config
-// or state file error), Running when every agent runs, Stopped otherwise.
+// IconFor picks the tray icon of a connected service's status: Failed
+// when something failed (an agent, its cleanup, the config or state file),
+// Busy when something is on its way (starting, stopping, waiting to be
+// restarted), Running otherwise: every enabled agent runs, and the others
+// rest where the user or their policy left them (stopped).
 func IconFor(st api.Status) assets.State {
 	if st.ConfigError != nil || st.StateError != nil {
 		return assets.Failed
 	}
-	running := 0
+	icon := assets.Running
 	for _, a := range st.Agents {
-		switch a.State {
-		case api.StateFailed, api.StateCleanupFailed, api.StateBackoff:
+		switch {
+		case isFailure(a.State):
 			return assets.Failed
-		case api.StateRunning:
-			running++
+		case a.State == api.StateRunning, a.State == api.StateStopped:
+		default: // starting, stopping, backoff, or a state this tray does not know
+			icon = assets.Busy
 		}
 	}
-	if running > 0 && running == len(st.Agents) {
-		return assets.Running
-	}
-	return assets.Stopped
+	return icon
 }
 
 func stateWord(s api.State) string {
@@ -407,15 +518,20 @@ func Age(d time.Duration) string {
 	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
 }
 
-func truncate(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ") // one line
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
-}
-
 func clock(t time.Time) string { return t.Local().Format("15:04") }
+
+// since is when t was, as seen at now: "14:02" today, "Mon 14:02" within
+// the week, "2 Jan 14:02" before.
+func since(t, now time.Time) string {
+	t, now = t.Local(), now.Local()
+	switch {
+	case t.YearDay() == now.YearDay() && t.Year() == now.Year():
+		return t.Format("15:04")
+	case now.Sub(t) < 6*24*time.Hour:
+		return t.Format("Mon 15:04")
+	}
+	return t.Format("2 Jan 15:04")
+}
 
 func nonEmpty(s, fallback string) string {
 	if s == "" {

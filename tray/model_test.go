@@ -126,7 +126,7 @@ func TestBuildRunningToFailed(t *testing.T) {
 	in := connected(agent("alice", api.StateRunning, time.Minute, nil))
 	before := Build(in)
 
-	e := &api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row, each within 1m0s of starting; last: exit status 3"}
+	e := &api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row, each within 1m0s of starting; last: exit status 3", Last: &api.Error{Code: api.CodeExited, Message: "the agent exited: exit status 3"}}
 	failed := agent("alice", api.StateFailed, 0, e)
 	in.Status.Agents = []api.Agent{failed}
 	in.LastErrors["alice"] = Recorded{Err: *e, At: failed.Since}
@@ -138,7 +138,8 @@ func TestBuildRunningToFailed(t *testing.T) {
 		t.Errorf("submenu %q", sub.Title)
 	}
 	line := lastLine(t, m, "alice")
-	want := "error at " + clock(failed.Since) + ": crash_loop: ended 6 times"
+	// The cause first: the last exit's status, then the loop.
+	want := "error at " + clock(failed.Since) + ": crash_loop: exit status 3; ended 6 times"
 	if !strings.HasPrefix(line.Title, want) || line.Enabled {
 		t.Errorf("error line %+v, want a disabled line starting %q", line, want)
 	}
@@ -167,7 +168,7 @@ func TestBuildRunningToFailed(t *testing.T) {
 	newer := &api.Error{Code: api.CodeExited, Message: "the agent exited: exit status 1"}
 	in.Status.Agents = []api.Agent{agent("alice", api.StateBackoff, 0, newer)}
 	in.LastErrors["alice"] = Recorded{Err: *newer, At: t0}
-	if line = lastLine(t, Build(in), "alice"); !strings.Contains(line.Title, "exited: the agent exited") || strings.Contains(line.Title, string(api.CodeCrashLoop)) {
+	if line = lastLine(t, Build(in), "alice"); !strings.Contains(line.Title, "exited: exit status 1") || strings.Contains(line.Title, string(api.CodeCrashLoop)) {
 		t.Errorf("a newer error did not replace the old one: %q", line.Title)
 	}
 }
@@ -193,7 +194,7 @@ func TestBuildCleanupFailed(t *testing.T) {
 func TestBuildBackoff(t *testing.T) {
 	e := &api.Error{Code: api.CodeExited, Message: "the agent exited: exit status 3"}
 	m := Build(connected(agent("bob", api.StateBackoff, 0, e)))
-	if m.Icon != assets.Failed || m.Items[0].Title != "1 in backoff" {
+	if m.Icon != assets.Busy || m.Items[0].Title != "1 in backoff" {
 		t.Errorf("icon %v, first line %q", m.Icon, m.Items[0].Title)
 	}
 	if got := flags(t, m, "bob"); got != [3]bool{false, true, true} {
@@ -211,17 +212,18 @@ func TestBuildStoppedAndTransitions(t *testing.T) {
 	for _, c := range []struct {
 		state api.State
 		want  [3]bool
+		icon  assets.State
 	}{
-		{api.StateStopped, [3]bool{true, false, false}},
-		{api.StateStarting, [3]bool{false, true, false}},
-		{api.StateStopping, [3]bool{false, false, false}},
+		{api.StateStopped, [3]bool{true, false, false}, assets.Running},
+		{api.StateStarting, [3]bool{false, true, false}, assets.Busy},
+		{api.StateStopping, [3]bool{false, false, false}, assets.Busy},
 	} {
 		m := Build(connected(agent("a", c.state, 0, nil)))
 		if got := flags(t, m, "a"); got != c.want {
 			t.Errorf("%s: start/stop/restart %v, want %v", c.state, got, c.want)
 		}
-		if m.Icon != assets.Stopped {
-			t.Errorf("%s: icon %v, want stopped", c.state, m.Icon)
+		if m.Icon != c.icon {
+			t.Errorf("%s: icon %v, want %v", c.state, m.Icon, c.icon)
 		}
 	}
 }
@@ -229,7 +231,7 @@ func TestBuildStoppedAndTransitions(t *testing.T) {
 func TestBuildServiceLost(t *testing.T) {
 	in := Input{Profile: "work", Conn: NotRunning, ConnErr: "No tether service is running for profile \"work\".", Login: Login{Known: true}, Now: t0}
 	m := Build(in)
-	if m.Icon != assets.Stopped || m.Items[0].Title != "service not running" || m.Items[0].Tooltip != in.ConnErr {
+	if m.Icon != assets.Unreachable || m.Items[0].Title != "service not running" || m.Items[0].Tooltip != in.ConnErr {
 		t.Errorf("icon %v, first line %+v", m.Icon, m.Items[0])
 	}
 	if m.Tooltip != "tether: service not running" {
@@ -345,12 +347,15 @@ func TestIconFor(t *testing.T) {
 		want assets.State
 	}{
 		{"all running", st(api.StateRunning, api.StateRunning), assets.Running},
-		{"one stopped", st(api.StateRunning, api.StateStopped), assets.Stopped},
-		{"starting", st(api.StateStarting), assets.Stopped},
-		{"no agents", st(), assets.Stopped},
+		{"one stopped", st(api.StateRunning, api.StateStopped), assets.Running},
+		{"starting", st(api.StateStarting), assets.Busy},
+		{"stopping", st(api.StateRunning, api.StateStopping), assets.Busy},
+		{"no agents", st(), assets.Running},
 		{"failed", st(api.StateRunning, api.StateFailed), assets.Failed},
 		{"cleanup failed", st(api.StateStopped, api.StateCleanupFailed), assets.Failed},
-		{"backoff", st(api.StateRunning, api.StateBackoff), assets.Failed},
+		{"backoff", st(api.StateRunning, api.StateBackoff), assets.Busy},
+		{"failed beats backoff", st(api.StateBackoff, api.StateFailed), assets.Failed},
+		{"a state this tray does not know", st(api.StateRunning, "hibernating"), assets.Busy},
 		{"config error", cfgErr, assets.Failed},
 	} {
 		if got := IconFor(c.st); got != c.want {
@@ -363,7 +368,7 @@ func TestBuildStatusErrorsAndEmpty(t *testing.T) {
 	in := connected()
 	in.Status.ConfigError = &api.Error{Code: api.CodeConfig, Message: "agents.yaml:3: unknown key \"comand\""}
 	m := Build(in)
-	if m.Items[1].Title != "config not applied: config: agents.yaml:3: unknown key \"comand\"" || !strings.Contains(m.Items[1].Tooltip, "tether reload") {
+	if m.Items[1].Title != "config not applied: agents.yaml:3: unknown key \"comand\"" || !strings.Contains(m.Items[1].Tooltip, "tether reload") {
 		t.Errorf("config error line %+v", m.Items[1])
 	}
 	if find(t, m.Items, "no agents configured").Enabled {
@@ -436,6 +441,23 @@ func TestAge(t *testing.T) {
 	} {
 		if got := Age(d); got != want {
 			t.Errorf("Age(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// The agent's own status (STATUS=, or what it waits for) is a line of
+// its submenu, and there is none without one.
+func TestBuildShowsTheAgentsStatus(t *testing.T) {
+	a := agent("redis", api.StateRunning, 0, nil)
+	a.Status = "Ready to accept connections tcp"
+	item := find(t, Build(connected(a)).Items, "redis: running")
+	if s := find(t, item.Children, "status: Ready to accept connections tcp"); s.Hidden {
+		t.Errorf("status line hidden: %+v", s)
+	}
+	a.Status = ""
+	for _, c := range find(t, Build(connected(a)).Items, "redis: running").Children {
+		if strings.HasPrefix(c.Title, "status:") && !c.Hidden {
+			t.Errorf("a status line without a status: %+v", c)
 		}
 	}
 }

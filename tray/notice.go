@@ -2,17 +2,58 @@ package tray
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/assets"
+)
+
+// Urgency is how insistently a notice asks for attention.
+type Urgency int
+
+const (
+	// UrgencyNormal notices go away after the desktop's usual time.
+	UrgencyNormal Urgency = iota
+	// UrgencyLow notices only inform.
+	UrgencyLow
+	// UrgencyCritical notices stay until the user dismisses them.
+	UrgencyCritical
+)
+
+// NoticeAction is a button of a notice, where the desktop shows them; the
+// first is also what clicking the notice itself does.
+type NoticeAction struct {
+	Label string
+	Do    Action
+}
+
+// Labels of the actions notices offer.
+const (
+	LabelOpenLog      = "Open log"
+	LabelStartAgain   = "Start again"
+	LabelOpenConfig   = "Open config"
+	LabelStartService = "Start service"
 )
 
 // Notice is one desktop notification: what happened and what to do.
 type Notice struct {
-	// Key identifies what the notice is about (agent and kind), for
-	// coalescing: "alice/cleanup", "service/lost".
-	Key   string
-	Title string
-	Body  string
+	// Key identifies what the notice is about (agent and kind):
+	// "alice/cleanup", "service/lost".
+	Key string
+	// Subject groups the notices that replace each other on the
+	// desktop: a newer notice of the same subject takes the place of the
+	// older one's bubble. "agent/alice", "service".
+	Subject string
+	// Agent is the agent the notice is about, or "".
+	Agent   string
+	Title   string
+	Body    string
+	Urgency Urgency
+	Icon    assets.State
+	Actions []NoticeAction
+	// cond is the detector's condition that raised an agent's notice,
+	// so that a notice held back can be checked to be still true.
+	cond string
 }
 
 // Kinds of notices, the second half of a Key. A kind about one error code
@@ -23,11 +64,21 @@ const (
 	KindContention = string(api.CodeContention)
 	KindFailed     = string(api.StateFailed)
 	KindLost       = "lost"
+	KindBack       = "back"
 	KindAction     = "action"
+	KindConfig     = "config"
+	KindNoTray     = "no_tray"
 )
 
-// maxNoticeMessage bounds how much of an error message a notice quotes.
-const maxNoticeMessage = 300
+// Subjects of the notices that are not about one agent.
+const (
+	subjectService = "service"
+	subjectTray    = "tray"
+)
+
+// maxNoticeMessage bounds how much of an error message a notice quotes;
+// a longer one loses its middle.
+const maxNoticeMessage = 600
 
 // detector decides which agent changes deserve a notice. It remembers,
 // per agent, the condition it last announced, so that the same condition
@@ -80,7 +131,14 @@ func (d *detector) agent(a api.Agent) (Notice, bool) {
 	if cond == prev {
 		return Notice{}, false
 	}
-	return agentNotice(kind, a), true
+	n := agentNotice(kind, a)
+	n.cond = cond
+	return n, true
+}
+
+// holds reports whether the condition that raised n still holds.
+func (d *detector) holds(n Notice) bool {
+	return n.cond != "" && d.last[n.Agent] == n.cond
 }
 
 // keep forgets the agents not in ids (removed from the config).
@@ -96,42 +154,132 @@ func (d *detector) keep(agents []api.Agent) {
 	}
 }
 
+// agentNotice is the notice of kind for a's row. Crash loops and cleanup
+// failures are critical: they stay until dismissed.
 func agentNotice(kind string, a api.Agent) Notice {
-	msg := truncate(a.Error.Message, maxNoticeMessage)
-	n := Notice{Key: a.ID + "/" + kind}
+	msg := elide(errorText(*a.Error), maxNoticeMessage)
+	n := Notice{Key: a.ID + "/" + kind, Subject: "agent/" + a.ID, Agent: a.ID, Icon: assets.Failed}
+	logs := NoticeAction{LabelOpenLog, Action{Kind: ActOpenLog, IDs: []string{a.ID}}}
+	again := NoticeAction{LabelStartAgain, Action{Kind: ActStart, IDs: []string{a.ID}}}
+	config := NoticeAction{LabelOpenConfig, Action{Kind: ActOpenConfig}}
 	switch {
 	case kind == KindCleanup && a.State == api.StateCleanupFailed:
 		n.Title = fmt.Sprintf("tether: %s would not stop", a.ID)
-		n.Body = fmt.Sprintf("%s\ntether keeps %s's identity locked and keeps retrying. End the processes named above (for example with kill -9), then check `tether status`.", msg, a.ID)
+		n.Body = msg + "\n" + cleanupAdvice(a)
+		n.Urgency, n.Actions = UrgencyCritical, []NoticeAction{logs}
 	case kind == KindCleanup:
 		n.Title = fmt.Sprintf("tether: %s stopped, but its cleanup failed", a.ID)
 		n.Body = fmt.Sprintf("%s\nRemove what is named above by hand; `tether logs %s` has the details.", msg, a.ID)
+		n.Urgency, n.Actions = UrgencyCritical, []NoticeAction{logs}
 	case kind == KindCrashLoop:
 		n.Title = fmt.Sprintf("tether: %s keeps crashing", a.ID)
-		n.Body = fmt.Sprintf("%s\nIt will not be restarted. Read its log (Open log in the tray, or `tether logs %s`), fix the cause, then start it again.", msg, a.ID)
+		n.Body = fmt.Sprintf("%s\nIt will not be restarted. Read its log (Open log, or `tether logs %s`), fix the cause, then start it again.", msg, a.ID)
+		n.Urgency, n.Actions = UrgencyCritical, []NoticeAction{logs, again, config}
 	case kind == KindContention && a.State == api.StateFailed:
 		n.Title = fmt.Sprintf("tether: %s could not get its identity", a.ID)
 		n.Body = fmt.Sprintf("%s\ntether has stopped retrying. Stop the other holder named above, then start %s again.", msg, a.ID)
+		n.Actions = []NoticeAction{again, logs}
 	case kind == KindFailed:
 		n.Title = fmt.Sprintf("tether: %s failed", a.ID)
-		n.Body = fmt.Sprintf("%s: %s\nIt will not be restarted. Read its log (Open log in the tray, or `tether logs %s`), fix the cause, then start it again.", a.Error.Code, msg, a.ID)
+		n.Body = fmt.Sprintf("%s: %s\nIt will not be restarted. Read its log (Open log, or `tether logs %s`), fix the cause, then start it again.", a.Error.Code, msg, a.ID)
+		n.Actions = []NoticeAction{logs, again, config}
 	default:
 		n.Title = fmt.Sprintf("tether: %s's identity is in use elsewhere", a.ID)
 		n.Body = fmt.Sprintf("%s\ntether retries for a while. Stop the other holder named above (another profile, or another tether), or stop %s here.", msg, a.ID)
+		n.Icon, n.Actions = assets.Busy, []NoticeAction{logs}
 	}
 	return n
 }
 
+// cleanupAdvice says what the user can do about processes that would not
+// die. A process in uninterruptible sleep (state D) has had SIGKILL
+// already and dies when the kernel call it waits in returns: kill -9
+// cannot do more, so the advice is where to look instead.
+func cleanupAdvice(a api.Agent) string {
+	ps := survivors(*a.Error)
+	if !allStuck(ps) {
+		return fmt.Sprintf("tether keeps %s's identity locked and keeps retrying. End the processes named above (for example with kill -9), then check `tether status`.", a.ID)
+	}
+	p := ps[0].pid
+	what := "It has had SIGKILL, and another cannot do more: it ends when the kernel call it waits in returns."
+	if len(ps) > 1 {
+		what = "They have had SIGKILL, and another cannot do more: each ends when the kernel call it waits in returns."
+	}
+	return fmt.Sprintf("%s That is usually a frozen cgroup, a hung network or FUSE mount, or a failing disk: "+
+		"`cat /proc/%d/wchan` and `grep freezer /proc/%d/cgroup` say which. Thaw the cgroup, or bring back (or `umount -l`) the mount; "+
+		"a reboot always clears it. Meanwhile tether keeps %s's identity locked and retries on its own.",
+		what, p, p, a.ID)
+}
+
 // lostNotice is the notice for a service that was there and is gone.
 func lostNotice(profile string) Notice {
-	who, flag := "The tether service", ""
-	if profile != "" && profile != "default" {
-		who, flag = fmt.Sprintf("The tether service of profile %q", profile), " --profile "+profile
-	}
+	who, flag := serviceWho(profile)
 	return Notice{
-		Key:   "service/" + KindLost,
-		Title: "tether: service stopped",
+		Key:     subjectService + "/" + KindLost,
+		Subject: subjectService,
+		Title:   "tether: service stopped",
 		Body: fmt.Sprintf("%s is no longer running, so its agents are stopped too. Use Start service in the tray menu, or run `tether%s service start` (or `tether%s service run`).",
 			who, flag, flag),
+		Icon:    assets.Unreachable,
+		Actions: []NoticeAction{{LabelStartService, Action{Kind: ActStartService}}},
 	}
+}
+
+// backNotice follows a lostNotice once the service answers again; it
+// takes the place of the lost one's bubble.
+func backNotice(profile string, st api.Status) Notice {
+	who, _ := serviceWho(profile)
+	return Notice{
+		Key:     subjectService + "/" + KindBack,
+		Subject: subjectService,
+		Title:   "tether: service is back",
+		Body:    fmt.Sprintf("%s is running again (pid %d): %s.", who, st.ServicePID, strings.ToLower(Aggregate(st.Agents))),
+		Urgency: UrgencyLow,
+		Icon:    assets.Mark,
+	}
+}
+
+func serviceWho(profile string) (who, flag string) {
+	if profile != "" && profile != "default" {
+		return fmt.Sprintf("The tether service of profile %q", profile), " --profile " + profile
+	}
+	return "The tether service", ""
+}
+
+// configNotice reports a config the service would not apply.
+func configNotice(e api.Error) Notice {
+	return Notice{
+		Key:     "config/" + KindConfig,
+		Subject: "config",
+		Title:   "tether: config not applied",
+		Body:    elide(errorText(e), maxNoticeMessage) + "\nThe service keeps running the config it had. Fix the file, then use Reload config again.",
+		Icon:    assets.Failed,
+		Actions: []NoticeAction{{LabelOpenConfig, Action{Kind: ActOpenConfig}}},
+	}
+}
+
+// noTrayNotice says once that there is no tray to show tether in, and how
+// to get one; the tray appears by itself once there is.
+func noTrayNotice() Notice {
+	return Notice{
+		Key:     subjectTray + "/" + KindNoTray,
+		Subject: subjectTray,
+		Title:   "tether: no tray to show its icon in",
+		Body: "The desktop has no system tray for tether's icon, so notices like this one are all you will see of it. " +
+			"On GNOME, install and enable the AppIndicator extension (Debian and Ubuntu: gnome-shell-extension-appindicator); " +
+			"on Xfce, add the Status Tray plugin to a panel. tether's icon appears as soon as there is a tray; it need not be restarted.",
+		Icon: assets.Mark,
+	}
+}
+
+// problemNotice reports something the tray could not do for the user.
+func problemNotice(key, title, body string) Notice {
+	subject, _, _ := strings.Cut(key, "/")
+	return Notice{Key: key, Subject: "problem/" + subject, Title: title, Body: body, Icon: assets.Failed}
+}
+
+// infoNotice only informs.
+func infoNotice(key, title, body string) Notice {
+	subject, _, _ := strings.Cut(key, "/")
+	return Notice{Key: key, Subject: "info/" + subject, Title: title, Body: body, Urgency: UrgencyLow, Icon: assets.Mark}
 }

@@ -12,27 +12,33 @@ import (
 	"github.com/tether-dev/tether/assets"
 )
 
-// runUI runs the tray on systray's event loop until ctx is done or the
-// menu's Quit. On macOS it must be called on the main thread (systray's
-// init locks main there; cli.Main runs on it).
-func runUI(ctx context.Context, o Options, d deps) error {
-	b := &binding{}
-	e := newEngine(ctx, o, d, b)
-	b.act = e.act
+// runUI runs the tray on systray's event loop until the engine's context
+// is done (its menu's Quit, a signal). On macOS it must be called on the
+// main thread (systray's init locks main there; cli.Main runs on it). The
+// engine runs already: attach makes the binding the destination of its
+// menus, and shows it the latest.
+func runUI(e *engine, attach func(ui)) error {
+	b := &binding{act: e.act}
 	systray.Run(func() {
 		b.started = time.Now()
-		e.start()
+		attach(b)
 		// The render that settles the icon (see settleTime).
 		settle := time.AfterFunc(settleTime+100*time.Millisecond, e.changed)
 		go func() {
-			<-e.ctx.Done()
-			settle.Stop()
-			systray.Quit()
+			for {
+				select {
+				case <-e.ctx.Done():
+					settle.Stop()
+					systray.Quit()
+					return
+				case <-systray.TrayOpenedCh:
+					// The menu opens (macOS; dbusmenu hosts that
+					// send "opened"): its ages are those of now.
+					e.changed()
+				}
+			}
 		}()
 	}, nil)
-	if !e.stop(5 * time.Second) {
-		e.logf("some requests were still under way at exit")
-	}
 	return nil
 }
 

@@ -3,14 +3,13 @@
 package tray
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 )
 
 // runUI: fyne.io/systray needs cgo on macOS, and has no tray for other
 // systems. The rest of tether works without it.
-func runUI(context.Context, Options, deps) error {
+func runUI(*engine, func(ui)) error {
 	if runtime.GOOS == "darwin" {
 		return fmt.Errorf("%w: it was built without cgo (CGO_ENABLED=0), and the macOS menu bar item needs cgo; build tether with CGO_ENABLED=1 and Xcode's command-line tools", ErrNoTray)
 	}

@@ -1,5 +1,3 @@
-//go:build linux
-
 package peers
 
 import (
@@ -21,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
 )
@@ -31,14 +30,28 @@ import (
 // process's environ once it has exec'd its sleep (and, for the
 // grandchild, once setsid(1) ran), so a tree whose three roles are seen
 // is complete. With "ignore", SIGTERM is ignored and the sleeps inherit
-// that.
+// that. With "ready" it is the polite agent that becomes ready readyAfter
+// after it starts, and says so each way a supervisor's config asks for
+// (see readiness_linux_test.go): a line on its output, a file that a probe
+// looks for, a newline on an inherited descriptor, sd_notify's READY=1,
+// an HTTP listener (started at once, listening after the same 0.2 s).
 const agentScript = `#!/bin/bash
-# peer benchmark agent: $1 is polite or ignore
+# peer benchmark agent: $1 is polite, ignore or ready
 [ "$1" = ignore ] && trap '' TERM
 set -m
 ROLE=worker sleep 100000 &
 set +m
 ( ROLE=grand setsid sleep 100000 & )
+if [ "$1" = ready ]; then
+	[ -z "$READY_HTTP_PORT" ] || /usr/bin/python3 -c 'import sys, time, http.server as h
+time.sleep(0.2)
+h.HTTPServer(("127.0.0.1", int(sys.argv[1])), h.SimpleHTTPRequestHandler).serve_forever()' "$READY_HTTP_PORT" &
+	sleep 0.2
+	echo ready
+	[ -z "$READY_NOTIFY" ] || systemd-notify --ready
+	[ -z "$READY_FILE" ] || : >"$READY_FILE"
+	[ -z "$READY_FD" ] || { echo >&"$READY_FD"; eval "exec $READY_FD>&-"; }
+fi
 export ROLE=agent
 exec sleep 100000
 `
@@ -74,11 +87,10 @@ const (
 func TestMain(m *testing.M) {
 	// PID 1 here may not reap: orphans of the trees and of killed
 	// supervisors must come back to this process, which reaps them.
-	if _, err := punix.BecomeSubreaper(); err != nil {
-		fmt.Fprintln(os.Stderr, "peers: becoming a child subreaper:", err)
-		os.Exit(1)
-	}
-	os.Exit(m.Run())
+	testproc.Main(m, testproc.Before(func() error {
+		_, err := punix.BecomeSubreaper()
+		return err
+	}))
 }
 
 // supervisor is one peer under measure, in its own directory.
@@ -158,7 +170,11 @@ func (h *harness) spawn(cmd *exec.Cmd) (done chan struct{}, err error) {
 
 // run runs a short command to its end.
 func (h *harness) run(name string, args ...string) error {
-	cmd := exec.Command(name, args...)
+	return h.runCmd(exec.Command(name, args...))
+}
+
+// runCmd runs cmd, a short command, to its end.
+func (h *harness) runCmd(cmd *exec.Cmd) error {
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	done, err := h.spawn(cmd)
@@ -167,7 +183,7 @@ func (h *harness) run(name string, args ...string) error {
 	}
 	<-done
 	if !cmd.ProcessState.Success() {
-		return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), cmd.ProcessState, out.String())
+		return fmt.Errorf("%s: %v: %s", strings.Join(cmd.Args, " "), cmd.ProcessState, out.String())
 	}
 	return nil
 }
@@ -200,12 +216,11 @@ func (h *harness) reapZombies() {
 func (h *harness) killAll() int {
 	self := os.Getpid()
 	killed := map[punix.Ref]bool{}
-	deadline := time.Now().Add(waitLimit)
-	for time.Now().Before(deadline) {
+	testproc.UntilEvery(waitLimit, 5*time.Millisecond, func() bool {
 		h.reapZombies()
 		procs, err := punix.Processes()
 		if err != nil {
-			break
+			return true
 		}
 		live := 0
 		for _, p := range punix.Descendants(procs, self) {
@@ -221,11 +236,8 @@ func (h *harness) killAll() int {
 				unix.Close(fd)
 			}
 		}
-		if live == 0 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return live == 0
+	})
 	h.wg.Wait()
 	h.reapZombies()
 	return len(killed)
@@ -353,24 +365,24 @@ func count(ms []member, tag string) int {
 // waitComplete waits until every tag's tree is complete, and returns
 // when a process of the first tag was first seen, since begin.
 func waitComplete(begin time.Time, tags ...string) (time.Duration, error) {
-	deadline := time.Now().Add(waitLimit)
 	var first time.Duration
-	for {
-		ms, err := scan("")
-		if err != nil {
-			return 0, err
+	var ms []member
+	var err error
+	if !testproc.UntilEvery(waitLimit, pollEvery, func() bool {
+		if ms, err = scan(""); err != nil {
+			return true
 		}
 		if first == 0 && count(ms, tags[0]) > 0 {
 			first = time.Since(begin)
 		}
-		if !slices.ContainsFunc(tags, func(t string) bool { return !complete(ms, t) }) {
-			return first, nil
-		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("trees %v not complete after %v: %v", tags, waitLimit, ms)
-		}
-		time.Sleep(pollEvery)
+		return !slices.ContainsFunc(tags, func(t string) bool { return !complete(ms, t) })
+	}) {
+		return 0, fmt.Errorf("trees %v not complete after %v: %v", tags, waitLimit, ms)
 	}
+	if err != nil {
+		return 0, err
+	}
+	return first, nil
 }
 
 // waitGone waits until no process of tag lives, up to limit, and returns
@@ -469,7 +481,9 @@ type results struct {
 	wakeups     float64 // per second, supervisor side
 	wakeupProcs int
 	errs        []string
-	pssFor      string // what the Pss row counts
+	pssFor      string          // what the Pss row counts
+	cliSpawn    []time.Duration // request to the first process, from the command line
+	ready       []readyResult   // by way of readiness
 }
 
 // measure runs every row against s. A failure of one row is recorded and
@@ -548,6 +562,10 @@ func measure(t *testing.T, h *harness, s supervisor, idle time.Duration) *result
 			}
 			killTag(tag(mode))
 			h.reapZombies()
+			if err := settle(s, mode); err != nil {
+				fail("start "+mode, err)
+				break
+			}
 		}
 	}
 	var memTags []string
@@ -651,21 +669,23 @@ func measure(t *testing.T, h *harness, s supervisor, idle time.Duration) *result
 	return r
 }
 
-// TestPeers runs every row against tether, supervisord and s6 and prints
-// the table.
+// TestPeers runs every row against tether, supervisord, s6, PM2 and
+// process-compose and prints the table.
 func TestPeers(t *testing.T) {
 	// A measurement, not a check: it runs with make peers.
 	if os.Getenv("TETHER_PEERS") == "" {
 		t.Skip("the peer comparison runs with make peers (TETHER_PEERS=1)")
 	}
 	var missing []string
-	for _, bin := range []string{"supervisord", "s6-svscan", "s6-supervise", "s6-svc", "bash", "setsid", "sleep"} {
+	for _, bin := range []string{"supervisord", "supervisorctl", "s6-svscan", "s6-supervise", "s6-svc", "bash", "setsid", "sleep"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			missing = append(missing, bin)
 		}
 	}
+	pm2, pc, more := findPinnedPeers()
+	missing = append(missing, more...)
 	if len(missing) > 0 {
-		msg := fmt.Sprintf("peers not installed (%s): apt-get install supervisor s6", strings.Join(missing, ", "))
+		msg := fmt.Sprintf("peers not installed (%s): make peers installs them (.ci/peers-deps)", strings.Join(missing, ", "))
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg)
 		}
@@ -710,11 +730,20 @@ func TestPeers(t *testing.T) {
 		newTether(h, exe),
 		newSupervisord(h),
 		newS6(h),
+		newPM2(h, pm2),
+		newProcessCompose(h, pc),
 	}
 	var res []*results
 	for _, s := range sups {
 		t.Logf("measuring %s", s.name())
-		res = append(res, measure(t, h, s, idle))
+		r := measure(t, h, s, idle)
+		if r.dup == 0 && len(r.errs) == 0 {
+			// The window closed before the restarted supervisor was up.
+			r.errs = append(r.errs, "trees after the restart")
+		}
+		measureCLI(t, h, s, r)
+		measureReady(t, h, s, r)
+		res = append(res, r)
 	}
 	table := renderTable(sups, res, idle)
 	fmt.Print("\n" + table)
@@ -741,9 +770,11 @@ func TestPeers(t *testing.T) {
 
 // pssWhat says which process the Pss row of each supervisor counts.
 var pssWhat = map[string]string{
-	"tether":      "median guardian",
-	"supervisord": "supervisord / agents",
-	"s6":          "median s6-supervise",
+	"tether":          "median guardian",
+	"supervisord":     "supervisord / agents",
+	"s6":              "median s6-supervise",
+	"pm2":             "God Daemon / agents",
+	"process-compose": "process-compose / agents",
 }
 
 func renderTable(sups []supervisor, res []*results, idle time.Duration) string {
@@ -773,6 +804,7 @@ func renderTable(sups []supervisor, res []*results, idle time.Duration) string {
 	row(fmt.Sprintf("start request answered (median of %d)", startReps), func(r *results) string { return dur(r.answered) })
 	row(fmt.Sprintf("start latency, request to the agent's first process (median of %d)", startReps), func(r *results) string { return dur(r.spawn) })
 	row(fmt.Sprintf("start latency, request to whole tree (median of %d)", startReps), func(r *results) string { return dur(r.start) })
+	row(fmt.Sprintf("start latency from the command line, request to the agent's first process (median of %d)", startReps), func(r *results) string { return dur(r.cliSpawn) })
 	for _, mode := range []string{"polite", "ignore"} {
 		label := "stop latency, polite agent"
 		if mode == "ignore" {
@@ -787,14 +819,21 @@ func renderTable(sups []supervisor, res []*results, idle time.Duration) string {
 	}
 	row("tree processes alive 1 s after the supervisor's SIGKILL", func(r *results) string { return strconv.Itoa(r.survivors1) })
 	row("tree processes alive 5 s after the supervisor's SIGKILL", func(r *results) string { return strconv.Itoa(r.survivors5) })
-	row("trees at once in the 5 s after SIGKILL + restart", func(r *results) string { return strconv.Itoa(r.dup) })
+	row("trees at once in the 5 s after SIGKILL + restart", func(r *results) string {
+		if r.dup == 0 {
+			return "n/a (no tree seen)"
+		}
+		return strconv.Itoa(r.dup)
+	})
 	row(fmt.Sprintf("Pss per agent, supervisor side (%d agents)", memAgents), func(r *results) string {
 		return fmt.Sprintf("%.2f MiB (%s)", r.pss, r.pssFor)
 	})
 	row(fmt.Sprintf("idle context switches/s, supervisor side (%d agents, %v)", memAgents, idle), func(r *results) string {
 		return fmt.Sprintf("%.2f (%d procs)", r.wakeups, r.wakeupProcs)
 	})
-	b.WriteString("\nreproduce: go test ./bench/peers/ -run Peers -v -count=1   (or: make peers)\n")
+	row(fmt.Sprintf("readiness: start request to the agent reported ready, agent ready %v after it starts (median)", readyAfter), readyCell)
+	b.WriteString("\n" + drivenBy(sups) + "\n")
+	b.WriteString("\nreproduce: make peers   (or TETHER_PEERS=1 go test ./bench/peers/ -run Peers -v -count=1, with PEERS_PM2 and PEERS_PROCESS_COMPOSE)\n")
 	return b.String()
 }
 
@@ -861,24 +900,18 @@ func (s *tetherSup) up() error {
 	if s.done, err = s.h.spawn(s.cmd); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(waitLimit)
-	for {
+	if !testproc.UntilEvery(waitLimit, pollEvery, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := s.client.Status(ctx)
+		_, err = s.client.Status(ctx)
 		cancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-s.done:
-			return fmt.Errorf("the service exited: %v", s.cmd.ProcessState)
-		default:
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(pollEvery)
+		return err == nil || exited(s.done)
+	}) {
+		return err
 	}
+	if err != nil {
+		return fmt.Errorf("the service exited: %v", s.cmd.ProcessState)
+	}
+	return nil
 }
 
 func (s *tetherSup) startAgents(names ...string) error {
@@ -937,20 +970,13 @@ func (s *tetherSup) down() {
 	}
 	// Guardians whose service was killed before exit once their
 	// teardown is done.
-	deadline := time.Now().Add(waitLimit)
-	for time.Now().Before(deadline) {
+	testproc.UntilEvery(waitLimit, 5*time.Millisecond, func() bool {
 		s.h.reapZombies()
 		procs, err := punix.Processes()
-		if err != nil {
-			return
-		}
-		if !slices.ContainsFunc(punix.Descendants(procs, os.Getpid()), func(p punix.Proc) bool {
+		return err != nil || !slices.ContainsFunc(punix.Descendants(procs, os.Getpid()), func(p punix.Proc) bool {
 			return !p.Zombie() && strings.HasPrefix(comm(p.Pid), "tether")
-		}) {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		})
+	})
 }
 
 func (s *tetherSup) rows() ([]api.Agent, error) {
@@ -1080,13 +1106,13 @@ command=/bin/bash %s %s
 environment=%s="supervisord-%s"
 autostart=%v
 autorestart=false
-startsecs=0
+startsecs=%d
 stopasgroup=true
 killasgroup=true
 stopwaitsecs=%d
 stdout_logfile=%s/%s.log
 redirect_stderr=true
-`, a.name, filepath.Join(s.h.dir, "agent.sh"), a.mode, tagEnv, a.name, a.autostart, int(stopTimeout.Seconds()), s.dir, a.name)
+`, a.name, filepath.Join(s.h.dir, "agent.sh"), a.mode, tagEnv, a.name, a.autostart, supervisordStartsecs(a), int(stopTimeout.Seconds()), s.dir, a.name)
 	}
 	s.n = len(agents)
 	return os.WriteFile(filepath.Join(s.dir, "supervisord.conf"), []byte(c.String()), 0o600)
@@ -1103,22 +1129,16 @@ func (s *supervisordSup) up() error {
 	if s.done, err = s.h.spawn(s.cmd); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(waitLimit)
-	for {
-		_, err := s.call("supervisor.getState")
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-s.done:
-			return fmt.Errorf("supervisord exited: %v", s.cmd.ProcessState)
-		default:
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testproc.UntilEvery(waitLimit, 5*time.Millisecond, func() bool {
+		_, err = s.call("supervisor.getState")
+		return err == nil || exited(s.done)
+	}) {
+		return err
 	}
+	if err != nil {
+		return fmt.Errorf("supervisord exited: %v", s.cmd.ProcessState)
+	}
+	return nil
 }
 
 // call makes one XML-RPC call over the unix socket; args are strings,
@@ -1226,8 +1246,11 @@ func (s *s6Sup) setup(agents []agentSpec) error {
 		if err := os.MkdirAll(sd, 0o700); err != nil {
 			return err
 		}
-		run := fmt.Sprintf("#!/bin/sh\nexec env %s=s6-%s /bin/bash %s %s\n", tagEnv, a.name, filepath.Join(s.h.dir, "agent.sh"), a.mode)
+		run := fmt.Sprintf("#!/bin/sh\nexec env %s=s6-%s %s/bin/bash %s %s\n", tagEnv, a.name, s6ReadyEnv(a), filepath.Join(s.h.dir, "agent.sh"), a.mode)
 		if err := os.WriteFile(filepath.Join(sd, "run"), []byte(run), 0o755); err != nil {
+			return err
+		}
+		if err := s6Notification(sd, a); err != nil {
 			return err
 		}
 		if err := os.WriteFile(filepath.Join(sd, "timeout-kill"), []byte(strconv.Itoa(int(stopTimeout.Milliseconds()))+"\n"), 0o644); err != nil {
@@ -1258,24 +1281,30 @@ func (s *s6Sup) up() error {
 	deadline := time.Now().Add(waitLimit)
 	for _, a := range s.agents {
 		ctl := filepath.Join(s.scan, a.name, "supervise", "control")
-		for {
-			fd, err := unix.Open(ctl, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-			if err == nil {
+		if !testproc.Until(time.Until(deadline), func() bool {
+			var fd int
+			if fd, err = unix.Open(ctl, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err == nil {
 				unix.Close(fd)
-				break
 			}
-			select {
-			case <-s.done:
-				return fmt.Errorf("s6-svscan exited: %v", s.cmd.ProcessState)
-			default:
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("%s: no s6-supervise after %v: %v", ctl, waitLimit, err)
-			}
-			time.Sleep(time.Millisecond)
+			return err == nil || exited(s.done)
+		}) {
+			return fmt.Errorf("%s: no s6-supervise after %v: %v", ctl, waitLimit, err)
+		}
+		if err != nil {
+			return fmt.Errorf("s6-svscan exited: %v", s.cmd.ProcessState)
 		}
 	}
 	return nil
+}
+
+// exited reports whether done is closed: the supervisor exited.
+func exited(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
 }
 
 func (s *s6Sup) startAgents(names ...string) error {
@@ -1339,19 +1368,19 @@ func (s *s6Sup) down() {
 		s.cmd = nil
 	}
 	deadline := time.Now().Add(waitLimit)
-	for time.Now().Before(deadline) {
+	testproc.UntilEvery(waitLimit, 5*time.Millisecond, func() bool {
 		s.h.reapZombies()
 		pids, err := s.supervisors()
 		if err != nil || len(pids) == 0 {
-			return
+			return true
 		}
 		if time.Until(deadline) < waitLimit/2 {
 			for _, p := range pids {
 				_ = unix.Kill(p, unix.SIGKILL)
 			}
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 // side is s6-svscan and the s6-supervise of each running memory agent.

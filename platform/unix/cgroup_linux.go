@@ -103,6 +103,12 @@ func NewCgroup(name string) (*Cgroup, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoCgroup, err)
 	}
+	return NewCgroupIn(dir, name)
+}
+
+// NewCgroupIn is NewCgroup below dir, the calling process's own cgroup
+// found earlier by OwnCgroupDir.
+func NewCgroupIn(dir, name string) (*Cgroup, error) {
 	path := filepath.Join(dir, name)
 	if err := os.Mkdir(path, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoCgroup, err)
@@ -178,7 +184,7 @@ func (c *Cgroup) ownPids() ([]int, error) { return procsIn(c.Path) }
 // procsIn reads the cgroup.procs of the cgroup directory dir; a cgroup
 // removed meanwhile has none.
 func procsIn(dir string) ([]int, error) {
-	b, err := readSmallFile(filepath.Join(dir, "cgroup.procs"))
+	b, err := readSmall(filepath.Join(dir, "cgroup.procs"), nil)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil
@@ -225,7 +231,7 @@ func (c *Cgroup) walk(fn func(dir string) error) error {
 // listing the processes takes one per directory. A process counts until
 // it has exited; a zombie does not.
 func (c *Cgroup) Populated() (bool, error) {
-	b, err := readSmallFile(filepath.Join(c.Path, "cgroup.events"))
+	b, err := readSmall(filepath.Join(c.Path, "cgroup.events"), nil)
 	if err != nil {
 		return false, err
 	}
@@ -241,9 +247,9 @@ func (c *Cgroup) Populated() (bool, error) {
 // which the kernel makes safe against concurrent forks.
 func (c *Cgroup) Kill() error {
 	path := filepath.Join(c.Path, "cgroup.kill")
-	fd, err := openRetry(path, unix.O_WRONLY)
+	fd, err := open(path, unix.O_WRONLY|unix.O_CLOEXEC)
 	if err != nil {
-		return &os.PathError{Op: "open", Path: path, Err: err}
+		return err
 	}
 	defer unix.Close(fd)
 	if _, err := unix.Write(fd, []byte("1")); err != nil {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 var cgroupSeq atomic.Int64
@@ -36,17 +38,12 @@ func newTestCgroup(t *testing.T) *Cgroup {
 			return
 		}
 		_ = cg.Kill()
-		deadline := time.Now().Add(waitLimit)
-		for {
-			err := cg.Remove()
-			if err == nil {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("removing %s: %v", cg.Path, err)
-				return
-			}
-			time.Sleep(time.Millisecond)
+		var err error
+		if !testproc.Until(waitLimit, func() bool {
+			err = cg.Remove()
+			return err == nil
+		}) {
+			t.Errorf("removing %s: %v", cg.Path, err)
 		}
 	})
 	return cg
@@ -145,7 +142,7 @@ func TestCgroupLifecycle(t *testing.T) {
 	if Alive(worker) {
 		t.Errorf("worker survived cgroup.kill")
 	}
-	waitFor(t, "the cgroup to empty", func() bool { return len(sortedPids(t, cg)) == 0 })
+	testproc.Eventually(t, waitLimit, func() bool { return len(sortedPids(t, cg)) == 0 }, "timed out after %v waiting for the cgroup to empty", waitLimit)
 
 	if err := cg.Remove(); err != nil {
 		t.Fatalf("Remove: %v", err)

@@ -21,6 +21,9 @@ func OwnCgroupDir() (string, error) { return "", ErrNoCgroup }
 // NewCgroup always fails outside Linux.
 func NewCgroup(name string) (*Cgroup, error) { return nil, ErrNoCgroup }
 
+// NewCgroupIn always fails outside Linux.
+func NewCgroupIn(dir, name string) (*Cgroup, error) { return nil, ErrNoCgroup }
+
 // OpenCgroup always fails outside Linux.
 func OpenCgroup(path string) (*Cgroup, error) { return nil, ErrNoCgroup }
 

@@ -5,13 +5,14 @@
 // v2 on Linux), process references and handles that never signal a reused
 // PID (pidfds on Linux), enumerating and tearing down a process tree, the
 // child subreaper and its reaper, the tether's socket pair, the local API's
-// unix socket and the peer credentials of its callers, and the release of
-// an idle process's start-up pages.
+// unix socket and the peer credentials of its callers, the watch of writes
+// to a directory's files (inotify, kqueue), and the release of an idle
+// process's start-up pages.
 //
 // Package platform is its portable face: what both systems do (lock files,
 // private directories and files, the local socket and its peer, process
-// references) is called through it; the rest is Unix mechanism, called by
-// the guardian's Unix files, the demo and tests. It knows nothing of
+// references, the write watch) is called through it; the rest is Unix
+// mechanism, called by the guardian's Unix files, the demo and tests. It knows nothing of
 // identities, owners or protocols, and imports nothing of tether's: its
 // callers give it paths, pids and deadlines.
 package unix

@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // sleeper starts a "sleep" helper, waits until it runs, and returns it with
@@ -72,10 +74,10 @@ func TestHandleSignalZombie(t *testing.T) {
 	if err := h.Signal(syscall.SIGKILL); err != nil {
 		t.Fatalf("Signal(SIGKILL): %v", err)
 	}
-	waitFor(t, "the helper to become a zombie", func() bool {
+	testproc.Eventually(t, waitLimit, func() bool {
 		p, err := Stat(r.Pid)
 		return err == nil && p.Zombie()
-	})
+	}, "timed out after %v waiting for the helper to become a zombie", waitLimit)
 	if err := h.Signal(syscall.SIGTERM); !errors.Is(err, ErrNoProcess) {
 		t.Errorf("Signal(SIGTERM) to an exited, unreaped process = %v, want ErrNoProcess", err)
 	}
@@ -144,10 +146,10 @@ func TestWaitExitZombie(t *testing.T) {
 	if err := h.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the helper to become a zombie", func() bool {
+	testproc.Eventually(t, waitLimit, func() bool {
 		p, err := Stat(r.Pid)
 		return err == nil && p.Zombie()
-	})
+	}, "timed out after %v waiting for the helper to become a zombie", waitLimit)
 	done, err := WaitExit([]*Handle{h}, waitLimit)
 	if err != nil || len(done) != 1 || done[0] != 0 {
 		t.Errorf("WaitExit(zombie) = %v, %v; want [0], nil", done, err)

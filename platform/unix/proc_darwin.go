@@ -74,6 +74,8 @@ func DescendantProcs(root int) ([]Proc, error) {
 	return Descendants(procs, root), nil
 }
 
-// walkDescendants is DescendantProcs: one scan of the process table is
-// already the whole answer.
-func walkDescendants(root int) ([]Proc, error) { return DescendantProcs(root) }
+// walkOnce is DescendantProcs: one scan of the process table.
+func walkOnce(root int) ([]Proc, error) { return DescendantProcs(root) }
+
+// Environ is not available on macOS without libproc.
+func Environ(pid int) ([]string, error) { return nil, errors.New("environ: not available on macOS") }

@@ -9,7 +9,8 @@ import (
 
 // Stat reads one process from /proc.
 func Stat(pid int) (Proc, error) {
-	b, err := readSmallFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	var buf [512]byte
+	b, err := readSmall("/proc/"+strconv.Itoa(pid)+"/stat", buf[:0])
 	if err != nil {
 		if os.IsNotExist(err) {
 			return Proc{}, ErrNoProcess
@@ -87,14 +88,12 @@ func FileHolders(path string) ([]Proc, error) {
 			continue
 		}
 		dir := "/proc/" + strconv.Itoa(p.Pid) + "/fd/"
-		d, err := os.Open(dir)
+		fds, err := readDir(dir)
 		if err != nil {
 			continue
 		}
-		fds, _ := d.Readdirnames(-1)
-		d.Close()
 		for _, fd := range fds {
-			fi, err := os.Stat(dir + fd)
+			fi, err := os.Stat(dir + fd.name)
 			if err == nil && os.SameFile(fi, want) {
 				out = append(out, p)
 				break
@@ -110,13 +109,14 @@ func childrenOf(pid int) ([]int, error) {
 	base := "/proc/" + strconv.Itoa(pid) + "/task/"
 	tids, err := readDir(base)
 	if err != nil {
-		// Gone, or not ours to read (or it exited while its directory
-		// was open): either way it has no children we could act on.
+		// Gone, or not ours to read, or it exited while its directory
+		// was read: either way it has no children we could act on.
 		return nil, nil
 	}
 	var out []int
+	var buf [256]byte
 	for _, tid := range tids {
-		b, err := readSmallFile(base + tid.name + "/children")
+		b, err := readSmall(base+tid.name+"/children", buf[:0])
 		if err != nil {
 			continue
 		}
@@ -138,13 +138,20 @@ func childrenOf(pid int) ([]int, error) {
 // A dying process's children move between its threads' lists and then to
 // the subreaper, so one walk can miss them; the walk is repeated until two
 // in a row agree.
-func DescendantProcs(root int) ([]Proc, error) {
-	prev, err := walkDescendants(root)
+func DescendantProcs(root int) ([]Proc, error) { return stableWalk(root, nil) }
+
+// walkOnce is DescendantProcs with one walk.
+func walkOnce(root int) ([]Proc, error) { return walkDescendants(root, nil) }
+
+// stableWalk walks below root until two walks in a row agree, leaving
+// out the children of root that skip names and everything below them.
+func stableWalk(root int, skip func(pid int) bool) ([]Proc, error) {
+	prev, err := walkDescendants(root, skip)
 	if err != nil {
 		return nil, err
 	}
 	for range 10 {
-		cur, err := walkDescendants(root)
+		cur, err := walkDescendants(root, skip)
 		if err != nil {
 			return nil, err
 		}
@@ -172,8 +179,10 @@ func sameRefs(a, b []Proc) bool {
 	return true
 }
 
-// walkDescendants walks the kernel's children lists below root once.
-func walkDescendants(root int) ([]Proc, error) {
+// walkDescendants walks the kernel's children lists below root once,
+// leaving out the children of root that skip (if not nil) names, with
+// everything below them.
+func walkDescendants(root int, skip func(pid int) bool) ([]Proc, error) {
 	var out []Proc
 	seen := map[int]bool{root: true}
 	queue := []int{root}
@@ -185,7 +194,7 @@ func walkDescendants(root int) ([]Proc, error) {
 			return nil, err
 		}
 		for _, c := range kids {
-			if seen[c] {
+			if seen[c] || pid == root && skip != nil && skip(c) {
 				continue
 			}
 			seen[c] = true
@@ -196,4 +205,21 @@ func walkDescendants(root int) ([]Proc, error) {
 		}
 	}
 	return out, nil
+}
+
+// Environ returns the environment pid was started with, as
+// /proc/PID/environ keeps it; only the process's own user (or root) may
+// read it.
+func Environ(pid int) ([]string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return nil, err
+	}
+	var env []string
+	for kv := range bytes.SplitSeq(b, []byte{0}) {
+		if len(kv) > 0 {
+			env = append(env, string(kv))
+		}
+	}
+	return env, nil
 }

@@ -2,7 +2,6 @@ package unix
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // statLine builds a /proc/PID/stat line with the given command name, state,
@@ -90,18 +91,15 @@ func TestParseStatMalformed(t *testing.T) {
 // file name.
 func TestStatOddCommandName(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "x) (y z)")
-	if err := os.Symlink(testExecutable(t), name); err != nil {
+	if err := os.Symlink(testproc.Executable(), name); err != nil {
 		t.Fatal(err)
 	}
 	rp := newReadyPipe(t)
-	cmd := exec.Command(name)
-	cmd.Env = helperEnviron("sleep", "p", true)
-	cmd.ExtraFiles = []*os.File{rp.w}
+	cmd := helperCommand("sleep", "p")
+	cmd.Path, cmd.Args[0] = name, name
+	rp.Pass(cmd)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	testproc.Start(t, cmd)
 	r := rp.wait(t, "p")["p"]
 	raw, err := os.ReadFile("/proc/" + strconv.Itoa(r.Pid) + "/stat")
 	if err != nil {
@@ -165,10 +163,10 @@ func TestZombieLeaderIsAlive(t *testing.T) {
 	rp := newReadyPipe(t)
 	cmd := startHelper(t, "zombie-leader", helperOpts{tag: "p", ready: rp, attr: &syscall.SysProcAttr{Setsid: true}})
 	r := rp.wait(t, "p")["p"]
-	waitFor(t, "the helper's main thread to exit", func() bool {
+	testproc.Eventually(t, waitLimit, func() bool {
 		p, err := Stat(r.Pid)
 		return err == nil && p.State == 'Z'
-	})
+	}, "timed out after %v waiting for the helper's main thread to exit", waitLimit)
 	// It does run: other threads are there, and its pidfd is not
 	// readable (the kernel does not consider it exited).
 	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(r.Pid) + "/task")
@@ -227,10 +225,10 @@ func TestDescendantProcs(t *testing.T) {
 		t.Cleanup(func() { killAndReap(t, procs[tag]) })
 	}
 	escapee := procs["escapee"]
-	waitFor(t, "the escapee to be adopted", func() bool {
+	testproc.Eventually(t, waitLimit, func() bool {
 		p, err := Stat(escapee.Pid)
 		return err == nil && p.PPid == os.Getpid()
-	})
+	}, "timed out after %v waiting for the escapee to be adopted", waitLimit)
 	pidsOf := func(ps []Proc) []int {
 		var out []int
 		for _, p := range ps {

@@ -110,8 +110,8 @@ func restoreBelow(fd int, path string, uid int) error {
 	return first
 }
 
-// dirEntry is one entry of a directory: its name and whether it is a
-// directory itself.
+// dirEntry is one entry of a directory (read by readDirFD here, and by
+// readDir on Linux): its name and whether it is a directory itself.
 type dirEntry struct {
 	name string
 	dir  bool

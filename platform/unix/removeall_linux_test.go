@@ -5,26 +5,25 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
-// removeAllEnv makes the test binary build and remove a tree under the
-// directory it names, as whatever user it runs as, instead of testing.
-const removeAllEnv = "TETHER_UNIX_TEST_REMOVEALL"
-
+// The helper "removeall DIR" builds and removes a tree under DIR (see
+// removeAllIn), as whatever user it runs as.
 func init() {
-	if dir := os.Getenv(removeAllEnv); dir != "" {
-		if err := removeAllIn(dir); err != nil {
+	testproc.Register("removeall", func(args []string) int {
+		if err := removeAllIn(args[0]); err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+			return 1
 		}
-		os.Exit(0)
-	}
+		return 0
+	})
 }
 
 // removeAllIn makes, under dir, what an agent may leave in its private
@@ -110,8 +109,8 @@ func TestRemoveAllRestoresOwnerPermissions(t *testing.T) {
 	if err := os.Chmod(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe)
-	cmd.Env = []string{removeAllEnv + "=" + work, "PATH=" + os.Getenv("PATH")}
+	cmd := testproc.Command("removeall", work)
+	cmd.Path = exe
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 	done := make(chan struct{})
 	var out []byte

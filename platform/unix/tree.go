@@ -33,6 +33,12 @@ type Tree struct {
 	// RootSubreaper and Cgroup it lets Stop confirm a kill by the
 	// kernel's answers alone (see killContained).
 	Reaper *Reaper
+	// adopted makes Root's descendants only those below the children it
+	// adopted, not the ones it started (see Adopter).
+	adopted bool
+	// found, when set, is called once for each member a stop finds,
+	// before it signals it.
+	found func(Proc)
 }
 
 // TreeAliveError reports processes that were still alive after SIGKILL and
@@ -61,12 +67,18 @@ type StopReport struct {
 
 // Members returns the live processes of the tree (zombies count as dead),
 // never the calling process itself.
-func (t *Tree) Members() ([]Proc, error) { return t.scan(DescendantProcs) }
+func (t *Tree) Members() ([]Proc, error) { return t.scan(true) }
 
-// scan is Members, with walk finding the processes below Root.
-func (t *Tree) scan(walk func(root int) ([]Proc, error)) ([]Proc, error) {
+// scan is Members. Below a subreaper Root the members are found by
+// walking the kernel's children lists, and one walk can miss a process
+// that is being reparented; with agreed the walk is repeated until two
+// agree (DescendantProcs). Without it, the members of one walk are
+// returned when it finds any, for a stop to signal them a walk sooner;
+// a later scan finds what it missed, and an empty tree is only ever
+// reported by walks that agree.
+func (t *Tree) scan(agreed bool) ([]Proc, error) {
 	if t.Root > 0 && t.RootSubreaper {
-		procs, err := walk(t.Root)
+		procs, err := t.below(agreed)
 		if err != nil {
 			return nil, err
 		}
@@ -128,6 +140,22 @@ func (m *memberSet) add(p Proc) {
 }
 
 func (m *memberSet) has(pid int) bool { return m.in[pid] }
+
+// below returns the processes below the subreaper Root: those of walks
+// that agree, or, unless agreed, those of one walk if it found any.
+func (t *Tree) below(agreed bool) ([]Proc, error) {
+	walk := func() ([]Proc, error) { return walkOnce(t.Root) }
+	stable := func() ([]Proc, error) { return DescendantProcs(t.Root) }
+	if t.adopted {
+		walk, stable = adoptedWalk, adoptedProcs
+	}
+	if !agreed {
+		if procs, err := walk(); err != nil || len(procs) > 0 {
+			return procs, err
+		}
+	}
+	return stable()
+}
 
 func (t *Tree) members(procs []Proc) []Proc {
 	byPid := make(map[int]Proc, len(procs))
@@ -251,29 +279,36 @@ type treeStop struct {
 }
 
 // terminate sends SIGTERM and SIGCONT to every member, once each, until
-// the tree is empty (empty is true) or the deadline passes.
+// the tree is empty (empty is true) or the deadline passes. Its first
+// scan signals what one walk finds (see scan).
 func (s *treeStop) terminate(deadline time.Time) (empty bool, err error) {
 	termed := make(map[Ref]bool)
-	// The first scan walks once: a member it misses while being
-	// reparented is found by the next scan, or killed at the deadline
-	// with the rest, whose scans (or the kernel's answers) are exact.
-	walk := walkDescendants
-	for {
-		ms, err := s.t.scan(walk)
-		walk = DescendantProcs
+	for first := true; ; first = false {
+		ms, err := s.t.scan(!first)
 		if err != nil {
 			return false, err
 		}
 		if len(ms) == 0 {
 			return true, nil
 		}
+		fresh := make([]Proc, 0, len(ms))
 		for _, p := range ms {
 			if !termed[p.Ref()] {
 				termed[p.Ref()] = true
-				s.rep.Terminated++
-				s.hs.signal(p, syscall.SIGTERM)
-				s.hs.signal(p, syscall.SIGCONT)
+				fresh = append(fresh, p)
 			}
+		}
+		// All are looked at before any is signalled: one's SIGTERM
+		// may take another down.
+		if s.t.found != nil {
+			for _, p := range fresh {
+				s.t.found(p)
+			}
+		}
+		for _, p := range fresh {
+			s.rep.Terminated++
+			s.hs.signal(p, syscall.SIGTERM)
+			s.hs.signal(p, syscall.SIGCONT)
 		}
 		if !time.Now().Before(deadline) {
 			return false, nil

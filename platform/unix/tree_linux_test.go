@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 const freezerRoot = "/sys/fs/cgroup/freezer"
@@ -52,10 +54,7 @@ func thawLeftovers(t *testing.T, pid int) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
-		deadline := time.Now().Add(waitLimit)
-		for syscall.Rmdir(dir) != nil && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
+		testproc.Until(waitLimit, func() bool { return syscall.Rmdir(dir) == nil })
 	}
 }
 
@@ -71,17 +70,14 @@ func newFreezer(t *testing.T) *freezer {
 		skipOrFail(t, fmt.Sprintf("cannot create a freezer group: %v", err))
 	}
 	t.Cleanup(func() {
-		deadline := time.Now().Add(waitLimit)
-		for {
-			err := syscall.Rmdir(dir)
-			if err == nil || errors.Is(err, syscall.ENOENT) {
-				return
-			}
-			if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
-				t.Errorf("removing freezer group %s: %v", dir, err)
-				return
-			}
-			time.Sleep(time.Millisecond)
+		var err error
+		// Busy until the processes moved into it are gone.
+		testproc.Until(waitLimit, func() bool {
+			err = syscall.Rmdir(dir)
+			return !errors.Is(err, syscall.EBUSY)
+		})
+		if err != nil && !errors.Is(err, syscall.ENOENT) {
+			t.Errorf("removing freezer group %s: %v", dir, err)
 		}
 	})
 	return &freezer{dir: dir}
@@ -101,10 +97,10 @@ func (f *freezer) set(t testing.TB, state string) {
 	if err := os.WriteFile(file, []byte(state), 0); err != nil {
 		t.Fatalf("writing %s to %s: %v", state, file, err)
 	}
-	waitFor(t, f.dir+" to be "+state, func() bool {
+	testproc.Eventually(t, waitLimit, func() bool {
 		b, err := os.ReadFile(file)
 		return err == nil && strings.TrimSpace(string(b)) == state
-	})
+	}, "timed out after %v waiting for %s to be %s", waitLimit, f.dir, state)
 }
 
 // A frozen process cannot die, even of SIGKILL: Stop must not claim the
@@ -191,14 +187,14 @@ func TestTreeMembersDuringReparent(t *testing.T) {
 		if err := h.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the workers to be adopted", func() bool {
+		testproc.Eventually(t, waitLimit, func() bool {
 			for _, w := range workers {
 				if p, err := Stat(w.Pid); err != nil || p.PPid != os.Getpid() {
 					return false
 				}
 			}
 			return true
-		})
+		}, "timed out after %v waiting for the workers to be adopted", waitLimit)
 		stop.Store(true)
 		wg.Wait()
 		close(missed)

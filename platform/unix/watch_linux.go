@@ -2,57 +2,99 @@ package unix
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// DirWatch reports removals in one directory: an entry deleted or renamed
-// away, or the directory itself deleted or renamed. It is driven by
-// inotify through the runtime's poller: while nothing is removed, nothing
-// wakes.
-type DirWatch struct {
-	f *os.File
-	c chan struct{}
+// changes are what answers an Arm: a write to a file of the directory, a
+// change of its entries, the loss of the directory, or events lost to a
+// full queue. IN_IGNORED alone (the removal of a watch that already
+// fired) does not.
+const changes = unix.IN_MODIFY | unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_Q_OVERFLOW
+
+// watchMask asks for those; IN_ONESHOT removes the watch at its first
+// event, so writes after it cost nothing until the next Arm.
+const watchMask = changes&^unix.IN_Q_OVERFLOW | unix.IN_ONESHOT | unix.IN_ONLYDIR
+
+// osWatch is an inotify instance, served by the runtime's poller: its
+// reader is a goroutine parked on it, which no timer wakes.
+type osWatch struct {
+	f   *os.File
+	err error // why the instance broke, under WriteWatch.mu
 }
 
-// WatchRemovals starts watching dir.
-func WatchRemovals(dir string) (*DirWatch, error) {
-	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+// WatchWrites returns a watch of the files directly inside dir, not yet
+// armed.
+func WatchWrites(dir string) (*WriteWatch, error) {
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		return nil, os.NewSyscallError("inotify_init1", err)
 	}
-	const mask = unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW
-	if _, err := unix.InotifyAddWatch(fd, dir, mask); err != nil {
-		unix.Close(fd)
-		return nil, &os.PathError{Op: "inotify_add_watch", Path: dir, Err: err}
-	}
-	// Non-blocking: the runtime's poller waits for it, no thread does.
-	w := &DirWatch{f: os.NewFile(uintptr(fd), "inotify:"+dir), c: make(chan struct{}, 1)}
-	go w.read()
+	w := &WriteWatch{dir: dir, c: make(chan struct{}, 1)}
+	w.os.f = os.NewFile(uintptr(fd), "inotify")
+	go w.os.read(w)
 	return w, nil
 }
 
-func (w *DirWatch) read() {
-	buf := make([]byte, 4096)
+func (o *osWatch) arm(w *WriteWatch) error {
+	if o.err != nil {
+		return o.err
+	}
+	rc, err := o.f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var werr error
+	if err := rc.Control(func(fd uintptr) {
+		_, werr = unix.InotifyAddWatch(int(fd), w.dir, watchMask)
+	}); err != nil {
+		return err
+	}
+	if werr != nil {
+		return &os.PathError{Op: "inotify_add_watch", Path: w.dir, Err: werr}
+	}
+	return nil
+}
+
+func (o *osWatch) close() error { return o.f.Close() }
+
+// read waits for events until the watch is closed. A read error other
+// than the close breaks the watch: it fires once more, so its owner
+// looks, and its next Arm says why.
+func (o *osWatch) read(w *WriteWatch) {
+	// Room for sixteen events with the longest name; a read returns
+	// whole events only.
+	buf := make([]byte, 16*(unix.SizeofInotifyEvent+unix.NAME_MAX+1))
 	for {
-		n, err := w.f.Read(buf)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			close(w.c)
+		n, err := o.f.Read(buf)
+		if err != nil {
+			if !errors.Is(err, os.ErrClosed) {
+				w.mu.Lock()
+				o.err = fmt.Errorf("reading the inotify watch of %s: %w", w.dir, err)
+				w.mu.Unlock()
+				w.fire()
+			}
 			return
 		}
-		if n > 0 {
-			select {
-			case w.c <- struct{}{}:
-			default:
-			}
+		if anyNews(buf[:n]) {
+			w.fire()
 		}
 	}
 }
 
-// C receives after each burst of removals. It is closed when the watch
-// ends: after Close, or when the directory is gone for good.
-func (w *DirWatch) C() <-chan struct{} { return w.c }
-
-// Close ends the watch.
-func (w *DirWatch) Close() error { return w.f.Close() }
+// anyNews reports whether the events in b include one that answers an
+// Arm.
+func anyNews(b []byte) bool {
+	for len(b) >= unix.SizeofInotifyEvent {
+		ev := (*unix.InotifyEvent)(unsafe.Pointer(&b[0]))
+		if ev.Mask&changes != 0 {
+			return true
+		}
+		b = b[min(len(b), unix.SizeofInotifyEvent+int(ev.Len)):]
+	}
+	return false
+}

@@ -1,4 +1,4 @@
-//go:build unix && !linux
+//go:build unix && !linux && !darwin
 
 package unix
 
@@ -8,17 +8,14 @@ import (
 	"runtime"
 )
 
-// DirWatch is only available on Linux (inotify).
-type DirWatch struct{}
+// osWatch has no OS half here.
+type osWatch struct{}
 
-// WatchRemovals fails outside Linux: callers fall back to their reload
-// signal.
-func WatchRemovals(dir string) (*DirWatch, error) {
-	return nil, fmt.Errorf("watching %s on %s: %w", dir, runtime.GOOS, errors.ErrUnsupported)
+// WatchWrites fails with errors.ErrUnsupported: this system's watch is
+// not implemented; callers look at the files at a pace of their own.
+func WatchWrites(dir string) (*WriteWatch, error) {
+	return nil, fmt.Errorf("watching %s for writes on %s: %w", dir, runtime.GOOS, errors.ErrUnsupported)
 }
 
-// C is nil outside Linux.
-func (w *DirWatch) C() <-chan struct{} { return nil }
-
-// Close does nothing outside Linux.
-func (w *DirWatch) Close() error { return nil }
+func (osWatch) arm(*WriteWatch) error { return errors.ErrUnsupported }
+func (osWatch) close() error          { return nil }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 func startEcho(t *testing.T) (*os.File, *exec.Cmd, *bufio.Reader) {
@@ -19,7 +21,7 @@ func startEcho(t *testing.T) (*os.File, *exec.Cmd, *bufio.Reader) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { own.Close() })
-	cmd := exec.Command(os.Args[0], "helper", "echo", fmt.Sprintf("%#x", child.Value()))
+	cmd := testproc.Command("helper", "echo", fmt.Sprintf("%#x", child.Value()))
 	cmd.SysProcAttr = &syscall.SysProcAttr{AdditionalInheritedHandles: []syscall.Handle{syscall.Handle(child.Value())}}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

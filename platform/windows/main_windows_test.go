@@ -14,20 +14,24 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/windows"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
-// The test binary doubles as the child processes the tests need
-// ("helper ROLE ..."), in the manner of os/exec's tests.
+// The test binary doubles as the child processes the tests need: the
+// helper "helper ROLE ...".
 func TestMain(m *testing.M) {
-	if len(os.Args) > 2 && os.Args[1] == "helper" {
-		// A helper outlives no test by much: bound its life.
-		time.AfterFunc(2*time.Minute, func() { os.Exit(99) })
-		os.Exit(runHelper(os.Args[2], os.Args[3:]))
-	}
-	os.Exit(m.Run())
+	testproc.Main(m)
 }
 
-func runHelper(role string, args []string) int {
+func init() { testproc.Register("helper", runHelper) }
+
+func runHelper(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "helper: no role")
+		return 2
+	}
+	role, args := args[0], args[1:]
 	switch role {
 	case "hold-mutex":
 		// Holds the mutex until its stdin closes, then releases it.
@@ -63,7 +67,7 @@ func runHelper(role string, args []string) int {
 		// Announces itself in dir (args[0]), optionally starts one more
 		// sleeper, and sleeps.
 		if len(args) > 1 && args[1] == "fork" {
-			cmd := exec.Command(os.Args[0], "helper", "sleeper", args[0])
+			cmd := testproc.Command("helper", "sleeper", args[0])
 			if err := cmd.Start(); err != nil {
 				return 3
 			}
@@ -106,10 +110,6 @@ func announce(dir, name, content string) {
 }
 
 func startHelper(job *Job, args ...string) (*Process, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
 	null, err := os.Open(os.DevNull)
 	if err != nil {
 		return nil, err
@@ -121,7 +121,7 @@ func startHelper(job *Job, args ...string) (*Process, error) {
 	}
 	defer out.Close()
 	return StartInJob(SpawnSpec{
-		Path: exe, Argv: append([]string{exe, "helper"}, args...), Env: os.Environ(),
+		Path: testproc.Executable(), Argv: testproc.Argv("helper", args...), Env: os.Environ(),
 		Stdin: null, Stdout: out, Stderr: out,
 	}, job)
 }
@@ -136,7 +136,7 @@ type child struct {
 
 func startChild(t *testing.T, args ...string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"helper"}, args...)...)
+	cmd := testproc.Command("helper", args...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -178,9 +178,9 @@ func (c *child) line(t *testing.T) string {
 // and returns their names and contents.
 func waitFiles(t *testing.T, dir, prefix string, n int) map[string]string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got := map[string]string{}
+	var got map[string]string
+	if !testproc.UntilEvery(20*time.Second, 5*time.Millisecond, func() bool {
+		got = map[string]string{}
 		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
 			if strings.HasPrefix(e.Name(), prefix) && !strings.HasSuffix(e.Name(), ".tmp") {
@@ -188,14 +188,11 @@ func waitFiles(t *testing.T, dir, prefix string, n int) map[string]string {
 				got[e.Name()] = string(b)
 			}
 		}
-		if len(got) >= n {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d %q files in %s after 20 s", len(got), n, prefix, dir)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return len(got) >= n
+	}) {
+		t.Fatalf("%d of %d %q files in %s after 20 s", len(got), n, prefix, dir)
 	}
+	return got
 }
 
 // pidsOf returns the pids named by "<role>.<pid>" file names.
@@ -216,21 +213,17 @@ func pidsOf(t *testing.T, files map[string]string) []int {
 // waitDead waits until none of refs runs.
 func waitDead(t *testing.T, refs []Ref, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		var alive []int
+	var alive []int
+	if !testproc.UntilEvery(within, 2*time.Millisecond, func() bool {
+		alive = nil
 		for _, r := range refs {
 			if Alive(r) {
 				alive = append(alive, r.Pid)
 			}
 		}
-		if len(alive) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still alive after %v: %v", within, alive)
-		}
-		time.Sleep(2 * time.Millisecond)
+		return len(alive) == 0
+	}) {
+		t.Fatalf("still alive after %v: %v", within, alive)
 	}
 }
 

@@ -68,6 +68,9 @@ type PipeListener struct {
 	name16 *uint16
 	sa     *windows.SecurityAttributes
 	quit   windows.Handle // manual-reset event, set by Close
+	// wake is a manual-reset event set by a deadline in the past: Accept
+	// returns a timeout without closing anything (a pause, SetDeadline).
+	wake windows.Handle
 
 	mu        sync.Mutex      // held by Accept while it waits, and by Close
 	listening []*pipeInstance // nil once closed
@@ -95,15 +98,10 @@ type pipeInstance struct {
 // (FILE_FLAG_FIRST_PIPE_INSTANCE); Wine ignores that flag, so the count
 // of instances is checked as well.
 func ListenPipe(name string) (_ *PipeListener, err error) {
-	sa, err := userOnlyAttributes("GA")
+	l, err := newPipeListener(name)
 	if err != nil {
 		return nil, err
 	}
-	name16, err := windows.UTF16PtrFromString(name)
-	if err != nil {
-		return nil, &os.PathError{Op: "listen", Path: name, Err: err}
-	}
-	l := &PipeListener{name: name, name16: name16, sa: sa}
 	first, err := l.create(true)
 	if errors.Is(err, windows.ERROR_ACCESS_DENIED) || errors.Is(err, windows.ERROR_PIPE_BUSY) {
 		return nil, &PipeInUseError{Name: name, PID: pipeServerPID(name)}
@@ -126,8 +124,8 @@ func ListenPipe(name string) (_ *PipeListener, err error) {
 			l.Close()
 		}
 	}()
-	if l.quit, err = windows.CreateEvent(nil, 1, 0, nil); err != nil {
-		return nil, fmt.Errorf("listening on %s: %w", name, err)
+	if err := l.events(); err != nil {
+		return nil, err
 	}
 	if err := first.listen(); err != nil {
 		return nil, &os.PathError{Op: "ConnectNamedPipe", Path: name, Err: err}
@@ -212,7 +210,7 @@ func (l *PipeListener) Accept() (net.Conn, error) {
 		if l.listening == nil {
 			return nil, l.opError(net.ErrClosed)
 		}
-		events := []windows.Handle{l.quit}
+		events := []windows.Handle{l.quit, l.wake}
 		for _, in := range l.listening {
 			events = append(events, in.ov.HEvent)
 		}
@@ -221,10 +219,13 @@ func (l *PipeListener) Accept() (net.Conn, error) {
 			return nil, l.opError(err)
 		}
 		i := int(w - windows.WAIT_OBJECT_0)
+		if i == 1 {
+			return nil, l.opError(os.ErrDeadlineExceeded)
+		}
 		if i == 0 || i >= len(events) {
 			return nil, l.opError(net.ErrClosed)
 		}
-		in := l.listening[i-1]
+		in := l.listening[i-2]
 		if in.pending {
 			// Its event is signalled: the operation is over.
 			var n uint32
@@ -253,7 +254,7 @@ func (l *PipeListener) Accept() (net.Conn, error) {
 			_ = in.listen()
 			return nil, l.opError(err)
 		}
-		l.listening[i-1] = next
+		l.listening[i-2] = next
 		windows.CloseHandle(in.ov.HEvent)
 		// go-winio's file gives the connection overlapped I/O with
 		// deadlines, completed on its I/O completion port.
@@ -281,8 +282,10 @@ func (l *PipeListener) Close() error {
 			in.close()
 		}
 		l.listening = nil
-		if l.quit != 0 {
-			windows.CloseHandle(l.quit)
+		for _, h := range []windows.Handle{l.quit, l.wake} {
+			if h != 0 {
+				windows.CloseHandle(h)
+			}
 		}
 	})
 	return nil
@@ -481,4 +484,120 @@ func pipeServerPID(name string) int {
 		return 0
 	}
 	return int(pid)
+}
+
+// newPipeListener is a listener of name with its security attributes and
+// no instance yet.
+func newPipeListener(name string) (*PipeListener, error) {
+	sa, err := userOnlyAttributes("GA")
+	if err != nil {
+		return nil, err
+	}
+	name16, err := windows.UTF16PtrFromString(name)
+	if err != nil {
+		return nil, &os.PathError{Op: "listen", Path: name, Err: err}
+	}
+	return &PipeListener{name: name, name16: name16, sa: sa}, nil
+}
+
+// events makes the listener's quit and wake events.
+func (l *PipeListener) events() error {
+	var err error
+	if l.quit, err = windows.CreateEvent(nil, 1, 0, nil); err != nil {
+		return fmt.Errorf("listening on %s: %w", l.name, err)
+	}
+	if l.wake, err = windows.CreateEvent(nil, 1, 0, nil); err != nil {
+		return fmt.Errorf("listening on %s: %w", l.name, err)
+	}
+	return nil
+}
+
+// SetDeadline with a time in the past makes a waiting or later Accept
+// return a timeout error, without closing anything: the instances go on
+// listening, and clients that connect meanwhile wait to be accepted. The
+// zero time lets Accept wait again. (Other times count as the zero time:
+// only a pause is needed.)
+func (l *PipeListener) SetDeadline(t time.Time) error {
+	if !t.IsZero() && !t.After(time.Now()) {
+		return windows.SetEvent(l.wake)
+	}
+	return windows.ResetEvent(l.wake)
+}
+
+// Handover gives the listening instances of the pipe to the process to
+// (a handle with PROCESS_DUP_HANDLE): each instance's wait for a client is
+// ended here (the instance goes on listening: a client may connect, and
+// waits) and its handle duplicated into to. It returns the handles' values
+// there, for AdoptPipeListener. The listener is closed then, this
+// process's handles with it; the instances live on in to. Undo, if to
+// never takes them, puts them back to listening here.
+func (l *PipeListener) Handover(to windows.Handle) ([]uintptr, error) {
+	_ = l.SetDeadline(time.Unix(1, 0))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.listening == nil {
+		return nil, l.opError(net.ErrClosed)
+	}
+	var out []uintptr
+	for _, in := range l.listening {
+		if in.pending {
+			_ = windows.CancelIoEx(in.h, &in.ov)
+			var n uint32
+			_ = windows.GetOverlappedResult(in.h, &in.ov, &n, true)
+			in.pending = false
+		}
+		var dup windows.Handle
+		if err := windows.DuplicateHandle(windows.CurrentProcess(), in.h, to, &dup, 0, false, windows.DUPLICATE_SAME_ACCESS); err != nil {
+			return nil, fmt.Errorf("handing %s over: %w", l.name, err)
+		}
+		out = append(out, uintptr(dup))
+	}
+	return out, nil
+}
+
+// Undo listens again on the instances of a Handover whose successor did
+// not take them (it was killed, or never said it had).
+func (l *PipeListener) Undo() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, in := range l.listening {
+		if !in.pending {
+			if err := in.listen(); err != nil {
+				return err
+			}
+		}
+	}
+	return l.SetDeadline(time.Time{})
+}
+
+// AdoptPipeListener listens on the instances of name that another process
+// handed over (Handover): handles are their values in this process. A
+// client that connected to one meanwhile is accepted first.
+func AdoptPipeListener(name string, handles []uintptr) (*PipeListener, error) {
+	l, err := newPipeListener(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.events(); err != nil {
+		return nil, err
+	}
+	for _, h := range handles {
+		ev, err := windows.CreateEvent(nil, 1, 0, nil)
+		if err != nil {
+			l.Close()
+			return nil, fmt.Errorf("listening on %s: %w", name, err)
+		}
+		in := &pipeInstance{h: windows.Handle(h)}
+		in.ov.HEvent = ev
+		l.listening = append(l.listening, in)
+		if err := in.listen(); err != nil {
+			l.Close()
+			return nil, &os.PathError{Op: "ConnectNamedPipe", Path: name, Err: err}
+		}
+	}
+	if len(l.listening) == 0 {
+		l.Close()
+		return nil, fmt.Errorf("listening on %s: no instance handed over", name)
+	}
+	return l, nil
 }

@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/windows"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 var errTest = errors.New("test error")
@@ -30,7 +32,6 @@ func TestStartInJobInheritsOnlyStandardHandles(t *testing.T) {
 		t.Fatalf("event handle valid %v inheritable %v", valid, inherit)
 	}
 	job := testJob(t)
-	exe, _ := os.Executable()
 	outPath := filepath.Join(tempDir(t), "out")
 	out, err := os.Create(outPath)
 	if err != nil {
@@ -41,7 +42,7 @@ func TestStartInJobInheritsOnlyStandardHandles(t *testing.T) {
 	defer null.Close()
 	arg := fmt.Sprintf("%#x", uintptr(ev))
 	p, err := StartInJob(SpawnSpec{
-		Path: exe, Argv: []string{exe, "helper", "handles", arg}, Env: os.Environ(),
+		Path: testproc.Executable(), Argv: testproc.Argv("helper", "handles", arg), Env: os.Environ(),
 		Stdin: null, Stdout: out, Stderr: out,
 	}, job)
 	if err != nil {

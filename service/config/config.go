@@ -69,6 +69,10 @@ type Agent struct {
 	// Requires lists agents this one needs: starting it starts them,
 	// and it does not run without them.
 	Requires []string
+	// SurviveCrash is how long the agent's tree outlives a crash of the
+	// service, waiting for a relaunched service of the profile to adopt
+	// it; zero (unset): it goes down with the service (I2).
+	SurviveCrash time.Duration
 	// Line is the line of the agent's entry in the file, for messages.
 	Line int
 }
@@ -90,6 +94,9 @@ type Config struct {
 	Path string
 	// Agents are in file order; ids and identities are unique.
 	Agents []Agent
+	// Source is what was parsed: a successor of the service (an
+	// upgrade) runs the same config, whatever the file holds by then.
+	Source []byte
 }
 
 //go:embed default.yaml

@@ -1,10 +1,7 @@
 package config
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -45,13 +42,13 @@ const (
 )
 
 var agentKeys = []string{keyID, keyIdentity, keyCommand, keyDir, keyEnv, keyEnvFile, keyAutostart, keyRestart, keyStopTimeout,
-	keyReady, keyStartTimeout, keyWatchdog, keyHealth, keyAfter, keyRequires}
+	keyReady, keyStartTimeout, keyWatchdog, keyHealth, keyAfter, keyRequires, keySurvive}
 
 // Parse parses and validates a config. path is used in messages and as the
 // base of relative paths (the current directory when empty); env_file
 // entries are checked on disk.
 func Parse(path string, data []byte) (*Config, error) {
-	cfg := &Config{Path: path}
+	cfg := &Config{Path: path, Source: data}
 	base := "."
 	if path != "" {
 		if abs, err := filepath.Abs(path); err == nil {
@@ -101,44 +98,24 @@ func (p *parser) errorf(line int, key, format string, args ...any) {
 // nil when there is nothing to read (an empty config is valid) or the YAML
 // is malformed.
 func (p *parser) document(data []byte) *yaml.Node {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if !errors.Is(err, io.EOF) {
-			p.syntax(err)
-		}
-		return nil
-	}
-	var extra yaml.Node
-	switch err := dec.Decode(&extra); {
-	case errors.Is(err, io.EOF):
+	doc, extra, err := decodeYAML(data)
+	switch {
 	case err != nil:
-		p.syntax(err)
+		p.syntax(data, err)
 		return nil
-	default:
+	case extra != nil:
+		// The line of its content, or of its "---" when it is empty:
+		// yaml.v3 puts an empty document's null past the end.
 		line := extra.Line
-		if len(extra.Content) > 0 {
-			line = extra.Content[0].Line
+		if c := extra.Content; len(c) > 0 && !(isNull(c[0]) && c[0].Value == "") {
+			line = c[0].Line
 		}
 		p.errorf(line, "", "a second YAML document (after ---); the config is a single document")
 		return nil
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+	case doc == nil || doc.Kind != yaml.DocumentNode || len(doc.Content) == 0:
 		return nil
 	}
 	return doc.Content[0]
-}
-
-func (p *parser) syntax(err error) {
-	msg := err.Error()
-	line := 0
-	if m := yamlLine().FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = m[2]
-	} else {
-		msg = strings.TrimPrefix(msg, "yaml: ")
-	}
-	p.add(&Error{File: p.file, Line: line, Msg: "invalid YAML: " + msg, Err: err})
 }
 
 // config walks the root mapping.
@@ -255,6 +232,7 @@ func (p *parser) agent(n *yaml.Node, key string) (a parsedAgent, ok bool) {
 	p.agentRestart(&a, e)
 	p.agentStopTimeout(&a, e)
 	p.agentReadiness(&a, e)
+	p.agentSurvive(&a, e)
 	return a, len(p.errs) == before
 }
 
@@ -569,6 +547,10 @@ func (p *parser) pairs(m *yaml.Node, key string, depth int) []pair {
 			continue
 		}
 		name := kk.Value
+		if name == "" {
+			p.errorf(k.Line, key, "keys must be plain names, not empty")
+			continue
+		}
 		if first, dup := at[name]; dup {
 			p.errorf(k.Line, join(name), "given twice (also at line %d)", first)
 			continue

@@ -12,22 +12,26 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
-// rawStatusEnv makes the test binary a client that GETs the status from
-// the socket it names with a plain unix dial, without api.Client's own
-// checks of the socket's directory and listener (which refuse another
-// user's service before the service can refuse them): what it tests is
-// the service's check. It prints a helperResult.
-const rawStatusEnv = "TETHER_LOCALAPI_TEST_RAW_STATUS"
-
-func init() {
-	if sock := os.Getenv(rawStatusEnv); sock != "" {
-		os.Exit(rawStatus(sock))
-	}
+// helperResult is what a helper prints, one JSON line on stdout.
+type helperResult struct {
+	UID   int        `json:"uid"`
+	Agent int        `json:"agents"`
+	Error *api.Error `json:"error,omitempty"` // the service's answer
+	Other string     `json:"other,omitempty"` // any other error
 }
 
-func rawStatus(sock string) int {
+// The helper "rawstatus" is a client that GETs the status from the
+// socket args[0] with a plain unix dial, without api.Client's own checks
+// of the socket's directory and listener (which refuse another user's
+// service before the service can refuse them): what it tests is the
+// service's check. It prints a helperResult.
+func init() { testproc.Register("rawstatus", rawStatus) }
+
+func rawStatus(args []string) int {
+	sock := args[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	hc := &http.Client{Transport: &http.Transport{

@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tether-dev/tether/api"
@@ -64,6 +65,11 @@ type Backend interface {
 	// server answers the request once Quit returns, so Quit must not wait
 	// for Server.Shutdown, which waits for the request.
 	Quit(ctx context.Context) error
+	// Upgrade checks the binary req names and answers once the handover
+	// to it has begun, or why it will not be made (an *api.Error, code
+	// upgrade). Like Quit, it must not wait for Pause, which waits for
+	// the request.
+	Upgrade(ctx context.Context, req api.UpgradeRequest) (api.UpgradeAnswer, error)
 }
 
 // Limits of the HTTP server. There is no WriteTimeout, which would cut
@@ -79,9 +85,18 @@ const (
 
 // Server serves the local API on one listener.
 type Server struct {
-	b  Backend
-	l  net.Listener
-	hs *http.Server
+	b Backend
+	l net.Listener
+
+	mu  sync.Mutex
+	gen *generation // the HTTP server serving now: a new one after Resume
+	// pausing makes Serve wait for Resume or Shutdown instead of
+	// returning; handingOver makes event streams end with a handover
+	// event.
+	pausing     bool
+	handingOver atomic.Bool
+	resumed     chan struct{}
+	final       chan struct{} // closed by Shutdown
 
 	// self is the only user let in, the service's own: its uid on
 	// Unix, its SID on Windows. selfErr says why it is unknown.
@@ -92,9 +107,6 @@ type Server struct {
 	peerOf func(net.Conn) peer
 
 	routes map[string]route
-
-	closing   chan struct{} // closed when Shutdown begins: ends event streams
-	closeOnce sync.Once
 }
 
 type route struct {
@@ -105,7 +117,7 @@ type route struct {
 // New returns a server of b on l, a listener of platform.Listen. It
 // serves nothing until Serve.
 func New(b Backend, l net.Listener) *Server {
-	s := &Server{b: b, l: l, peerOf: peerOf, closing: make(chan struct{})}
+	s := &Server{b: b, l: l, peerOf: peerOf, final: make(chan struct{})}
 	s.self, s.selfErr = platform.CurrentUser()
 	s.routes = map[string]route{
 		api.PathStatus:  {http.MethodGet, s.status},
@@ -116,8 +128,29 @@ func New(b Backend, l net.Listener) *Server {
 		api.PathLogs:    {http.MethodGet, s.logs},
 		api.PathReload:  {http.MethodPost, s.reload},
 		api.PathQuit:    {http.MethodPost, s.quit},
+		api.PathUpgrade: {http.MethodPost, s.upgrade},
 	}
-	s.hs = &http.Server{
+	s.gen = s.newGeneration()
+	return s
+}
+
+// generation is one HTTP server on the listener: the first, or the one
+// a Resume makes.
+type generation struct {
+	hs      *http.Server
+	ln      net.Listener  // the listener as hs serves it (see pausable)
+	closing chan struct{} // closed when Shutdown or Pause begins: ends event streams
+	once    sync.Once
+	served  chan struct{} // closed when hs.Serve has returned
+
+	mu    sync.Mutex
+	conns map[net.Conn]http.ConnState
+}
+
+func (s *Server) newGeneration() *generation {
+	g := &generation{ln: pausable(s.l), closing: make(chan struct{}), served: make(chan struct{}),
+		conns: map[net.Conn]http.ConnState{}}
+	g.hs = &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
@@ -127,24 +160,60 @@ func New(b Backend, l net.Listener) *Server {
 		// LOCAL_PEERCRED, the token a pipe client presents);
 		// ServeHTTP checks it on every request.
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			ctx = context.WithValue(ctx, closingKey{}, g.closing)
 			return context.WithValue(ctx, peerKey{}, s.peerOf(c))
 		},
+		ConnState: g.track,
 	}
 	// http.Server.Shutdown waits for handlers to return, and the event
 	// stream's never would on its own.
-	s.hs.RegisterOnShutdown(s.beginClose)
-	return s
+	g.hs.RegisterOnShutdown(g.endStreams)
+	return g
 }
 
-// Serve serves until Shutdown and then returns nil; it returns any other
-// error that stops it. It closes the listener, which removes the socket
-// file or the pipe. Call it once.
-func (s *Server) Serve() error {
-	err := s.hs.Serve(s.l)
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
+func (g *generation) endStreams() { g.once.Do(func() { close(g.closing) }) }
+
+// track keeps the connections of the generation, for a Pause to wait
+// for.
+func (g *generation) track(c net.Conn, st http.ConnState) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if st == http.StateClosed || st == http.StateHijacked {
+		delete(g.conns, c)
+	} else {
+		g.conns[c] = st
 	}
-	return err
+}
+
+type closingKey struct{}
+
+// Serve serves until Shutdown and then returns nil; it returns any other
+// error that stops it. A Pause does not end it: it serves again after
+// Resume. It closes the listener, which removes the socket file or the
+// pipe. Call it once.
+func (s *Server) Serve() error {
+	for {
+		s.mu.Lock()
+		g := s.gen
+		s.mu.Unlock()
+		err := g.hs.Serve(g.ln)
+		close(g.served)
+		s.mu.Lock()
+		pausing, resumed := s.pausing, s.resumed
+		s.mu.Unlock()
+		if pausing {
+			select {
+			case <-resumed:
+				continue
+			case <-s.final:
+				return nil
+			}
+		}
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	}
 }
 
 // Shutdown stops accepting connections, ends every event stream, and waits
@@ -152,18 +221,23 @@ func (s *Server) Serve() error {
 // connections left and returns ctx's error. It closes the listener even if
 // Serve was never called.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.beginClose()
-	err := s.hs.Shutdown(ctx)
+	s.mu.Lock()
+	hs := s.gen.hs
+	select {
+	case <-s.final:
+	default:
+		close(s.final)
+	}
+	s.mu.Unlock()
+	err := hs.Shutdown(ctx)
 	if err != nil {
-		_ = s.hs.Close()
+		_ = hs.Close()
 	}
 	// A second close is harmless: a unix listener unlinks its path
 	// once, and a pipe listener closes once.
 	_ = s.l.Close()
 	return err
 }
-
-func (s *Server) beginClose() { s.closeOnce.Do(func() { close(s.closing) }) }
 
 // peer is who is at the other end of a connection.
 type peer struct {
@@ -364,6 +438,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 		tail = n
 	}
+	closing, _ := r.Context().Value(closingKey{}).(chan struct{})
 	ch, cancel := s.b.Subscribe(logs, tail)
 	defer cancel()
 	st := s.b.Status()
@@ -393,7 +468,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
-		case <-s.closing:
+		case <-closing:
+			if s.handingOver.Load() {
+				send(api.Event{Type: api.EventHandover})
+			}
 			return
 		case ev, ok := <-ch:
 			if !ok || !send(ev) {

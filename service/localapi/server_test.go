@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 	"github.com/tether-dev/tether/platform"
 )
 
@@ -165,6 +166,10 @@ func (f *fakeBackend) Quit(context.Context) error {
 	defer f.mu.Unlock()
 	f.quits++
 	return nil
+}
+
+func (f *fakeBackend) Upgrade(context.Context, api.UpgradeRequest) (api.UpgradeAnswer, error) {
+	return api.UpgradeAnswer{}, &api.Error{Code: api.CodeUpgrade, Message: "no upgrade here"}
 }
 
 // testServer serves a backend on a fresh socket (a named pipe on
@@ -528,17 +533,6 @@ func lastErr(t *testing.T, pull func() (api.Event, error, bool)) error {
 	}
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func openEvents(t *testing.T, c *api.Client, ctx context.Context, logs ...string) (func() (api.Event, error, bool), func()) {
 	t.Helper()
 	seq, err := c.Events(ctx, logs...)
@@ -585,7 +579,7 @@ func TestEvents(t *testing.T) {
 	if err := lastErr(t, pull); !errors.Is(err, context.Canceled) {
 		t.Errorf("after cancel, the stream ended with %v, want context.Canceled", err)
 	}
-	waitUntil(t, "the server to cancel its subscription", func() bool { return f.subscribers() == 0 })
+	testproc.Eventually(t, waitLimit, func() bool { return f.subscribers() == 0 }, "timed out waiting for the server to cancel its subscription")
 	stop()
 	ts.shutdown(t)
 }

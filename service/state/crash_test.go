@@ -6,12 +6,12 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/tether-dev/tether/internal/testdir"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // TestCrashLeavesWholeFile kills a writer at random moments, 50 times, and
@@ -70,14 +70,10 @@ func TestCrashLeavesWholeFile(t *testing.T) {
 // the wait closes it. t.Cleanup reaps it too, whatever ends the test.
 func startHelper(t *testing.T, role, dir string) (p *os.Process, stdout io.Reader, stderr *bytes.Buffer, reap func()) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+role, dirEnv+"="+dir)
+	cmd := testproc.Command(role, dir)
 	stderr = new(bytes.Buffer)
 	cmd.Stderr = stderr
+	var err error
 	if stdout, err = cmd.StdoutPipe(); err != nil {
 		t.Fatal(err)
 	}

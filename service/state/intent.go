@@ -159,7 +159,8 @@ func (j *journal) parse(data []byte) error {
 		err := dec.Decode(&l)
 		switch {
 		case err != nil:
-		case dec.More():
+		case len(bytes.Trim(data[dec.InputOffset():i], " \t\r")) > 0:
+			// Not dec.More, which is false before a '}' or a ']'.
 			err = errors.New("unexpected data after the JSON object")
 		case l.ID == "":
 			err = errors.New(`no "id"`)

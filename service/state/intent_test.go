@@ -156,6 +156,8 @@ func TestMalformedJournal(t *testing.T) {
 		{"no id", `{"seq":1,"enabled":true}` + "\n", 1, `no "id"`},
 		{"sequence back", l1 + `{"seq":1,"id":"b","enabled":true}` + "\n", 2, "does not follow"},
 		{"two objects", l1 + `{"seq":2,"id":"b","enabled":true}{}` + "\n", 2, "after the JSON object"},
+		{"closing brace after", l1 + `{"seq":2,"id":"b","enabled":true}}` + "\n", 2, "after the JSON object"},
+		{"closing bracket after", l1 + `{"seq":2,"id":"b","enabled":true} ]` + "\n", 2, "after the JSON object"},
 		{"blank line", l1 + "\n" + l1, 2, "EOF"},
 		{"cut line before a whole one", `{"seq":1,"id":"a"` + "\n" + `{"seq":2,"id":"b","enabled":true}` + "\n", 1, "unexpected EOF"},
 	} {

@@ -7,52 +7,31 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
-// The test binary doubles as the child processes the tests need, in the
-// manner of os/exec's tests: helperEnv names a role and TestMain plays it
-// instead of running the tests.
-const (
-	helperEnv = "TETHER_STATE_TEST_HELPER" // the role
-	dirEnv    = "TETHER_STATE_TEST_DIR"    // the state directory it works in
-)
+// The test binary doubles as the child processes the tests need: the
+// helpers "writer" and "intent", each given the state directory it works
+// in.
+func TestMain(m *testing.M) {
+	testproc.Main(m, testproc.NoLeaks())
+}
+
+func init() {
+	testproc.Register("writer", writerHelper)
+	testproc.Register("intent", intentHelper)
+}
 
 // helperLife bounds the life of every helper, so that nothing a failed or
 // killed test run leaves behind lives on for long.
 const helperLife = 30 * time.Second
 
-var helpers = map[string]func() int{
-	"writer": writerHelper,
-	"intent": intentHelper,
-}
-
-func TestMain(m *testing.M) {
-	if role := os.Getenv(helperEnv); role != "" {
-		h, ok := helpers[role]
-		if !ok {
-			fmt.Fprintf(os.Stderr, "state test helper: unknown role %q\n", role)
-			os.Exit(2)
-		}
-		os.Exit(h())
-	}
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// writerHelper updates the state in a loop, one generation after another,
-// until killed (or helperLife ends). It writes "ready\n" to stdout once the
-// first update is on disk.
-func writerHelper() int {
-	s, err := Open(os.Getenv(dirEnv))
+// writerHelper updates the state in args[0] in a loop, one generation
+// after another, until killed (or helperLife ends). It writes "ready\n" to
+// stdout once the first update is on disk.
+func writerHelper(args []string) int {
+	s, err := Open(args[0])
 	if err == nil {
 		err = s.Err()
 	}
@@ -98,12 +77,12 @@ func generationOf(st State) int {
 	return 0
 }
 
-// intentHelper enables agent-1, agent-2, ... one after another, past those
-// already enabled, folding the journal into the state file every tenth
-// change, until killed (or helperLife ends). It prints the number of each
-// change once SetEnabled has acknowledged it.
-func intentHelper() int {
-	s, err := Open(os.Getenv(dirEnv))
+// intentHelper enables agent-1, agent-2, ... in the state in args[0] one
+// after another, past those already enabled, folding the journal into the
+// state file every tenth change, until killed (or helperLife ends). It
+// prints the number of each change once SetEnabled has acknowledged it.
+func intentHelper(args []string) int {
+	s, err := Open(args[0])
 	if err == nil {
 		err = s.Err()
 	}

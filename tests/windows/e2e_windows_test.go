@@ -1,5 +1,3 @@
-//go:build windows
-
 package windows
 
 import (
@@ -17,46 +15,39 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/internal/testproc"
 	pwin "github.com/tether-dev/tether/platform/windows"
 )
 
-// The test binary doubles as the agent: with roleEnv=agent it starts a
-// child of its own (role child), writes both pids to the file pidsEnv
+// The test binary doubles as the agent: the helper "agent" starts a child
+// of its own (the helper "child"), writes both pids to the file pidsEnv
 // names and sleeps until it is killed.
-const (
-	roleEnv = "TETHER_WIN_E2E_ROLE"
-	pidsEnv = "TETHER_WIN_E2E_PIDS"
-)
+const pidsEnv = "TETHER_WIN_E2E_PIDS"
 
 // agentLife bounds a helper's life, so nothing a failed run leaves lives on.
 const agentLife = 2 * time.Minute
 
 func TestMain(m *testing.M) {
-	switch os.Getenv(roleEnv) {
-	case "agent":
-		os.Exit(agent())
-	case "child":
-		time.Sleep(agentLife)
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
+	testproc.Main(m)
 }
 
-func agent() int {
-	exe, err := os.Executable()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	child := exec.Command(exe, "-test.run=^$")
-	child.Env = append(os.Environ(), roleEnv+"=child")
+func init() {
+	testproc.Register("agent", agent)
+	testproc.Register("child", func([]string) int {
+		time.Sleep(agentLife)
+		return 0
+	})
+}
+
+func agent([]string) int {
+	child := testproc.Command("child")
 	if err := child.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "starting the child:", err)
 		return 1
 	}
 	pids := fmt.Sprintf("%d %d\n", os.Getpid(), child.Process.Pid)
 	tmp := os.Getenv(pidsEnv) + ".tmp"
-	err = os.WriteFile(tmp, []byte(pids), 0o600)
+	err := os.WriteFile(tmp, []byte(pids), 0o600)
 	if err == nil {
 		err = os.Rename(tmp, os.Getenv(pidsEnv))
 	}
@@ -89,10 +80,7 @@ func newWorld(t *testing.T) *world {
 		}
 		t.Skip("set TETHER_EXE to a tether.exe built for Windows (.ci/wine-test does)")
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	self := testproc.Executable()
 	base, err := os.MkdirTemp("", "tether-win-e2e-")
 	if err != nil {
 		t.Fatal(err)
@@ -111,12 +99,12 @@ func newWorld(t *testing.T) *world {
 	cfg := fmt.Sprintf(`agents:
   - id: probe
     identity: %s
-    command: ['%s', '-test.run=^$']
-    env: {%s: agent, %s: '%s'}
+    command: ['%s', agent]
+    env: {%s: '%s'}
     autostart: false
     restart: never
     stop_timeout: 1s
-`, w.identity, self, roleEnv, pidsEnv, w.pids)
+`, w.identity, self, pidsEnv, w.pids)
 	if err := os.WriteFile(w.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -185,24 +173,27 @@ func (w *world) startService(profile string) *service {
 		w.t.Fatal(err)
 	}
 	s.client = api.NewClient(sock)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	exited := false
+	if !testproc.UntilEvery(30*time.Second, 20*time.Millisecond, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := s.client.Status(ctx)
+		_, err = s.client.Status(ctx)
 		cancel()
 		if err == nil {
-			return s
+			return true
 		}
 		select {
 		case <-s.done:
-			w.t.Fatalf("the service of %s exited: %v\n%s", profile, cmd.ProcessState, w.serviceLog(profile))
+			exited = true
 		default:
 		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("the service of %s did not answer in 30s: %v\n%s", profile, err, w.serviceLog(profile))
-		}
-		time.Sleep(20 * time.Millisecond)
+		return exited
+	}) {
+		w.t.Fatalf("the service of %s did not answer in 30s: %v\n%s", profile, err, w.serviceLog(profile))
 	}
+	if exited {
+		w.t.Fatalf("the service of %s exited: %v\n%s", profile, cmd.ProcessState, w.serviceLog(profile))
+	}
+	return s
 }
 
 func (w *world) serviceLog(profile string) string {
@@ -254,7 +245,14 @@ func (s *service) row(t *testing.T, id string) api.Agent {
 // written anew by each agent.
 func (w *world) tree() []pwin.Ref {
 	w.t.Helper()
-	b, err := os.ReadFile(w.pids)
+	// Wine may refuse the read while the agent renames the file into
+	// place (a sharing violation): read again for a moment.
+	var b []byte
+	var err error
+	testproc.UntilEvery(time.Second, 10*time.Millisecond, func() bool {
+		b, err = os.ReadFile(w.pids)
+		return err == nil
+	})
 	if err != nil {
 		w.t.Fatalf("the agent's pids: %v", err)
 	}
@@ -275,39 +273,38 @@ func (w *world) tree() []pwin.Ref {
 // run; it returns the agent's pid.
 func (w *world) waitTree(after time.Time) int {
 	w.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var pid int
+	if !testproc.UntilEvery(30*time.Second, 10*time.Millisecond, func() bool {
 		if fi, err := os.Stat(w.pids); err == nil && !fi.ModTime().Before(after) {
 			if refs := w.tree(); len(refs) == 2 {
-				return refs[0].Pid
+				pid = refs[0].Pid
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			w.t.Fatal("the agent and its child are not both running after 30s")
-		}
-		time.Sleep(10 * time.Millisecond)
+		return false
+	}) {
+		w.t.Fatal("the agent and its child are not both running after 30s")
 	}
+	return pid
 }
 
 // waitGone waits until none of refs runs and returns how long that took
 // from begin.
 func waitGone(t *testing.T, refs []pwin.Ref, begin time.Time, limit time.Duration) time.Duration {
 	t.Helper()
-	for {
-		var left []int
+	var left []int
+	if !testproc.UntilEvery(time.Until(begin.Add(limit)), 2*time.Millisecond, func() bool {
+		left = nil
 		for _, r := range refs {
 			if pwin.Alive(r) {
 				left = append(left, r.Pid)
 			}
 		}
-		if len(left) == 0 {
-			return time.Since(begin)
-		}
-		if time.Since(begin) > limit {
-			t.Fatalf("processes %v of the tree still run %v after its owner died", left, limit)
-		}
-		time.Sleep(2 * time.Millisecond)
+		return len(left) == 0
+	}) {
+		t.Fatalf("processes %v of the tree still run %v after its owner died", left, limit)
 	}
+	return time.Since(begin)
 }
 
 // identityFree reports whether the identity's mutex can be taken now.
@@ -367,12 +364,8 @@ func TestServiceCrashWindows(t *testing.T) {
 	killed := time.Now()
 	svc.kill()
 	took := waitGone(t, tree, killed, 1*time.Second+5*time.Second)
-	deadline := time.Now().Add(5 * time.Second)
-	for !w.identityFree() || len(w.privateDirs(a)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("after the service died: identity free %v, private dirs %v", w.identityFree(), w.privateDirs(a))
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testproc.UntilEvery(5*time.Second, 5*time.Millisecond, func() bool { return w.identityFree() && len(w.privateDirs(a)) == 0 }) {
+		t.Fatalf("after the service died: identity free %v, private dirs %v", w.identityFree(), w.privateDirs(a))
 	}
 	t.Logf("service killed: tree gone after %v, identity free and private dir removed after %v", took.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))
 
@@ -383,12 +376,8 @@ func TestServiceCrashWindows(t *testing.T) {
 	if newPid == agentPid {
 		t.Fatalf("the agent's pid %d did not change across the relaunch", newPid)
 	}
-	deadline = time.Now().Add(30 * time.Second)
-	for svc.row(t, "probe").State != api.StateRunning {
-		if time.Now().After(deadline) {
-			t.Fatalf("after the relaunch: %+v", svc.row(t, "probe"))
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testproc.UntilEvery(30*time.Second, 10*time.Millisecond, func() bool { return svc.row(t, "probe").State == api.StateRunning }) {
+		t.Fatalf("after the relaunch: %+v", svc.row(t, "probe"))
 	}
 
 	// A second profile on the same identity: typed contention, exit 4.
@@ -424,19 +413,16 @@ func TestDefaultConfigWindows(t *testing.T) {
 	w.config = ""
 	p := w.profile("default")
 	svc := w.startService(p)
-	deadline := time.Now().Add(30 * time.Second)
 	var pids map[string]int
-	for {
-		code, out := w.run("--profile", p, "logs", "demo", "-n", "20")
-		if code == 0 {
-			if pids = demoPids(out); len(pids) == 3 {
-				break
-			}
+	var code int
+	var out string
+	if !testproc.UntilEvery(30*time.Second, 50*time.Millisecond, func() bool {
+		if code, out = w.run("--profile", p, "logs", "demo", "-n", "20"); code == 0 {
+			pids = demoPids(out)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the demo agent's tree did not come up in 30s: exit %d\n%s\nservice log:\n%s", code, out, w.serviceLog(p))
-		}
-		time.Sleep(50 * time.Millisecond)
+		return code == 0 && len(pids) == 3
+	}) {
+		t.Fatalf("the demo agent's tree did not come up in 30s: exit %d\n%s\nservice log:\n%s", code, out, w.serviceLog(p))
 	}
 	if row := svc.row(t, "demo"); row.State != api.StateRunning || row.PID != pids["agent"] {
 		t.Fatalf("row %+v, want demo running as pid %d", row, pids["agent"])
@@ -467,4 +453,93 @@ func demoPids(log string) map[string]int {
 		}
 	}
 	return pids
+}
+
+// TestUpgradeWindows: `service upgrade` under Windows (Wine here): the
+// service starts its successor, hands it the pipe's instances, the lock
+// and the tether, and exits once the guardian watches the successor. The
+// agent keeps its tree, pids and since (I9), the API answers from the
+// successor, and the guardian's owner is the successor: killing it ends
+// the tree (I2).
+func TestUpgradeWindows(t *testing.T) {
+	w := newWorld(t)
+	a := w.profile("up")
+	svc := w.startService(a)
+	begin := time.Now()
+	if code, out := w.run("--profile", a, "start", "probe"); code != 0 {
+		t.Fatalf("start: exit %d\n%s", code, out)
+	}
+	agentPid := w.waitTree(begin)
+	before := svc.row(t, "probe")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	st0, err := svc.client.Status(ctx)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := w.tree()
+
+	// Refused: nothing changes.
+	for _, bad := range []string{filepath.Join(w.base, "nothing.exe"), filepath.Join(os.Getenv("SystemRoot"), "system32", "cmd.exe")} {
+		if code, out := w.run("--profile", a, "service", "upgrade", bad); code != 1 || !strings.Contains(out, bad) {
+			t.Errorf("upgrade to %s: exit %d, want 1 with the reason\n%s", bad, code, out)
+		}
+		if row := svc.row(t, "probe"); row.PID != agentPid {
+			t.Fatalf("a refused upgrade changed the agent: %+v", row)
+		}
+	}
+
+	code, out := w.run("--profile", a, "service", "upgrade", w.exe)
+	if code != 0 {
+		t.Fatalf("service upgrade: exit %d\n%s\nservice log:\n%s", code, out, w.serviceLog(a))
+	}
+	select {
+	case <-svc.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the service before did not exit after the upgrade\n%s", w.serviceLog(a))
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	st, err := svc.client.Status(ctx)
+	cancel()
+	if err != nil {
+		t.Fatalf("status after the upgrade: %v\n%s", err, w.serviceLog(a))
+	}
+	successor, err := pwin.RefOf(st.ServicePID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if p, err := pwin.OpenProcess(successor); err == nil {
+			_ = p.Kill()
+			p.Close()
+		}
+	})
+	if st.ServicePID == st0.ServicePID {
+		t.Errorf("the successor has the service's old pid %d", st.ServicePID)
+	}
+	after := svc.row(t, "probe")
+	if after.State != api.StateRunning || after.PID != agentPid || after.GuardianPID != before.GuardianPID || !after.Since.Equal(before.Since) || after.Restarts != before.Restarts {
+		t.Errorf("the agent changed across the upgrade: %+v, was %+v", after, before)
+	}
+	if refs := w.tree(); len(refs) != 2 {
+		t.Fatalf("the agent's tree after the upgrade: %v, was %v", refs, tree)
+	}
+
+	// The successor is the owner the guardian watches: its death ends the
+	// tree.
+	p, err := pwin.OpenProcess(successor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	took := waitGone(t, tree, killed, 1*time.Second+5*time.Second)
+	if !testproc.UntilEvery(5*time.Second, 5*time.Millisecond, w.identityFree) {
+		t.Fatal("the identity is still held after the successor died")
+	}
+	t.Logf("upgraded: agent pid %d kept, service pid %d -> %d; the successor killed: tree gone after %v",
+		agentPid, st0.ServicePID, st.ServicePID, took.Round(time.Millisecond))
 }

@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/service"
+)
+
+// upgradeWait bounds the wait for the successor to answer.
+const upgradeWait = time.Minute
+
+// upgrade is "service upgrade [BINARY]": the running service hands over
+// to BINARY (this tether's own binary by default) and every agent keeps
+// running (I9).
+func (inv *invocation) upgrade(p service.Paths, args []string) int {
+	fs := newFlags("service upgrade", inv)
+	if err := fs.Parse(args); err != nil || fs.NArg() > 1 {
+		return inv.usage(fmt.Errorf("usage: tether service upgrade [BINARY]"))
+	}
+	exe := fs.Arg(0)
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return inv.fail("%v", err)
+		}
+	}
+	exe, err := filepath.Abs(exe)
+	if err != nil {
+		return inv.fail("%v", err)
+	}
+	c := api.NewClient(p.Socket)
+	up, err := upgradeService(c, exe)
+	if err != nil {
+		return inv.apiFailure(p, err)
+	}
+	fmt.Fprintf(inv.stdout, "upgraded to %s (build %s) in %v; every agent kept running\n", exe, up.To, up.Took.Round(time.Millisecond))
+	return ExitOK
+}
+
+// upgradeService asks the service behind c to become exe and waits until
+// its successor serves, or the attempt failed: the error is then an
+// *api.Error with code upgrade, the service running as before.
+func upgradeService(c *api.Client, exe string) (api.Upgrade, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), upgradeWait)
+	defer cancel()
+	before, err := c.Status(ctx)
+	if err != nil {
+		return api.Upgrade{}, err
+	}
+	ans, err := c.Upgrade(ctx, api.UpgradeRequest{Executable: exe})
+	if err != nil {
+		return api.Upgrade{}, err
+	}
+	id := ans.Upgrade.ID
+	for {
+		st, err := c.Status(ctx)
+		switch {
+		case errors.Is(err, api.ErrNotRunning):
+			return api.Upgrade{}, &api.Error{Code: api.CodeUpgrade, Message: "the service stopped during the upgrade: its successor died after taking over (the service manager, if any, starts it again)"}
+		case err != nil:
+			return api.Upgrade{}, err
+		case st.ServicePID != before.ServicePID && runtime.GOOS != "windows":
+			return api.Upgrade{}, &api.Error{Code: api.CodeUpgrade, Message: fmt.Sprintf("the service now runs as pid %d, not %d: its successor died and the service was started again", st.ServicePID, before.ServicePID)}
+		case st.Service != nil && st.Service.Upgrade != nil && st.Service.Upgrade.ID == id:
+			u := *st.Service.Upgrade
+			if u.Error != nil {
+				return u, u.Error
+			}
+			if u.Took > 0 {
+				return u, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return api.Upgrade{}, &api.Error{Code: api.CodeUpgrade, Message: fmt.Sprintf("no word of upgrade %s within %v", id, upgradeWait)}
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}

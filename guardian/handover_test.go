@@ -1,0 +1,181 @@
+//go:build linux
+
+package guardian
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tether-dev/tether/platform"
+)
+
+// TestLineReaderKeepsWhatItRead: a read cut by a deadline in the middle
+// of a line keeps what it had, and a reader that starts with rest reads
+// the line whole: a tether changes owner without losing or cutting a
+// message.
+func TestLineReaderKeepsWhatItRead(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if _, err := w.WriteString(`{"type":"status","detail":"a"}` + "\n" + `{"type":"sta`); err != nil {
+		t.Fatal(err)
+	}
+	rd := newLineReader(r)
+	if m, err := rd.next(); err != nil || m.Detail != "a" {
+		t.Fatalf("first line: %+v, %v", m, err)
+	}
+	_ = r.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	if _, err := rd.next(); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("cut read: %v, want a deadline error", err)
+	}
+	rest := rd.rest()
+	if string(rest) != `{"type":"sta` {
+		t.Fatalf("rest %q", rest)
+	}
+	_ = r.SetReadDeadline(time.Time{})
+	if _, err := w.WriteString(`tus","detail":"b"}` + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	rd2 := newLineReaderAfter(rest, r)
+	if m, err := rd2.next(); err != nil || m.Type != msgStatus || m.Detail != "b" {
+		t.Fatalf("line across owners: %+v, %v", m, err)
+	}
+}
+
+// handOver detaches s and attaches its tether again in this process, as
+// the successor of an upgrade does after execve, and returns the new
+// session with its first event when the guardian answers attach.
+func handOver(t *testing.T, s *Session) *Session {
+	t.Helper()
+	h, err := s.Detach()
+	if err != nil {
+		t.Fatalf("Detach: %v", err)
+	}
+	h.Release()
+	ClaimChild(s.Ready().GuardianPID)
+	proc, err := ChildProcess(s.Ready().GuardianPID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Attach(s.spec, Attachment{Conn: s.conn, Proc: proc, Version: s.Version(), Ready: s.Ready(), Pending: h.Pending, Owner: platform.Self()})
+	if err != nil {
+		t.Fatalf("Attach: %v", err)
+	}
+	t.Cleanup(func() { stopSession(t, s2) })
+	select {
+	case <-s2.Attached():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the guardian did not answer attach")
+	}
+	return s2
+}
+
+// An upgrade of the owner: the session is detached, its tether attached
+// again; the guardian answers attach with the same agent, the tree lives
+// on, and a stop through the new session leaves nothing.
+func TestAttachAfterDetach(t *testing.T) {
+	e := newWorld(t)
+	s, err := Start(context.Background(), e.spec("handover", "polite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := politeTree(e, s)
+	r := s.Ready()
+	s2 := handOver(t, s)
+	ev := <-s2.Events()
+	if ev.Type != EventAttached || ev.Ready == nil || ev.Ready.AgentPID != r.AgentPID || ev.Ready.GuardianPID != r.GuardianPID || ev.Ready.Pending {
+		t.Fatalf("first event after attach: %+v (ready %+v), want attached with agent %d", ev, ev.Ready, r.AgentPID)
+	}
+	if a := alive(rs); len(a) != len(rs) {
+		t.Fatalf("the handover ended part of the tree: alive %v of %v", a, rs)
+	}
+	if err := s2.Stop(context.Background(), 0); err != nil {
+		t.Fatalf("Stop after attach: %v", err)
+	}
+	waitGone(t, rs, 100*time.Millisecond)
+	if !gone(r.PrivateDir) || !lockFree(t, r.LockPath) {
+		t.Fatalf("after stop: private dir gone %v, lock free %v", gone(r.PrivateDir), lockFree(t, r.LockPath))
+	}
+}
+
+// A detach that does not lead to a handover: Resume reads on, and
+// nothing was lost meanwhile: the agent's exit and the teardown that
+// happened while nobody read are reported.
+func TestDetachResume(t *testing.T) {
+	e := newWorld(t)
+	s := e.start(e.spec("resume", "env"))
+	e.waitAnnounced(map[string]int{"leader": 1})
+	h, err := s.Detach()
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, err := refOf(s.Ready().AgentPID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	guardian, err := refOf(s.Ready().GuardianPID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(agent.Pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// The guardian tears down and exits while nobody reads its tether.
+	waitGone(t, []procRef{agent, guardian}, 10*time.Second)
+	h.Resume()
+	var got []EventType
+	for ev := range s.Events() {
+		got = append(got, ev.Type)
+	}
+	if len(got) != 2 || got[0] != EventExited || got[1] != EventStopped {
+		t.Fatalf("events after resume %v, want [exited stopped]", got)
+	}
+}
+
+// An old guardian, of protocol version 1, under a new owner: the
+// successor does not send attach (version 1 has none), and the session
+// works as before: its reports arrive, a stop stops it.
+func TestAttachVersion1Guardian(t *testing.T) {
+	e := newWorld(t)
+	wrapper := filepath.Join(e.dir, "guardian-v1")
+	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nexec '"+e.exe+"' guardian-v1\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	spec := e.spec("old-guardian", "polite")
+	spec.Executable = wrapper
+	s, err := Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Version() != 1 {
+		t.Fatalf("session speaks version %d with a version 1 guardian", s.Version())
+	}
+	rs := politeTree(e, s)
+	r := s.Ready()
+	s2 := handOver(t, s)
+	if s2.Version() != 1 {
+		t.Fatalf("attached session speaks version %d", s2.Version())
+	}
+	if err := s2.Stop(context.Background(), 0); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	var got []EventType
+	for ev := range s2.Events() {
+		got = append(got, ev.Type)
+	}
+	if len(got) != 1 || got[0] != EventStopped {
+		t.Fatalf("events %v, want [stopped]", got)
+	}
+	waitGone(t, rs, 100*time.Millisecond)
+	if !gone(r.PrivateDir) || !lockFree(t, r.LockPath) {
+		t.Fatal("the old guardian left its tree's directory or lock")
+	}
+}

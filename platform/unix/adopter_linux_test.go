@@ -1,0 +1,96 @@
+package unix
+
+import (
+	"os"
+	"os/exec"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tether-dev/tether/internal/testproc"
+)
+
+// startOwnChild starts a helper the way an Adopter's process must start
+// its own children: through StartChild. It is killed and waited for when
+// the test ends.
+func startOwnChild(t *testing.T, role, tag string, rp *readyPipe, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := helperCommand(role, tag, args...)
+	cmd.Stderr = os.Stderr
+	rp.Pass(cmd)
+	if _, err := StartChild(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		ForgetChild(cmd.Process.Pid)
+	})
+	return cmd
+}
+
+// An Adopter stops and reaps what came to its process (a double-forked
+// escapee that ignores SIGTERM, left by a leader that was then killed),
+// reaps an orphan that exits on its own, and never touches a child the
+// process started itself.
+func TestAdopterStopsOrphans(t *testing.T) {
+	if !isolated(t) {
+		return
+	}
+	a, err := NewAdopter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	rp := newReadyPipe(t)
+	own := startOwnChild(t, "sleep", "own", rp)
+	leader := startOwnChild(t, "leader", "leader", rp, "escape:ignore-term:escapee", "escape:exit:gone")
+	refs := rp.wait(t, "own", "leader", "escapee")
+	if err := leader.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = leader.Wait()
+	ForgetChild(leader.Process.Pid)
+
+	testproc.Eventually(t, waitLimit, func() bool {
+		procs, _ := a.Adopted()
+		return slices.ContainsFunc(procs, func(p Proc) bool { return p.Ref() == refs["escapee"] })
+	}, "the escapee %v was never adopted", refs["escapee"])
+	begin := time.Now()
+	rep, err := a.Stop(50*time.Millisecond, 2*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stopped in %v: %+v", time.Since(begin), rep)
+	if rep.Killed < 1 || !rep.Forced {
+		t.Errorf("report %+v: the escapee ignores SIGTERM and had to be killed", rep)
+	}
+	// Gone and reaped: not even a zombie is left.
+	if _, err := Stat(refs["escapee"].Pid); err == nil {
+		t.Errorf("the escapee %d is still there", refs["escapee"].Pid)
+	}
+	if a.anyAdopted() {
+		t.Errorf("adopted children left: %v", childrenNow(t))
+	}
+	if !Alive(refs["own"]) {
+		t.Error("the process's own child was stopped")
+	}
+	if err := own.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func childrenNow(t *testing.T) []int {
+	t.Helper()
+	kids, err := childrenOf(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kids
+}

@@ -1,0 +1,153 @@
+package service
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/service/config"
+)
+
+// The handover record is what a service hands its successor at an
+// upgrade (I9): which descriptor is which tether, and what it knew. It is
+// a JSON file in the state directory, written 0600 to a temporary file
+// renamed into place, named to the successor by handoverEnv, and removed
+// by the successor as soon as it has read it. It is not synced: it
+// matters only while the process that wrote it lives (after a crash of
+// the machine there is nothing to hand over), and a sync would make the
+// API wait for the disk.
+//
+// HandoverVersion is the version this binary writes, and the successor
+// reads every version from MinHandoverVersion to HandoverVersion; the
+// old service asks the new binary which it reads before it hands over
+// (handover-check), so a successor never meets a record it cannot read.
+const (
+	HandoverVersion    = 1
+	MinHandoverVersion = 1
+)
+
+// handoverEnv names the record in a successor's environment; "tether
+// service run" started with it takes over instead of starting afresh.
+const handoverEnv = "TETHER_HANDOVER"
+
+// handoverName is the record's file name in the state directory.
+const handoverName = "handover.json"
+
+// handoverRecord is the record.
+type handoverRecord struct {
+	Version int       `json:"version"`
+	Written time.Time `json:"written"`
+	// PID is the writer's. On Unix the successor is the same process
+	// (execve) and checks that it is; on Windows it is the process that
+	// the successor tells it has taken over.
+	PID     int         `json:"pid"`
+	Profile string      `json:"profile"`
+	Upgrade api.Upgrade `json:"upgrade"`
+	// Config is the config the service ran, as it was parsed: the
+	// successor runs the same one, whatever the file holds now (a reload
+	// applies the file).
+	Config handoverConfig `json:"config"`
+	// Lock and Listener are the descriptors of the service lock (held:
+	// the successor never lets another service of the profile in) and of
+	// the API's listening socket (still listening: clients queue), or on
+	// Windows the pipe's listening instances.
+	Lock     uintptr   `json:"lock"`
+	Listener []uintptr `json:"listener"`
+	// Agents are in the config's order.
+	Agents []agentHandover `json:"agents"`
+	// Steps is the timeline of the handover so far, for the log.
+	Steps []handoverStep `json:"steps,omitempty"`
+	// Reap lists children of the writer that exit on their own (warm
+	// guardians let go): its successor on Unix, the same process, reaps
+	// them.
+	Reap []int `json:"reap,omitempty"`
+}
+
+type handoverConfig struct {
+	Path   string `json:"path"`
+	Source []byte `json:"source"`
+}
+
+// handoverPath is where the record of stateDir's profile is written.
+func handoverPath(stateDir string) string { return filepath.Join(stateDir, handoverName) }
+
+// writeHandover writes rec to the state directory and returns its path.
+func writeHandover(stateDir string, rec *handoverRecord) (string, error) {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return "", err
+	}
+	path := handoverPath(stateDir)
+	f, err := os.CreateTemp(stateDir, handoverName+".*")
+	if err != nil {
+		return "", err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
+	if err = f.Chmod(0o600); err == nil {
+		_, err = f.Write(b)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("writing the handover record: %w", err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return "", fmt.Errorf("writing the handover record: %w", err)
+	}
+	return path, nil
+}
+
+// ErrHandoverRecord: the record named by handoverEnv could not be used.
+var ErrHandoverRecord = errors.New("unusable handover record")
+
+// readHandover reads and removes the record at path, and checks that it
+// is one this binary reads, written for profile.
+func readHandover(path, profile string) (*handoverRecord, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrHandoverRecord, err)
+	}
+	_ = os.Remove(path)
+	var rec handoverRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("%w %s: %v", ErrHandoverRecord, path, err)
+	}
+	switch {
+	case rec.Version < MinHandoverVersion || rec.Version > HandoverVersion:
+		return nil, fmt.Errorf("%w %s: version %d; this tether reads %d to %d", ErrHandoverRecord, path, rec.Version, MinHandoverVersion, HandoverVersion)
+	case rec.Profile != profile:
+		return nil, fmt.Errorf("%w %s: written for profile %q, not %q", ErrHandoverRecord, path, rec.Profile, profile)
+	}
+	return &rec, nil
+}
+
+// config parses the config the record carries, as the service before
+// had parsed it.
+func (rec *handoverRecord) config() (*config.Config, error) {
+	name := rec.Config.Path
+	cfg, err := config.Parse(name, rec.Config.Source)
+	if err != nil {
+		return nil, fmt.Errorf("the config handed over: %w", err)
+	}
+	cfg.Path = name // the embedded default keeps its name
+	return cfg, nil
+}
+
+// removeStaleHandover removes the records, and their temporary files,
+// that a handover killed before it was taken over left in stateDir.
+func removeStaleHandover(stateDir string) {
+	left, _ := filepath.Glob(filepath.Join(stateDir, handoverName+"*"))
+	for _, f := range left {
+		_ = os.Remove(f)
+	}
+}

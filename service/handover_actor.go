@@ -1,0 +1,241 @@
+package service
+
+import (
+	"time"
+
+	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/platform"
+	"github.com/tether-dev/tether/service/config"
+)
+
+// agentHandover is what an actor knew, for its successor in the next
+// binary (see handoverRecord): the row as status showed it, the state of
+// its restart policy, and its tether, if a guardian runs.
+type agentHandover struct {
+	ID  string    `json:"id"`
+	Row api.Agent `json:"row"`
+
+	Want       bool          `json:"want"`
+	Failures   int           `json:"failures,omitempty"`
+	Backoff    time.Duration `json:"backoff,omitempty"`
+	StartedAt  time.Time     `json:"started_at,omitzero"`
+	Due        time.Time     `json:"due,omitzero"` // a start is scheduled then (backoff, contention retry)
+	Contention time.Time     `json:"contention,omitzero"`
+	ContDelay  time.Duration `json:"cont_delay,omitempty"`
+	DepWait    bool          `json:"dep_wait,omitempty"`
+	Pending    bool          `json:"pending,omitempty"` // spawned, its readiness check not passed yet
+	StopAsked  bool          `json:"stop_asked,omitempty"`
+	StopSince  time.Time     `json:"stop_since,omitzero"`
+	RestartArm bool          `json:"restart_arm,omitempty"`
+	DepErr     *api.Error    `json:"dep_err,omitempty"`   // stopped with a dependency: why
+	Leftover   bool          `json:"leftover,omitempty"`  // what a dead guardian left could not be stopped
+	Unclaimed  bool          `json:"unclaimed,omitempty"` // its guardian died and nothing has freed the identity since
+
+	Tether *tetherHandover `json:"tether,omitempty"`
+}
+
+// tetherHandover is a running guardian's tether.
+type tetherHandover struct {
+	// Conn is the descriptor of the owner's end: a file descriptor on
+	// Unix (inherited across execve), a handle on Windows (duplicated
+	// into the successor).
+	Conn uintptr `json:"conn"`
+	// Version is the protocol version the guardian speaks.
+	Version int `json:"version"`
+	// Guardian names the guardian process.
+	Guardian platform.Ref `json:"guardian"`
+	// Ready is what the guardian said when the agent started.
+	Ready guardian.Ready `json:"ready"`
+	// Pending holds the bytes read off the tether and not yet parsed.
+	Pending []byte `json:"pending,omitempty"`
+
+	handoff *guardian.Handoff // the old side's, to resume on failure
+}
+
+// frozenActor is an actor stopped at a point where nothing is in flight,
+// its session detached, until thaw is closed: the handover failed and
+// the actor goes on. A handover that goes through ends the process (on
+// Unix, replaces it) with the actor still frozen.
+type frozenActor struct {
+	a     *actor
+	state agentHandover
+	thaw  chan struct{}
+}
+
+// freeze detaches the actor's session, draining what the guardian
+// reported before (which may end the session, or start a new one: then
+// that one is detached), and returns what its successor needs.
+func (a *actor) freeze() agentHandover {
+	for a.session != nil {
+		s := a.session
+		type detached struct {
+			h   *guardian.Handoff
+			err error
+		}
+		res := make(chan detached, 1)
+		go func() {
+			h, err := s.Detach()
+			res <- detached{h, err}
+		}()
+		var d detached
+	wait:
+		for {
+			select {
+			case ev, ok := <-a.events:
+				a.absorb(ev, ok)
+			case d = <-res:
+				break wait
+			}
+		}
+		// What was read before the reader parked, or its final
+		// events.
+		for drained := false; !drained; {
+			select {
+			case ev, ok := <-a.events:
+				a.absorb(ev, ok)
+				drained = !ok
+			default:
+				drained = true
+			}
+		}
+		if d.err == nil && a.session == s {
+			st := a.handover()
+			st.Tether = &tetherHandover{Version: s.Version(), Guardian: platform.Ref{Pid: s.GuardianPID(), Start: s.Ready().GuardianStart},
+				Ready: s.Ready(), Pending: d.h.Pending, handoff: d.h}
+			return st
+		}
+		if d.err == nil {
+			// The session ended and a new one began while it was
+			// detached: impossible, as nothing is read once parked;
+			// hand the old one back all the same.
+			d.h.Resume()
+		}
+	}
+	return a.handover()
+}
+
+// absorb applies an event that arrives during a freeze.
+func (a *actor) absorb(ev guardian.Event, ok bool) {
+	if !ok {
+		a.events = nil
+		return
+	}
+	// A stop or removal cannot be under way (the API is paused and
+	// reloads wait for the handover), so the actor does not end here.
+	_ = a.event(ev)
+}
+
+// handover is the actor's state, without its tether.
+func (a *actor) handover() agentHandover {
+	st := agentHandover{
+		ID: a.id, Row: a.row, Want: a.want, Failures: a.failures, Backoff: a.backoff,
+		StartedAt: a.startedAt, Contention: a.contention, ContDelay: a.contDelay,
+		DepWait: a.depWait, Pending: a.pending, StopAsked: a.stopAsked, StopSince: a.stopSince,
+		RestartArm: a.restartArm, DepErr: a.depErr, Leftover: a.leftover, Unclaimed: a.unclaimed,
+	}
+	if a.timerC != nil {
+		st.Due = a.timerDue
+	}
+	return st
+}
+
+// resume takes over what the actor before knew before run starts; its
+// session, if any, comes on session (see awaitSession).
+func (a *actor) resume(st agentHandover, session chan attachResult) {
+	a.row = st.Row
+	a.row.Identity = a.cfg.Identity
+	a.want, a.failures, a.backoff = st.Want, st.Failures, st.Backoff
+	a.startedAt, a.contention, a.contDelay = st.StartedAt, st.Contention, st.ContDelay
+	a.depWait, a.pending = st.DepWait, st.Pending
+	a.stopAsked, a.stopSince, a.restartArm = st.StopAsked, st.StopSince, st.RestartArm
+	a.depErr, a.leftover, a.unclaimed = st.DepErr, st.Leftover, st.Unclaimed
+	a.awaiting = session
+	if !st.Due.IsZero() {
+		a.schedule(max(time.Until(st.Due), 0))
+	}
+}
+
+// awaitSession waits for the session of the tether handed over, first
+// thing in run. A tether that could not be attached is a guardian lost:
+// it tears down on its own, and the agent starts again by its intent.
+func (a *actor) awaitSession() {
+	if a.awaiting == nil {
+		return
+	}
+	r := <-a.awaiting
+	a.awaiting = nil
+	if r.err == nil {
+		a.setSession(r.session)
+		return
+	}
+	a.row.PID, a.row.GuardianPID = 0, 0
+	a.pending, a.stopAsked = false, false
+	e := &api.Error{Code: api.CodeInternal, Message: "its guardian could not be taken over at the upgrade: " + r.err.Error()}
+	if a.want {
+		a.setState(api.StateBackoff, e)
+		a.schedule(0)
+	} else {
+		a.setState(api.StateStopped, e)
+	}
+}
+
+// attached applies a guardian's answer to a new owner: after an upgrade
+// it says what the record said; after an adoption it is all this service
+// knows of the agent.
+func (a *actor) attached(ev guardian.Event) {
+	r := ev.Ready
+	if r == nil {
+		return
+	}
+	a.row.PID, a.row.GuardianPID = r.AgentPID, r.GuardianPID
+	if ev.MainPID > 0 {
+		a.row.PID = ev.MainPID
+	}
+	if ev.Status != "" {
+		a.row.Status = ev.Status
+	}
+	wasPending := a.pending
+	a.pending = r.Pending
+	switch {
+	case a.stopAsked:
+		a.c.publish(a.row)
+	case a.pending:
+		a.setState(api.StateStarting, a.row.Error)
+	case wasPending || a.row.State != api.StateRunning:
+		a.setState(api.StateRunning, nil)
+		a.settleStarts()
+	default:
+		a.c.publish(a.row)
+	}
+}
+
+// frozen freezes the actor, answers on reply, and waits for the thaw.
+func (a *actor) frozen(reply chan<- *frozenActor) {
+	fa := &frozenActor{a: a, state: a.freeze(), thaw: make(chan struct{})}
+	reply <- fa
+	<-fa.thaw
+	if t := fa.state.Tether; t != nil {
+		t.handoff.Resume()
+	}
+}
+
+// resumeAll makes the actors of an upgrade's successor, each from what
+// the service before knew.
+func (c *Controller) resumeAll(cfg *config.Config) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var acts []*actor
+	for _, a := range cfg.Agents {
+		act := newActor(c, a)
+		if r, ok := c.opts.resumed[a.ID]; ok {
+			act.resume(r.state, r.session)
+		}
+		c.actors[a.ID] = act
+		c.rows[a.ID] = act.row
+		acts = append(acts, act)
+	}
+	for _, act := range acts {
+		go act.run()
+	}
+}

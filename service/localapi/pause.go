@@ -1,0 +1,146 @@
+package localapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/tether-dev/tether/api"
+)
+
+// Pause stops accepting connections without closing the listener:
+// clients that connect meanwhile wait in its backlog (a unix socket's
+// listen queue), none is refused. Every event stream ends, with a
+// handover event first when handover is set (the client reconnects), and
+// Pause waits until every connection accepted before has been answered
+// and closed, until ctx is done. Then the listener is the next owner's,
+// or Resume serves it again; Serve does not return meanwhile. On ctx's
+// end the requests still in progress go on and Pause returns ctx's
+// error: call Resume.
+//
+// It is not http.Server.Shutdown, which drops a connection whose request
+// it reads after the shutdown began: here that request is answered.
+func (s *Server) Pause(ctx context.Context, handover bool) error {
+	d, ok := s.l.(deadliner)
+	if !ok {
+		return fmt.Errorf("the %T listener cannot stop accepting without closing", s.l)
+	}
+	s.mu.Lock()
+	select {
+	case <-s.final:
+		s.mu.Unlock()
+		return errors.New("the server is shutting down")
+	default:
+	}
+	g := s.gen
+	s.pausing, s.resumed = true, make(chan struct{})
+	s.handingOver.Store(handover)
+	s.mu.Unlock()
+	// Every answer from now on closes its connection.
+	g.hs.SetKeepAlivesEnabled(false)
+	g.endStreams()
+	_ = g.ln.Close()
+	defer func() { _ = d.SetDeadline(time.Time{}) }()
+	select {
+	case <-g.served:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	for !g.quiet() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// quiet closes the idle connections of the generation and reports
+// whether none is left.
+func (g *generation) quiet() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for c, st := range g.conns {
+		if st == http.StateIdle {
+			c.Close()
+			delete(g.conns, c)
+		}
+	}
+	return len(g.conns) == 0
+}
+
+// Resume serves the listener again after a Pause.
+func (s *Server) Resume() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.pausing {
+		return
+	}
+	s.gen = s.newGeneration()
+	s.pausing = false
+	s.handingOver.Store(false)
+	close(s.resumed)
+}
+
+// Listener returns the listener the server serves, for its handover.
+func (s *Server) Listener() net.Listener { return s.l }
+
+// deadliner is a listener whose Accept a deadline wakes (a unix socket's).
+type deadliner interface {
+	SetDeadline(time.Time) error
+}
+
+// pausable wraps l so that the HTTP server's Close of it (at Shutdown)
+// or a Pause's only wakes its Accept, with a deadline in the past, and
+// leaves the listener open: closing it is Server.Shutdown's, or the next
+// owner's after a handover.
+func pausable(l net.Listener) net.Listener {
+	if _, ok := l.(deadliner); !ok {
+		return l
+	}
+	return &pauseListener{Listener: l, done: make(chan struct{})}
+}
+
+type pauseListener struct {
+	net.Listener
+	done chan struct{}
+	once sync.Once
+}
+
+func (p *pauseListener) Accept() (net.Conn, error) {
+	c, err := p.Listener.Accept()
+	if err != nil {
+		select {
+		case <-p.done:
+			return nil, net.ErrClosed
+		default:
+		}
+	}
+	return c, err
+}
+
+func (p *pauseListener) Close() error {
+	p.once.Do(func() {
+		close(p.done)
+		_ = p.Listener.(deadliner).SetDeadline(time.Unix(1, 0))
+	})
+	return nil
+}
+
+func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
+	var req api.UpgradeRequest
+	if !decodeBody(w, r, &req, true) {
+		return
+	}
+	ans, err := s.b.Upgrade(r.Context(), req)
+	if err != nil {
+		writeBackendError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ans)
+}

@@ -1,0 +1,50 @@
+package service
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether-dev/tether/internal/testproc"
+)
+
+// A log that grows past the cap while the service is quiet is capped at
+// once: the watch of the log directory brings the check, no timer does.
+func TestCapLogsOnWrite(t *testing.T) {
+	w := newWorld(t, "p", nil)
+	w.yaml(`  - id: a
+    command: AGENT, sleep]
+`)
+	w.controller(Options{})
+	log := w.paths.LogPath("a")
+	// The controller makes the log directory before it watches it.
+	if !testproc.Until(10*time.Second, func() bool {
+		_, err := os.Stat(w.paths.LogDir)
+		return err == nil
+	}) {
+		t.Fatalf("no log directory %s", w.paths.LogDir)
+	}
+	f, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	line := strings.Repeat("x", 1023) + "\n"
+	for written := 0; written <= MaxLogSize; written += len(line) {
+		if _, err := f.WriteString(line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Well within the first check of the back-off (logCheckFirst), which
+	// a service without a watch would wait for.
+	if !testproc.Until(logCheckFirst/3, func() bool {
+		fi, err := os.Stat(log + ".1")
+		return err == nil && fi.Size() > MaxLogSize
+	}) {
+		t.Fatalf("%s was not capped within %v", log, logCheckFirst/3)
+	}
+	if fi, err := os.Stat(log); err != nil || fi.Size() >= MaxLogSize {
+		t.Fatalf("the log after the cap: %v, %v", fi, err)
+	}
+}

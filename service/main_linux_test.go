@@ -1,0 +1,62 @@
+package service
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/internal/testproc"
+	punix "github.com/tether-dev/tether/platform/unix"
+)
+
+// The test binary is also the guardian and the agents: the helpers
+// "guardian" and "agent ROLE".
+func TestMain(m *testing.M) {
+	testproc.Main(m, testproc.Before(func() error {
+		_, err := punix.BecomeSubreaper()
+		return err
+	}))
+}
+
+func init() {
+	testproc.Register("guardian", guardian.Main)
+	testproc.Register("agent", agentMain)
+}
+
+// agentMain is a test agent: "sleep" runs until SIGTERM, "exit N" exits
+// with N at once, "count DIR" writes a file per start and sleeps.
+func agentMain(args []string) int {
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	switch args[0] {
+	case "sleep":
+		fmt.Println("agent up")
+		<-term
+		return 0
+	case "exit":
+		n, _ := strconv.Atoi(args[1])
+		return n
+	case "stubborn":
+		signal.Ignore(syscall.SIGTERM)
+		select {}
+	case "exit-on":
+		// Exits 3 once the file args[1] exists.
+		for {
+			if _, err := os.Stat(args[1]); err == nil {
+				return 3
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	case "count":
+		_ = os.WriteFile(filepath.Join(args[1], strconv.Itoa(os.Getpid())), nil, 0o600)
+		<-term
+		return 0
+	}
+	return 2
+}

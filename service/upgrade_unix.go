@@ -1,0 +1,197 @@
+//go:build unix
+
+package service
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/platform"
+	punix "github.com/tether-dev/tether/platform/unix"
+	"golang.org/x/sys/unix"
+)
+
+// On Unix the successor is this very process after execve: the pid does
+// not change, so neither the service manager nor a guardian sees
+// anything happen; the service lock, the listener and the tethers are
+// inherited, their close-on-exec flags cleared for the exec alone.
+const successorIsSeparate = false
+
+// attachLater: the successor serves its API before it sends attach: the
+// guardians need not hear of it to go on (the pid is the same), and the
+// wake-up of every guardian would delay the first answer.
+const attachLater = true
+
+// inheritance is what a service hands over besides its agents' tethers:
+// the service lock (held) and the API's listening socket.
+type inheritance struct {
+	lock *os.File
+	// listener is the API's: an *apiListener, whose socket at the time
+	// of the handover is the one inherited (see currentListener).
+	listener net.Listener
+}
+
+func newInheritance(lock *os.File, l net.Listener) *inheritance {
+	return &inheritance{lock: lock, listener: l}
+}
+
+// fdOf returns the descriptor of c, which stays valid while c is open.
+func fdOf(c syscall.Conn) (uintptr, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var fd uintptr
+	if err := rc.Control(func(d uintptr) { fd = d }); err != nil {
+		return 0, err
+	}
+	return fd, nil
+}
+
+// takeOver fills in the record's descriptors, writes it, and execve's
+// target with the same arguments and environment, plus the record's path
+// and extraEnv (the service manager's socket, which agents must not see
+// and the successor must). It returns only when the exec failed: then nothing was
+// inherited and the service goes on.
+func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []string, path string, write func(*handoverRecord) error) error {
+	ul, ok := currentListener(in.listener).(*net.UnixListener)
+	if !ok {
+		return errors.New("the API listener is not a unix socket that can be inherited")
+	}
+	var err error
+	if rec.Lock, err = fdOf(in.lock); err != nil {
+		return fmt.Errorf("the service lock: %w", err)
+	}
+	lfd, err := fdOf(ul)
+	if err != nil {
+		return fmt.Errorf("the API listener: %w", err)
+	}
+	rec.Listener = []uintptr{lfd}
+	if err := eachTether(rec, func(fd uintptr) (uintptr, error) { return fd, nil }); err != nil {
+		return err
+	}
+	stopAt("recorded")
+	rec.Steps = stepList()
+	if err := write(rec); err != nil {
+		return err
+	}
+	stopAt("written")
+	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, handoverEnv+"=") }),
+		handoverEnv+"="+path)
+	env = append(env, extraEnv...)
+	argv := append([]string{target}, os.Args[1:]...)
+	fds := rec.descriptors()
+	// No fork may happen while the descriptors are inheritable: a child
+	// would keep the tethers open, and its guardians would not see this
+	// process die (I6). os/exec takes ForkLock for reading.
+	syscall.ForkLock.Lock()
+	err = setCloseOnExec(fds, false)
+	if err == nil {
+		stopAt("exec")
+		err = syscall.Exec(target, argv, env)
+	}
+	_ = setCloseOnExec(fds, true)
+	syscall.ForkLock.Unlock()
+	os.Remove(path)
+	return fmt.Errorf("exec %s: %w", target, err)
+}
+
+func setCloseOnExec(fds []uintptr, on bool) error {
+	for _, fd := range fds {
+		flags, err := unix.FcntlInt(fd, unix.F_GETFD, 0)
+		if err != nil {
+			return fmt.Errorf("descriptor %d: %w", fd, err)
+		}
+		if on {
+			flags |= unix.FD_CLOEXEC
+		} else {
+			flags &^= unix.FD_CLOEXEC
+		}
+		if _, err := unix.FcntlInt(fd, unix.F_SETFD, flags); err != nil {
+			return fmt.Errorf("descriptor %d: %w", fd, err)
+		}
+	}
+	return nil
+}
+
+// awaitHandover: after execve the record is there already.
+func awaitHandover() error { return nil }
+
+// inherited takes the descriptors the record names, as the successor
+// after execve: each is made close-on-exec again at once, so no child
+// of this process ever gets one.
+func inherited(rec *handoverRecord, p Paths) (*inheritance, error) {
+	if len(rec.Listener) != 1 {
+		return nil, fmt.Errorf("%w: %d listeners handed over, want one socket", ErrHandoverRecord, len(rec.Listener))
+	}
+	if rec.PID != os.Getpid() {
+		return nil, fmt.Errorf("%w: written by pid %d, and this is pid %d (not its successor)", ErrHandoverRecord, rec.PID, os.Getpid())
+	}
+	if err := setCloseOnExec(rec.descriptors(), true); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrHandoverRecord, err)
+	}
+	lock := os.NewFile(rec.Lock, "service.lock")
+	// The lock goes with the open file, which this process still has:
+	// taking it again succeeds at once, and proves it.
+	if err := platform.TryLock(lock); err != nil {
+		return nil, fmt.Errorf("the service lock handed over (descriptor %d): %w", rec.Lock, err)
+	}
+	lf := os.NewFile(rec.Listener[0], "api")
+	l, err := net.FileListener(lf)
+	lf.Close()
+	if err != nil {
+		return nil, fmt.Errorf("the API listener handed over (descriptor %d): %w", rec.Listener[0], err)
+	}
+	ul, ok := l.(*net.UnixListener)
+	if !ok {
+		l.Close()
+		return nil, fmt.Errorf("the API listener handed over is a %T", l)
+	}
+	// This service removes the socket when it stops, as the one before
+	// would have.
+	ul.SetUnlinkOnClose(true)
+	return &inheritance{lock: lock, listener: ul}, nil
+}
+
+// prepared and tookOver tell the service before nothing: it is this
+// process.
+func (in *inheritance) prepared() error                                    { return nil }
+func (in *inheritance) tookOver([]*guardian.Session, func(string, ...any)) {}
+
+// claimGuardian counts t's guardian, a child of this process since before
+// the execve, as its own.
+func claimGuardian(t *tetherHandover) { guardian.ClaimChild(t.Guardian.Pid) }
+
+// attachment is the tether t as this process takes it over.
+func attachment(id string, t *tetherHandover) (guardian.Attachment, error) {
+	conn, err := punix.Pollable(int(t.Conn), "tether-"+id)
+	if err != nil {
+		return guardian.Attachment{}, err
+	}
+	// The guardian is a child of this process (the same one as before
+	// the exec): its pid is not reused while it is not reaped.
+	proc, err := guardian.ChildProcess(t.Guardian.Pid)
+	if err != nil {
+		conn.Close()
+		return guardian.Attachment{}, err
+	}
+	return guardian.Attachment{Conn: conn, Proc: proc, Version: t.Version, Ready: t.Ready,
+		Pending: t.Pending, Owner: platform.Self(), Later: attachLater}, nil
+}
+
+// descriptors lists every descriptor the record hands over.
+func (rec *handoverRecord) descriptors() []uintptr {
+	out := append([]uintptr{rec.Lock}, rec.Listener...)
+	for _, a := range rec.Agents {
+		if a.Tether != nil {
+			out = append(out, a.Tether.Conn)
+		}
+	}
+	return out
+}

@@ -1,0 +1,635 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"image"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
+	"golang.org/x/sys/unix"
+)
+
+// notifyCall is one org.freedesktop.Notifications.Notify call seen on the
+// desktop's bus, and the id the server answered.
+type notifyCall struct {
+	sender     string
+	serial     uint32
+	replacesID uint32
+	summary    string
+	body       string
+	actions    []string // key, label, key, label, ...
+	urgency    byte
+	hasImage   bool
+	expire     int32
+	id         uint32
+}
+
+// labels are the labels of the call's actions.
+func (c notifyCall) labels() []string {
+	var out []string
+	for i := 1; i < len(c.actions); i += 2 {
+		out = append(out, c.actions[i])
+	}
+	return out
+}
+
+// notifyLog records every Notify call on the bus, with its answer, from a
+// monitor connection (org.freedesktop.DBus.Monitoring.BecomeMonitor).
+type notifyLog struct {
+	mu    sync.Mutex
+	calls []notifyCall
+}
+
+// monitorNotify starts recording the Notify calls on the desktop's bus.
+func (d *desktop) monitorNotify() *notifyLog {
+	d.t.Helper()
+	conn, err := dbus.Connect(d.bus)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.t.Cleanup(func() { conn.Close() })
+	rules := []string{
+		"type='method_call',interface='org.freedesktop.Notifications',member='Notify'",
+		"type='method_return'",
+	}
+	if call := conn.BusObject().Call("org.freedesktop.DBus.Monitoring.BecomeMonitor", 0, rules, uint32(0)); call.Err != nil {
+		d.t.Fatalf("BecomeMonitor: %v", call.Err)
+	}
+	msgs := make(chan *dbus.Message, 256)
+	conn.Eavesdrop(msgs)
+	l := &notifyLog{}
+	go func() {
+		for m := range msgs {
+			l.take(m)
+		}
+	}()
+	return l
+}
+
+func (l *notifyLog) take(m *dbus.Message) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sender, _ := m.Headers[dbus.FieldSender].Value().(string)
+	switch m.Type {
+	case dbus.TypeMethodCall:
+		if len(m.Body) != 8 {
+			return
+		}
+		c := notifyCall{sender: sender, serial: m.Serial()}
+		c.replacesID, _ = m.Body[1].(uint32)
+		c.summary, _ = m.Body[3].(string)
+		c.body, _ = m.Body[4].(string)
+		c.actions, _ = m.Body[5].([]string)
+		hints, _ := m.Body[6].(map[string]dbus.Variant)
+		c.urgency, _ = hints["urgency"].Value().(byte)
+		_, c.hasImage = hints["image-data"]
+		c.expire, _ = m.Body[7].(int32)
+		l.calls = append(l.calls, c)
+	case dbus.TypeMethodReply:
+		dest, _ := m.Headers[dbus.FieldDestination].Value().(string)
+		serial, _ := m.Headers[dbus.FieldReplySerial].Value().(uint32)
+		for i := range l.calls {
+			if c := &l.calls[i]; c.sender == dest && c.serial == serial && len(m.Body) == 1 {
+				c.id, _ = m.Body[0].(uint32)
+			}
+		}
+	}
+}
+
+func (l *notifyLog) all() []notifyCall {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.calls)
+}
+
+// wait waits for a call whose summary contains summary, and that the
+// server answered.
+func (l *notifyLog) wait(t *testing.T, within time.Duration, summary string) notifyCall {
+	t.Helper()
+	var found notifyCall
+	if !testproc.UntilEvery(within, 20*time.Millisecond, func() bool {
+		for _, c := range l.all() {
+			if strings.Contains(c.summary, summary) && c.id != 0 {
+				found = c
+				return true
+			}
+		}
+		return false
+	}) {
+		var got []string
+		for _, c := range l.all() {
+			got = append(got, c.summary)
+		}
+		t.Fatalf("no notification %q within %v; sent: %q", summary, within, got)
+	}
+	return found
+}
+
+// contextSwitches sums the voluntary and involuntary context switches of
+// every thread of pid: each is a wakeup.
+func contextSwitches(t *testing.T, pid int) int64 {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatalf("the tray's threads: %v", err)
+	}
+	var n int64
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, task.Name()))
+		if err != nil {
+			continue // the thread ended
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(line, ":")
+			if ok && (k == "voluntary_ctxt_switches" || k == "nonvoluntary_ctxt_switches") {
+				c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				n += c
+			}
+		}
+	}
+	return n
+}
+
+// fakeOpener puts an xdg-open first on PATH that only records what it
+// was asked to open, and returns the PATH entry and the record's file.
+func fakeOpener(t *testing.T) (pathEnv, record string) {
+	t.Helper()
+	dir := t.TempDir()
+	record = filepath.Join(dir, "opened.txt")
+	script := fmt.Sprintf("#!/bin/sh\nprintf '%%s\\n' \"$*\" >> %s\n", record)
+	if err := os.WriteFile(filepath.Join(dir, "xdg-open"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return "PATH=" + dir + ":" + os.Getenv("PATH"), record
+}
+
+// failOnceConfig is a config of agents that exit 3 until flag exists,
+// and then run; restart never, so a failure parks them in failed at once.
+func failOnceConfig(marker, flag string, ids ...string) string {
+	var b strings.Builder
+	b.WriteString("agents:\n")
+	for _, id := range ids {
+		fmt.Fprintf(&b, "  - id: %s\n    command: [/bin/sh, -c, 'test -e %s && exec sleep 1000; exit 3', %s]\n    autostart: true\n    restart: never\n    stop_timeout: 300ms\n", id, flag, marker)
+	}
+	return b.String()
+}
+
+// TestTrayNotificationActions: on a real notification server (dunst), a
+// failed agent's notice offers Open log, Start again and Open config;
+// picking them in dunst's context menu makes the server send
+// ActionInvoked, and the tray carries them out: Start again starts the
+// agent through the service, Open log runs the desktop's opener on its
+// log. A newer notice of the same agent replaces its bubble. Copy error
+// puts the error on the X clipboard, and a rejected Reload config says
+// why on one line.
+func TestTrayNotificationActions(t *testing.T) {
+	needTools(t, "xclip")
+	d := newDesktop(t, true)
+	notes := d.monitorNotify()
+	w := newWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	flag := filepath.Join(w.dir, "flag")
+	w.writeConfig(failOnceConfig(m, flag, "bob", "carol", "dave"))
+	w.startService("default")
+	for _, id := range []string{"bob", "carol", "dave"} {
+		w.waitState("default", id, api.StateFailed)
+	}
+	pathEnv, opened := fakeOpener(t)
+	tr := d.startTrayEnv(w, "default", pathEnv)
+	item := d.waitItem(tr.pid, 15*time.Second)
+
+	bob := notes.wait(t, 15*time.Second, "bob failed")
+	notes.wait(t, 15*time.Second, "carol failed")
+	dave := notes.wait(t, 15*time.Second, "dave failed")
+	if got := bob.labels(); !slices.Equal(got, []string{"Open log", "Start again", "Open config"}) || bob.actions[0] != "default" {
+		t.Errorf("bob's notice offers %q (keys %q), want Open log (the default), Start again, Open config", got, bob.actions)
+	}
+	if !bob.hasImage || bob.urgency != 1 || !strings.Contains(bob.body, "exit status 3") {
+		t.Errorf("bob's notice: image %v, urgency %d, body %q; want an icon, normal urgency, the exit status", bob.hasImage, bob.urgency, bob.body)
+	}
+
+	// Start again, picked in the server's menu: the service starts bob.
+	if err := os.WriteFile(flag, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.pickAction("#Start again (tether: bob failed)")
+	w.waitState("default", "bob", api.StateRunning)
+	t.Log("Start again on bob's notice started bob")
+
+	// Open log: the opener gets carol's log.
+	d.pickAction("#Open log (tether: carol failed)")
+	waitFileContains(t, opened, filepath.Join("carol.log"))
+	t.Log("Open log on carol's notice opened carol's log")
+
+	// dave fails again: the newer notice replaces its bubble.
+	if _, err := w.client("default").Start(context.Background(), "dave"); err != nil {
+		t.Fatal(err)
+	}
+	dv := w.waitState("default", "dave", api.StateRunning)
+	if err := os.Remove(flag); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscallKill(dv.PID); err != nil {
+		t.Fatal(err)
+	}
+	w.waitState("default", "dave", api.StateFailed)
+	var again notifyCall
+	if !testproc.UntilEvery(15*time.Second, 20*time.Millisecond, func() bool {
+		i := slices.IndexFunc(notes.all(), func(c notifyCall) bool {
+			return strings.Contains(c.summary, "dave failed") && c.replacesID != 0 && c.id != 0
+		})
+		if i >= 0 {
+			again = notes.all()[i]
+		}
+		return i >= 0
+	}) {
+		t.Fatalf("dave's second notice never replaced the first: %+v", notes.all())
+	}
+	if again.replacesID != dave.id || again.id != dave.id {
+		t.Errorf("dave's second notice replaces %d (answered %d), want its first, %d", again.replacesID, again.id, dave.id)
+	}
+
+	// Copy error: carol's whole error on the clipboard.
+	menu := d.waitMenu(item, "carol's Copy error", func(n menuNode) bool {
+		c, ok := n.find("carol: failed", "Copy error")
+		return ok && c.enabled
+	})
+	cp, _ := menu.find("carol: failed", "Copy error")
+	d.click(item, cp.id)
+	var out string
+	if !testproc.UntilEvery(10*time.Second, 50*time.Millisecond, func() bool {
+		var err error
+		out, _, err = runBounded(t, d.command("xclip", "-o", "-selection", "clipboard"), 10*time.Second)
+		return err == nil && strings.HasPrefix(out, "carol (carol): exited") && strings.Contains(out, "exit status 3")
+	}) {
+		t.Fatalf("the clipboard has %q, want carol's error", out)
+	}
+	t.Logf("Copy error: %q", out)
+
+	// Reload config with a broken config: the cause, on one line.
+	w.writeConfig("agents:\n  - id: bob\n    comand: [x]\n")
+	menu = d.waitMenu(item, "Reload config", func(n menuNode) bool { r, ok := n.find("Reload config"); return ok && r.enabled })
+	rl, _ := menu.find("Reload config")
+	d.click(item, rl.id)
+	c := notes.wait(t, 15*time.Second, "config not applied")
+	first, _, _ := strings.Cut(c.body, "\n")
+	if !strings.HasPrefix(first, "agents.yaml:") || !strings.Contains(first, "agents[0]") || strings.Contains(c.body, "config: config") || !slices.Equal(c.labels(), []string{"Open config"}) {
+		t.Errorf("rejected config notice %q (actions %q)", c.body, c.labels())
+	}
+	t.Logf("rejected config: %q", first)
+	menu = d.waitMenu(item, "the config error line", func(n menuNode) bool {
+		l, ok := n.find("config not applied: agents.yaml:")
+		return ok && !strings.Contains(l.label, "config: config")
+	})
+	l, _ := menu.find("config not applied: ")
+	t.Logf("the menu's line: %q", l.label)
+}
+
+// TestTrayBurstOfFailures: eight agents failing at once are all named in
+// dunst's bubbles: three of their own and one summary for the rest.
+func TestTrayBurstOfFailures(t *testing.T) {
+	d := newDesktop(t, true)
+	notes := d.monitorNotify()
+	w := newWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	trigger := filepath.Join(w.dir, "trigger")
+	var b strings.Builder
+	b.WriteString("agents:\n")
+	var ids []string
+	for i := range 8 {
+		id := fmt.Sprintf("a%d", i)
+		ids = append(ids, id)
+		fmt.Fprintf(&b, "  - id: %s\n    command: [/bin/sh, -c, 'while ! test -e %s; do sleep 0.02; done; exit 3', %s]\n    autostart: true\n    restart: never\n", id, trigger, m)
+	}
+	w.writeConfig(b.String())
+	w.startService("default")
+	for _, id := range ids {
+		w.waitState("default", id, api.StateRunning)
+	}
+	tr := d.startTray(w, "default", false)
+	item := d.waitItem(tr.pid, 15*time.Second)
+	d.waitMenu(item, "8 running", func(n menuNode) bool { return n.children[0].label == "8 running" })
+	if err := os.WriteFile(trigger, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		w.waitState("default", id, api.StateFailed)
+	}
+	summary := notes.wait(t, 15*time.Second, "5 more agents failed")
+	t.Logf("summary: %q / %q", summary.summary, summary.body)
+	// Every agent named in some bubble dunst showed.
+	var all string
+	var missing []string
+	if !testproc.UntilEvery(15*time.Second, 100*time.Millisecond, func() bool {
+		all, missing = strings.Join(d.notifications(), "\n"), nil
+		for _, id := range ids {
+			if !strings.Contains(all, id+" failed") && !strings.Contains(all, " "+id+",") && !strings.Contains(all, " "+id+"\n") && !strings.HasSuffix(all, " "+id) {
+				missing = append(missing, id)
+			}
+		}
+		return len(missing) == 0
+	}) {
+		t.Fatalf("agents never named in a bubble: %v; dunst showed:\n%s", missing, all)
+	}
+	var own int
+	for _, c := range notes.all() {
+		if strings.HasSuffix(c.summary, " failed") && strings.HasPrefix(c.summary, "tether: a") {
+			own++
+		}
+	}
+	if own != 3 {
+		t.Errorf("%d bubbles of their own, want 3 (and a summary)", own)
+	}
+}
+
+// TestTrayIdleAndUptime: with nothing happening, the tray does not wake
+// (no timer); its uptimes are computed when the menu is built, and the
+// host's opening of the menu rebuilds it.
+func TestTrayIdleAndUptime(t *testing.T) {
+	d := newDesktop(t, true)
+	w := newWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	w.writeConfig(fmt.Sprintf("agents:\n  - id: alice\n    identity: alice@relay\n    command: [/bin/sh, -c, 'sleep 1000 & wait', %s]\n    autostart: true\n    stop_timeout: 300ms\n", m))
+	w.startService("default")
+	alice := w.waitState("default", "alice", api.StateRunning)
+	tr := d.startTray(w, "default", false)
+	item := d.waitItem(tr.pid, 15*time.Second)
+	d.waitMenu(item, "alice running <1m", func(n menuNode) bool { _, ok := n.find("alice: running <1m"); return ok })
+	// Past the tray's settling render (2.1 s after its start) and the
+	// login registrations' read.
+	time.Sleep(3 * time.Second)
+
+	const idle = 30 * time.Second
+	before := contextSwitches(t, tr.pid)
+	time.Sleep(idle)
+	woke := contextSwitches(t, tr.pid) - before
+	t.Logf("the idle tray woke %d times in %v", woke, idle)
+	if woke != 0 {
+		t.Errorf("the idle tray woke %d times in %v, want 0", woke, idle)
+	}
+
+	// A minute after alice started, the title computed at the last
+	// rebuild still says <1m: nothing rebuilt it on a timer.
+	if wait := time.Until(alice.Since.Add(61 * time.Second)); wait > 0 {
+		time.Sleep(wait)
+	}
+	menu := d.waitMenu(item, "the menu as last built", func(menuNode) bool { return true })
+	if _, ok := menu.find("alice: running <1m"); !ok {
+		t.Errorf("the menu changed with nothing happening:%s", menu)
+	}
+	// The host opens the menu: the tray rebuilds it with the age of now.
+	_, top := d.openMenu(func(image.Image, int, int) bool { return true })
+	d.waitMenu(item, "alice running 1m", func(n menuNode) bool { _, ok := n.find("alice: running 1m"); return ok })
+	d.closeMenu(top)
+}
+
+func syscallKill(pid int) error { return unix.Kill(pid, unix.SIGKILL) }
+
+// fakeLogind is a second bus standing in for the system bus, on which the
+// test owns org.freedesktop.login1 and announces suspends as logind does.
+type fakeLogind struct {
+	addr string
+	conn *dbus.Conn
+	mon  chan *dbus.Message
+}
+
+// startFakeLogind starts the stand-in system bus.
+func (d *desktop) startFakeLogind() *fakeLogind {
+	d.t.Helper()
+	sock := filepath.Join(d.dir, "sysbus")
+	conf := filepath.Join(d.dir, "sysbus.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(busConfig, sock)), 0o600); err != nil {
+		d.t.Fatal(err)
+	}
+	l := &fakeLogind{addr: d.startWithFD("sysbus", d.env, "dbus-daemon", "--config-file="+conf, "--nofork", "--print-address=3")}
+	var err error
+	if l.conn, err = dbus.Connect(l.addr); err != nil {
+		d.t.Fatal(err)
+	}
+	d.t.Cleanup(func() { l.conn.Close() })
+	if r, err := l.conn.RequestName("org.freedesktop.login1", dbus.NameFlagDoNotQueue); err != nil || r != dbus.RequestNameReplyPrimaryOwner {
+		d.t.Fatalf("owning org.freedesktop.login1: %v %v", r, err)
+	}
+	// A monitor, to see the tray subscribe.
+	mon, err := dbus.Connect(l.addr)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.t.Cleanup(func() { mon.Close() })
+	if call := mon.BusObject().Call("org.freedesktop.DBus.Monitoring.BecomeMonitor", 0, []string{"type='method_call',member='AddMatch'"}, uint32(0)); call.Err != nil {
+		d.t.Fatal(call.Err)
+	}
+	l.mon = make(chan *dbus.Message, 64)
+	mon.Eavesdrop(l.mon)
+	return l
+}
+
+// waitSubscribed waits until someone asks the bus for PrepareForSleep.
+func (l *fakeLogind) waitSubscribed(t *testing.T) {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	for {
+		select {
+		case m := <-l.mon:
+			if len(m.Body) == 1 && strings.Contains(fmt.Sprint(m.Body[0]), "PrepareForSleep") {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the tray never subscribed to PrepareForSleep")
+		}
+	}
+}
+
+// prepareForSleep announces a suspend (true) or a resume (false).
+func (l *fakeLogind) prepareForSleep(t *testing.T, start bool) {
+	t.Helper()
+	if err := l.conn.Emit("/org/freedesktop/login1", "org.freedesktop.login1.Manager.PrepareForSleep", start); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTraySuspendResume: the service stopping and coming back while the
+// machine suspends and resumes (logind's PrepareForSleep) raises no
+// notification; awake, the same raises "service stopped", then "service
+// is back".
+func TestTraySuspendResume(t *testing.T) {
+	d := newDesktop(t, true)
+	logind := d.startFakeLogind()
+	w := newWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	w.writeConfig(fmt.Sprintf("agents:\n  - id: alice\n    command: [/bin/sh, -c, 'sleep 1000 & wait', %s]\n    autostart: true\n    stop_timeout: 300ms\n", m))
+	svc := w.startService("default")
+	w.waitState("default", "alice", api.StateRunning)
+	tr := d.startTrayEnv(w, "default", "DBUS_SYSTEM_BUS_ADDRESS="+logind.addr)
+	logind.waitSubscribed(t)
+	item := d.waitItem(tr.pid, 15*time.Second)
+	connected := func(what string) {
+		d.waitMenu(item, what, func(n menuNode) bool { _, ok := n.find("alice: running"); return ok })
+	}
+	connected("alice running")
+	quit := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := w.client("default").Quit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	logind.prepareForSleep(t, true)
+	quit()
+	<-svc.done
+	d.waitMenu(item, "service not running", func(n menuNode) bool { return n.children[0].label == "service not running" })
+	svc = w.startService("default")
+	connected("alice running again")
+	logind.prepareForSleep(t, false)
+	resumed := time.Now()
+	// Past the settling after the resume, nothing was said.
+	for time.Since(resumed) < 12*time.Second {
+		for _, n := range d.notifications() {
+			if strings.Contains(n, "service") {
+				t.Fatalf("a notification for what the suspend caused and the resume mended: %q", n)
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// Awake, the same is announced, and so is the service's return.
+	quit()
+	<-svc.done
+	n := d.waitNotification(15*time.Second, "service stopped")
+	w.startService("default")
+	b := d.waitNotification(15*time.Second, "service is back")
+	t.Logf("awake: %q, then %q", n, b)
+}
+
+// notifydWindow waits for xfce4-notifyd's bubble and returns its
+// geometry.
+func (d *desktop) notifydWindow() image.Rectangle {
+	d.t.Helper()
+	var out string
+	var r image.Rectangle
+	if !testproc.UntilEvery(15*time.Second, 50*time.Millisecond, func() bool {
+		out, _, _ = runBounded(d.t, d.command("xdotool", "search", "--class", "Xfce4-notifyd"), 10*time.Second)
+		for _, id := range strings.Fields(out) {
+			geo := d.run(10*time.Second, "xdotool", "getwindowgeometry", "--shell", id)
+			v := map[string]int{}
+			for _, l := range strings.Fields(geo) {
+				k, val, _ := strings.Cut(l, "=")
+				v[k], _ = strconv.Atoi(val)
+			}
+			if v["WIDTH"] > 100 && v["HEIGHT"] > 50 {
+				r = image.Rect(v["X"], v["Y"], v["X"]+v["WIDTH"], v["Y"]+v["HEIGHT"])
+				return true
+			}
+		}
+		return false
+	}) {
+		d.t.Fatalf("no xfce4-notifyd bubble on screen: %q", out)
+	}
+	return r
+}
+
+// buttons finds the row of buttons at the bottom of a bubble: the lowest
+// band of rows that cross n runs of not-white pixels (separated by the
+// bubble's white), each at least 40 px wide. It returns the runs' centres
+// on the band's middle row.
+func buttons(img image.Image, r image.Rectangle, n int) []image.Point {
+	runsAt := func(y int) [][2]int {
+		var runs [][2]int
+		start := -1
+		for x := r.Min.X + 2; x < r.Max.X-2; x++ {
+			cr, cg, cb, _ := img.At(x, y).RGBA()
+			white := cr > 0xf800 && cg > 0xf800 && cb > 0xf800
+			switch {
+			case !white && start < 0:
+				start = x
+			case white && start >= 0:
+				runs = append(runs, [2]int{start, x})
+				start = -1
+			}
+		}
+		return slices.DeleteFunc(runs, func(r [2]int) bool { return r[1]-r[0] < 40 })
+	}
+	bottom := -1
+	for y := r.Max.Y - 4; y > r.Min.Y+r.Dy()/2; y-- {
+		ok := len(runsAt(y)) == n
+		switch {
+		case ok && bottom < 0:
+			bottom = y
+		case !ok && bottom >= 0:
+			mid := (y + 1 + bottom) / 2
+			var out []image.Point
+			for _, run := range runsAt(mid) {
+				out = append(out, image.Pt((run[0]+run[1])/2, mid))
+			}
+			if bottom-y < 10 { // a line, not buttons
+				bottom = -1
+				continue
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+// TestTrayNotificationScreenshot: on a notification server that draws
+// actions as buttons (xfce4-notifyd), a failed agent's notice shows Open
+// log, Start again and Open config; clicking Start again starts it. The
+// screenshot of the notice is kept at $TETHER_NOTIFICATION_SCREENSHOT
+// when set (docs/notification.png is one).
+func TestTrayNotificationScreenshot(t *testing.T) {
+	d := newDesktopWith(t, deskOptions{panel: true, notifier: "xfce4-notifyd"})
+	w := newWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	flag := filepath.Join(w.dir, "flag")
+	w.writeConfig(failOnceConfig(m, flag, "bob") + fmt.Sprintf("  - id: alice\n    identity: alice@relay\n    command: [/bin/sh, -c, 'sleep 1000 & wait', %s]\n    autostart: true\n    stop_timeout: 300ms\n", m))
+	w.startService("default")
+	w.waitState("default", "bob", api.StateFailed)
+	tr := d.startTray(w, "default", false)
+	d.waitItem(tr.pid, 15*time.Second)
+	r := d.notifydWindow()
+	var btns []image.Point
+	shot := d.waitScreen("the bubble's three buttons", func(img image.Image) bool {
+		btns = buttons(img, r, 3)
+		return len(btns) == 3
+	})
+	img, err := pngDecode(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The bubble, with a margin of the desktop around it.
+	crop := r.Inset(-12).Intersect(img.Bounds())
+	path := filepath.Join(t.TempDir(), "notification.png")
+	if p := os.Getenv("TETHER_NOTIFICATION_SCREENSHOT"); p != "" {
+		path = p
+	}
+	if err := writePNG(path, img, crop); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot of the notice: %s (%v)", path, crop)
+
+	if err := os.WriteFile(flag, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := btns[1] // Open log, Start again, Open config
+	t.Logf("buttons at %v", btns)
+	d.run(10*time.Second, "xdotool", "mousemove", fmt.Sprint(start.X), fmt.Sprint(start.Y))
+	d.run(10*time.Second, "xdotool", "click", "1")
+	w.waitState("default", "bob", api.StateRunning)
+	t.Log("clicking Start again on the notice started bob")
+}

@@ -1,0 +1,362 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tether-dev/tether/api"
+	punix "github.com/tether-dev/tether/platform/unix"
+)
+
+// upgradeWorld is a service running three agents: x ignores SIGTERM and
+// has a worker and an escapee, y and z are polite.
+func upgradeWorld(t *testing.T, stop time.Duration, extraEnv ...string) (w *world, svc *service, m string) {
+	t.Helper()
+	w, bash, script := crashWorld(t)
+	m = uniqueMarker()
+	cleanupTrees(t, m)
+	w.writeConfig("agents:\n" +
+		misbehavingYAML("x", bash, script, m+"-x", true, stop) +
+		politeYAML("y", bash, m+"-y", true) +
+		politeYAML("z", bash, m+"-z", true))
+	ws := *w
+	ws.env = append(slices.Clone(w.env), extraEnv...)
+	svc = ws.startService("default")
+	for _, id := range []string{"x", "y", "z"} {
+		w.waitState("default", id, api.StateRunning)
+	}
+	waitTrees(t, m+"-x", 1)
+	exactlyOnce(t, 0, map[string]int{m + "-y": 1, m + "-z": 1})
+	return w, svc, m
+}
+
+// rowsByID returns the service's rows and its status.
+func rowsByID(t *testing.T, c *api.Client) (map[string]api.Agent, api.Status) {
+	t.Helper()
+	st, err := c.Status(context.Background())
+	if err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	rows := map[string]api.Agent{}
+	for _, a := range st.Agents {
+		rows[a.ID] = a
+	}
+	return rows, st
+}
+
+// sameAgents fails unless every agent of before is, in after, the same
+// tree: the same agent and guardian pids, the same since, no restart.
+func sameAgents(t *testing.T, before, after map[string]api.Agent) {
+	t.Helper()
+	for id, b := range before {
+		a := after[id]
+		if a.State != b.State || a.PID != b.PID || a.GuardianPID != b.GuardianPID || !a.Since.Equal(b.Since) || a.Restarts != b.Restarts {
+			t.Errorf("%s changed: before %s pid %d guardian %d since %v restarts %d; after %s pid %d guardian %d since %v restarts %d",
+				id, b.State, b.PID, b.GuardianPID, b.Since, b.Restarts, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts)
+		}
+	}
+}
+
+// hammer asks for the status as fast as it can until stop is called, and
+// then returns how many requests were made and the errors.
+func hammer(c *api.Client) (stop func() (int, []error)) {
+	var n atomic.Int64
+	var mu sync.Mutex
+	var errs []error
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				_, err := c.Status(ctx)
+				cancel()
+				n.Add(1)
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	return func() (int, []error) {
+		close(done)
+		wg.Wait()
+		return int(n.Load()), errs
+	}
+}
+
+// I9: an upgrade restarts no agent. The service, asked to become the
+// binary on disk, does so in place: the same pid, every tree, guardian
+// and pid as before, the API answering throughout (no request refused:
+// they wait in the listener's queue), and an event stream going on
+// across it. Twice in a row, and then the successor stops and quits as
+// any service does.
+func TestUpgradeRestartsNoAgent(t *testing.T) {
+	w, svc, m := upgradeWorld(t, time.Second)
+	c := w.client("default")
+	before, st0 := rowsByID(t, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events, err := c.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hellos := make(chan api.Event, 16)
+	go func() {
+		for ev, err := range events {
+			if err != nil {
+				return
+			}
+			if ev.Type == api.EventHello {
+				hellos <- ev
+			}
+		}
+	}()
+	<-hellos
+	for round := range 2 {
+		stop := hammer(c)
+		r := w.run(time.Minute, "service", "upgrade")
+		n, errs := stop()
+		if r.code != 0 {
+			t.Fatalf("round %d: service upgrade: exit %d: %s%s\nservice log:\n%s", round, r.code, r.stdout, r.stderr, svc.output())
+		}
+		if len(errs) > 0 {
+			t.Errorf("round %d: %d of %d status requests failed during the upgrade, first: %v", round, len(errs), n, errs[0])
+		}
+		after, st := rowsByID(t, c)
+		sameAgents(t, before, after)
+		if st.ServicePID != st0.ServicePID {
+			t.Errorf("round %d: the service's pid changed from %d to %d", round, st0.ServicePID, st.ServicePID)
+		}
+		if st.Service == nil || st.Service.Upgrade == nil || st.Service.Upgrade.Error != nil || st.Service.Upgrade.Took <= 0 {
+			t.Fatalf("round %d: status says of the upgrade %+v", round, st.Service)
+		}
+		exactlyOnce(t, 100*time.Millisecond, map[string]int{m + "-x": 1, m + "-y": 1, m + "-z": 1})
+		// Each guardian (version 2) is told of its new owner.
+		logPath := filepath.Join(w.dir, "state", "tether", "default", "logs", "z.log")
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			b, _ := os.ReadFile(logPath)
+			if strings.Count(string(b), "the tether has a new owner") == round+1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the guardian of z was not sent attach:\n%s", round, b)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		select {
+		case <-hellos:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: the event stream did not go on after the upgrade", round)
+		}
+		t.Logf("round %d: %s; %d status requests during it, none refused; handover %v", round, strings.TrimSpace(r.stdout), n, st.Service.Upgrade.Took)
+	}
+	w.mustRun("stop", "y")
+	exactlyOnce(t, 0, map[string]int{m + "-y": 0})
+	if err := c.Quit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-svc.done
+	w.waitOwnerGone("default", m, time.Now(), 5*time.Second)
+	if _, err := os.Stat(w.socket("default")); !os.IsNotExist(err) {
+		t.Errorf("the successor left its socket behind: %v", err)
+	}
+}
+
+// An upgrade that cannot be made leaves the service as it was and says
+// why: a binary that is not there, not executable, not a tether, or a
+// tether that cannot take over (it reads no handover of this version).
+func TestUpgradeRefused(t *testing.T) {
+	w, svc, m := upgradeWorld(t, time.Second)
+	c := w.client("default")
+	before, st0 := rowsByID(t, c)
+	script := func(name, body string, mode os.FileMode) string {
+		p := filepath.Join(w.dir, name)
+		if err := os.WriteFile(p, []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	future := `#!/bin/sh
+cat >/dev/null
+echo '{"version":"99","build":"f","handover":[7,7],"protocol":[5,5],"error":"it writes handover records of version 1; this tether reads 7 to 7"}'
+exit 1
+`
+	for _, c := range []struct {
+		name, path, want string
+	}{
+		{"missing", filepath.Join(w.dir, "nothing-here"), "no such file"},
+		{"not executable", script("plain", "#!/bin/sh\nexit 0\n", 0o600), "not executable"},
+		{"not a tether", script("other", "#!/bin/sh\necho hello\n", 0o700), "cannot take over"},
+		{"a tether that cannot", script("future", future, 0o700), "reads 7 to 7"},
+	} {
+		r := w.run(time.Minute, "service", "upgrade", c.path)
+		if r.code != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 saying %q", c.name, r.code, r.stderr, c.want)
+		}
+	}
+	after, st := rowsByID(t, c)
+	sameAgents(t, before, after)
+	if st.ServicePID != st0.ServicePID || st.Service.Build != st0.Service.Build {
+		t.Errorf("the service changed: %+v, was %+v", st.Service, st0.Service)
+	}
+	if u := st.Service.Upgrade; u == nil || u.Error == nil || u.Error.Code != api.CodeUpgrade {
+		t.Errorf("status says of the last upgrade %+v, want its error", u)
+	}
+	exactlyOnce(t, 100*time.Millisecond, map[string]int{m + "-x": 1, m + "-y": 1, m + "-z": 1})
+	_ = svc
+}
+
+// The exec itself fails after the check passed (the binary is gone by
+// then): the service goes back to serving as it was, with every agent,
+// and a later upgrade goes through.
+func TestUpgradeExecFails(t *testing.T) {
+	w, svc, m := upgradeWorld(t, time.Second)
+	c := w.client("default")
+	before, _ := rowsByID(t, c)
+	vanishing := filepath.Join(w.dir, "vanishing")
+	body := fmt.Sprintf("#!/bin/sh\nif [ \"$3\" = service ] && [ \"$4\" = handover-check ]; then %q \"$@\"; rc=$?; rm -f \"$0\"; exit $rc; fi\nexec %q \"$@\"\n", tether, tether)
+	if err := os.WriteFile(vanishing, []byte(body), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r := w.run(time.Minute, "service", "upgrade", vanishing)
+	if r.code != 1 || !strings.Contains(r.stderr, "exec "+vanishing) {
+		t.Fatalf("upgrade to a binary gone before the exec: exit %d, %q\nservice log:\n%s", r.code, r.stderr, svc.output())
+	}
+	after, _ := rowsByID(t, c)
+	sameAgents(t, before, after)
+	exactlyOnce(t, 100*time.Millisecond, map[string]int{m + "-x": 1, m + "-y": 1, m + "-z": 1})
+	w.mustRun("stop", "z") // the agents answer to the service as before
+	w.mustRun("service", "upgrade")
+	after, _ = rowsByID(t, c)
+	delete(before, "z")
+	sameAgents(t, before, after)
+}
+
+// A kill at each step of the handover: before the exec (the old service
+// paused, frozen, its record written, its descriptors inheritable), and
+// after it (the successor with the record read, serving, with half its
+// tethers made sessions again, with half its guardians sent attach). Whatever the moment, it is a crash: every tree goes
+// within its stop timeout (I2), nothing is left (no guardian, lock,
+// private directory or record), and a relaunch brings every agent back
+// exactly once: never two trees.
+func TestUpgradeKilledAtEachStep(t *testing.T) {
+	const stop = 300 * time.Millisecond
+	for _, step := range []string{"paused", "frozen", "recorded", "exec", "successor", "serving", "attaching", "announcing"} {
+		t.Run(step, func(t *testing.T) {
+			w, svc, m := upgradeWorld(t, stop, "TETHER_TEST_HANDOVER_STOP="+step)
+			upgraded := make(chan result, 1)
+			go func() { upgraded <- w.run(time.Minute, "service", "upgrade") }()
+			if !waitStopped(svc.cmd.Process.Pid, 30*time.Second) {
+				svc.kill()
+				r := <-upgraded
+				t.Fatalf("the service never stopped at %s; the upgrade: exit %d %s%s\nservice log:\n%s", step, r.code, r.stdout, r.stderr, svc.output())
+			}
+			begin := time.Now()
+			svc.kill()
+			took := w.waitOwnerGone("default", m, begin, stop+ownerGoneMargin)
+			if left := reapAdopted(5 * time.Second); len(left) > 0 {
+				t.Fatalf("guardians still running after their teardown: %v", left)
+			}
+			w.waitOwnerGone("default", m, begin, stop+ownerGoneMargin)
+			// Once the successor serves, the upgrade is made, and the
+			// command may say so before the kill.
+			if r := <-upgraded; r.code == 0 && !slices.Contains([]string{"serving", "attaching", "announcing"}, step) {
+				t.Errorf("the upgrade succeeded although its service was killed at %s, before it took over", step)
+			}
+			t.Logf("killed at %s: everything gone %v later", step, took)
+
+			w.startService("default")
+			for _, id := range []string{"x", "y", "z"} {
+				w.waitState("default", id, api.StateRunning)
+			}
+			waitTrees(t, m+"-x", 1)
+			exactlyOnce(t, 300*time.Millisecond, map[string]int{m + "-x": 1, m + "-y": 1, m + "-z": 1})
+			if left, _ := filepath.Glob(filepath.Join(w.dir, "state", "tether", "default", "handover.json*")); len(left) > 0 {
+				t.Errorf("handover records left: %v", left)
+			}
+		})
+	}
+}
+
+// waitStopped waits, up to within, until pid is stopped by a signal
+// (state T), and reports whether it was.
+func waitStopped(pid int, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for {
+		if p, err := punix.Stat(pid); err == nil && p.State == 'T' {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// An old guardian under a new service: the service runs a binary whose
+// guardians speak protocol version 1 (no attach), and is upgraded to this
+// one, which speaks 2. The successor tells those guardians nothing (the
+// version says they would not understand), and they go on as before:
+// the same trees, a stop that stops, and the service's death that ends
+// them (I2).
+func TestUpgradeKeepsOldGuardians(t *testing.T) {
+	old := filepath.Join(t.TempDir(), "tether-v1")
+	build := exec.Command("go", "build", "-ldflags", "-X github.com/tether-dev/tether/guardian.speaksFlag=1", "-o", old, "github.com/tether-dev/tether")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building a tether whose guardians speak version 1: %v\n%s", err, out)
+	}
+	w, bash, script := crashWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	w.writeConfig("agents:\n" + misbehavingYAML("x", bash, script, m+"-x", true, 300*time.Millisecond) + politeYAML("y", bash, m+"-y", true))
+	svc := w.startServiceWith(old, "default")
+	for _, id := range []string{"x", "y"} {
+		w.waitState("default", id, api.StateRunning)
+	}
+	waitTrees(t, m+"-x", 1)
+	c := w.client("default")
+	before, _ := rowsByID(t, c)
+	// This binary's command line asks the old service to become it.
+	if r := w.run(time.Minute, "service", "upgrade"); r.code != 0 {
+		t.Fatalf("upgrade from the old binary: exit %d: %s%s\nservice log:\n%s", r.code, r.stdout, r.stderr, svc.output())
+	}
+	after, st := rowsByID(t, c)
+	sameAgents(t, before, after)
+	if st.Service == nil || st.Service.Executable != tether {
+		t.Fatalf("the service runs %+v after the upgrade, want %s", st.Service, tether)
+	}
+	exactlyOnce(t, 100*time.Millisecond, map[string]int{m + "-x": 1, m + "-y": 1})
+	// A guardian of version 2 would log its new owner (see
+	// TestUpgradeRestartsNoAgent); one of version 1 is told nothing.
+	time.Sleep(500 * time.Millisecond) // the successor's attach comes 100 ms after it serves
+	log, _ := os.ReadFile(filepath.Join(w.dir, "state", "tether", "default", "logs", "x.log"))
+	if strings.Contains(string(log), "the tether has a new owner") {
+		t.Errorf("a version 1 guardian was sent attach:\n%s", log)
+	}
+	w.mustRun("stop", "y")
+	exactlyOnce(t, 0, map[string]int{m + "-y": 0})
+	begin := time.Now()
+	svc.kill()
+	w.waitOwnerGone("default", m, begin, 300*time.Millisecond+ownerGoneMargin)
+	if left := reapAdopted(5 * time.Second); len(left) > 0 {
+		t.Fatalf("guardians still running: %v", left)
+	}
+}

@@ -1,0 +1,256 @@
+//go:build unix
+
+package tray
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
+)
+
+// startEngine is newTestEngine with deps of the test's making, and tweak
+// applied before the engine starts.
+func startEngine(t *testing.T, dir string, u ui, d deps, tweak func(*engine)) *engine {
+	t.Helper()
+	opts := Options{Socket: filepath.Join(dir, "s.sock"), LogDir: dir, ConfigFile: filepath.Join(dir, "agents.yaml")}
+	e := newEngine(context.Background(), opts, d, u)
+	if tweak != nil {
+		tweak(e)
+	}
+	e.start()
+	t.Cleanup(func() {
+		if !e.stop(10 * time.Second) {
+			t.Error("the engine's goroutines did not end")
+		}
+	})
+	return e
+}
+
+func (o *fakeOS) allNotices() []Notice {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.notices)
+}
+
+func failedRow(id string) api.Agent {
+	a := agent(id, api.StateFailed, 0, &api.Error{Code: api.CodeSpawn, Message: fmt.Sprintf(`starting guardian for "%s@relay": spawn: command "/nonexistent" not found`, id)})
+	a.Since = time.Now()
+	return a
+}
+
+// TestEngineBurstNamesEveryAgent: eight agents failing at once give three
+// notices of their own and one summary, and every agent is named.
+func TestEngineBurstNamesEveryAgent(t *testing.T) {
+	dir := shortDir(t)
+	var agents []api.Agent
+	var ids []string
+	for i := range 8 {
+		id := fmt.Sprintf("agent%d", i)
+		ids = append(ids, id)
+		agents = append(agents, agent(id, api.StateRunning, time.Minute, nil))
+	}
+	f := startFake(t, filepath.Join(dir, "s.sock"), agents...)
+	u, o := &fakeUI{}, &fakeOS{}
+	newTestEngine(t, dir, u, o)
+	u.waitMenu(t, "8 running", firstLine("8 running"))
+	for _, id := range ids {
+		f.send(failedRow(id))
+	}
+	testproc.Eventually(t, 10*time.Second, func() bool {
+		return slices.ContainsFunc(o.allNotices(), func(n Notice) bool { return strings.Contains(n.Title, "5 more agents failed") })
+	}, "never: a summary")
+	got := o.allNotices()
+	if missing := named(got, ids); len(missing) > 0 {
+		t.Errorf("never named: %v in %+v", missing, got)
+	}
+	if len(got) != 4 {
+		var titles []string
+		for _, n := range got {
+			titles = append(titles, n.Title)
+		}
+		t.Errorf("%d notices, want 3 and a summary: %q", len(got), titles)
+	}
+}
+
+// TestEngineNoticeActions: the actions a notice offers do what they say,
+// whether the desktop reports them (noticeActions) or not.
+func TestEngineNoticeActions(t *testing.T) {
+	dir := shortDir(t)
+	f := startFake(t, filepath.Join(dir, "s.sock"), agent("bob", api.StateRunning, time.Minute, nil))
+	u, o := &fakeUI{}, &fakeOS{}
+	var run func(Action)
+	var mu sync.Mutex
+	d := o.deps()
+	d.noticeActions = func(r func(Action)) { mu.Lock(); run = r; mu.Unlock() }
+	e := startEngine(t, dir, u, d, nil)
+	u.waitMenu(t, "1 running", firstLine("1 running"))
+	f.send(failedRow("bob"))
+	n := o.waitNotice(t, "bob failed")
+	if got := labels(n); !slices.Equal(got, []string{LabelOpenLog, LabelStartAgain, LabelOpenConfig}) {
+		t.Fatalf("actions %v", got)
+	}
+	mu.Lock()
+	r := run
+	mu.Unlock()
+	if r == nil {
+		t.Fatal("the engine did not hand its actions to the notifier")
+	}
+	r(n.Actions[1].Do) // Start again
+	testproc.Eventually(t, 10*time.Second, func() bool { return slices.Contains(f.didActions(), "start bob") }, "never: start bob")
+	r(n.Actions[0].Do) // Open log: there is none yet
+	if n := o.waitNotice(t, "no log for bob yet"); n.Urgency != UrgencyLow {
+		t.Errorf("no-log notice %+v, want an informational one", n)
+	}
+	e.act(n.Actions[2].Do) // Open config
+	testproc.Eventually(t, 10*time.Second, func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return slices.Contains(o.opened, filepath.Join(dir, "agents.yaml"))
+	}, "never: the config opened")
+}
+
+// TestEngineServiceBack: a "service is back" notice follows a "service
+// stopped" one, and replaces it.
+func TestEngineServiceBack(t *testing.T) {
+	dir := shortDir(t)
+	sock := filepath.Join(dir, "s.sock")
+	f := startFake(t, sock, agent("a", api.StateRunning, time.Minute, nil))
+	u, o := &fakeUI{}, &fakeOS{}
+	newTestEngine(t, dir, u, o)
+	u.waitMenu(t, "1 running", firstLine("1 running"))
+	if slices.ContainsFunc(o.allNotices(), func(n Notice) bool { return strings.Contains(n.Title, "is back") }) {
+		t.Fatal("a back notice at the first connection")
+	}
+	f.stop()
+	lost := o.waitNotice(t, "service stopped")
+	startFake(t, sock, agent("a", api.StateRunning, time.Minute, nil))
+	back := o.waitNotice(t, "service is back")
+	if back.Subject != lost.Subject {
+		t.Errorf("the back notice (%q) does not replace the lost one (%q)", back.Subject, lost.Subject)
+	}
+}
+
+// TestEngineSleep: while the machine suspends and resumes, a lost service
+// that comes back is not announced at all, and an agent's failure that
+// outlasts the resume is announced after it.
+func TestEngineSleep(t *testing.T) {
+	dir := shortDir(t)
+	sock := filepath.Join(dir, "s.sock")
+	f := startFake(t, sock, agent("a", api.StateRunning, time.Minute, nil), agent("b", api.StateRunning, time.Minute, nil))
+	u, o := &fakeUI{}, &fakeOS{}
+	sleeps := make(chan chan<- bool, 1)
+	d := o.deps()
+	d.watchSleep = func(ctx context.Context, ev chan<- bool) { sleeps <- ev; <-ctx.Done() }
+	startEngine(t, dir, u, d, func(e *engine) { e.settle = 300 * time.Millisecond })
+	ev := <-sleeps
+	u.waitMenu(t, "2 running", firstLine("2 running"))
+
+	ev <- true // suspending
+	crash := func(id string) api.Agent {
+		a := agent(id, api.StateFailed, 0, &api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row"})
+		a.Since = time.Now()
+		return a
+	}
+	f.send(crash("a"))
+	f.send(crash("b"))
+	u.waitMenu(t, "2 failed", firstLine("2 failed"))
+	recovered := agent("b", api.StateRunning, 0, nil)
+	recovered.Since = time.Now()
+	f.send(recovered)
+	u.waitMenu(t, "b recovered", firstLine("1 running, 1 failed"))
+	f.stop()
+	u.waitMenu(t, "service not running", firstLine("service not running"))
+	f = startFake(t, sock, crash("a"), recovered)
+	u.waitMenu(t, "connected again", firstLine("1 running, 1 failed"))
+	ev <- false // resumed
+	if n := o.waitNotice(t, "a keeps crashing"); n.Urgency != UrgencyCritical {
+		t.Errorf("after the resume: %+v", n)
+	}
+	// Give anything else that was held time to come out.
+	time.Sleep(500 * time.Millisecond)
+	for _, n := range o.allNotices() {
+		if strings.Contains(n.Title, "service") || strings.Contains(n.Title, "b keeps") {
+			t.Errorf("notice %q, for something the suspend caused and the resume mended", n.Title)
+		}
+	}
+	// Awake, notices flow at once again.
+	f.send(crash("b"))
+	o.waitNotice(t, "b keeps crashing")
+}
+
+// TestEngineReloadAndCopy: Reload config asks the service, and a rejected
+// config is announced by its cause; Copy error copies, or says why not.
+func TestEngineReloadAndCopy(t *testing.T) {
+	dir := shortDir(t)
+	f := startFake(t, filepath.Join(dir, "s.sock"), agent("a", api.StateRunning, time.Minute, nil))
+	u, o := &fakeUI{}, &fakeOS{}
+	var copied []string
+	var mu sync.Mutex
+	d := o.deps()
+	d.copy = func(s string) error { mu.Lock(); copied = append(copied, s); mu.Unlock(); return nil }
+	e := startEngine(t, dir, u, d, nil)
+	m := u.waitMenu(t, "1 running", firstLine("1 running"))
+	e.act(findAction(t, m, TitleReload))
+	testproc.Eventually(t, 10*time.Second, func() bool { return slices.Contains(f.didActions(), "reload") }, "never: a reload")
+
+	f.mu.Lock()
+	f.reloadErr = &api.Error{Code: api.CodeConfig, Message: "config: /x/agents.yaml:3: agents[0]: unknown key \"comand\""}
+	f.mu.Unlock()
+	e.act(findAction(t, m, TitleReload))
+	n := o.waitNotice(t, "config not applied")
+	if !strings.HasPrefix(n.Body, "agents.yaml:3: agents[0]: unknown key") || !slices.Equal(labels(n), []string{LabelOpenConfig}) {
+		t.Errorf("notice %+v", n)
+	}
+
+	e.act(Action{Kind: ActCopy, Text: "a (a@relay): spawn: it broke"})
+	testproc.Eventually(t, 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Equal(copied, []string{"a (a@relay): spawn: it broke"})
+	}, "never: the copy")
+
+	// No clipboard: the error is shown instead.
+	e2 := startEngine(t, dir, &fakeUI{}, o.deps(), nil)
+	e2.act(Action{Kind: ActCopy, Text: "the whole error"})
+	if n := o.waitNotice(t, "cannot copy"); !strings.Contains(n.Body, "the whole error") || !strings.Contains(n.Body, "xclip") && !strings.Contains(n.Body, "clipboard") {
+		t.Errorf("notice %+v", n)
+	}
+}
+
+// TestEngineAgesFollowRebuilds: a rebuild (as the binding asks for when
+// the menu opens) shows the ages of that moment; with nothing happening,
+// nothing rebuilds: the engine has no timer.
+func TestEngineAgesFollowRebuilds(t *testing.T) {
+	dir := shortDir(t)
+	base := time.Now()
+	a := agent("a", api.StateRunning, 0, nil)
+	a.Since = base
+	startFake(t, filepath.Join(dir, "s.sock"), a)
+	var mu sync.Mutex
+	now := base
+	u, o := &fakeUI{}, &fakeOS{}
+	d := o.deps()
+	d.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	e := startEngine(t, dir, u, d, nil)
+	u.waitMenu(t, "a running <1m and the login state", func(m Menu) bool {
+		return firstLine("1 running")(m) && find(t, m.Items, "a").Title == "a: running <1m" && find(t, m.Items, TitleStartAtLogin).Enabled
+	})
+	mu.Lock()
+	now = base.Add(3*time.Hour + 5*time.Minute)
+	mu.Unlock()
+	before := u.count()
+	time.Sleep(300 * time.Millisecond)
+	if n := u.count(); n != before {
+		t.Errorf("%d rebuilds with nothing happening", n-before)
+	}
+	e.changed() // the menu opens
+	u.waitMenu(t, "a running 3h", func(m Menu) bool { return find(t, m.Items, "a").Title == "a: running 3h" })
+}
