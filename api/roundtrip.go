@@ -61,10 +61,11 @@ func (b *connBody) Close() error {
 	var err error
 	b.once.Do(func() {
 		b.stop()
-		err = b.body.Close()
-		if cerr := b.conn.Close(); err == nil {
-			err = cerr
-		}
+		// The connection is this body's alone: closing it first ends
+		// the body without reading what the service still sends (an
+		// event stream's rest, which may never end).
+		err = b.conn.Close()
+		_ = b.body.Close()
 	})
 	return err
 }

@@ -87,10 +87,31 @@ func newFollower(path string) *follower {
 	fl := &follower{path: path}
 	if f, err := os.Open(path); err == nil {
 		fl.f = f
-		fl.off, _ = f.Seek(0, io.SeekEnd)
+		size, _ := f.Seek(0, io.SeekEnd)
+		// A line still being written belongs to what follows: the
+		// follower starts where it began, so it is read whole.
+		fl.off = lineStart(f, size)
 		fl.start = fl.off
 	}
 	return fl
+}
+
+// lineStart returns where the line that ends at size begins: size itself
+// when the first size bytes of r end with a newline (or are none).
+func lineStart(r io.ReaderAt, size int64) int64 {
+	const block = 4 << 10
+	buf := make([]byte, block)
+	for end := size; end > 0; {
+		step := min(int64(block), end)
+		if n, _ := r.ReadAt(buf[:step], end-step); int64(n) < step {
+			return size // unreadable: start at the end
+		}
+		if i := bytes.LastIndexByte(buf[:step], '\n'); i >= 0 {
+			return end - step + int64(i) + 1
+		}
+		end -= step
+	}
+	return 0
 }
 
 // tail returns the last n lines before the point the follower starts at.

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,6 +93,51 @@ func TestFollowerReadsInBatchesAndAcrossTruncation(t *testing.T) {
 	w.WriteString("after\n")
 	if got := f.read(3); strings.Join(got, ",") != "after" {
 		t.Fatalf("after truncation %q", got)
+	}
+}
+
+// A follower made while a line is half written starts at that line: it
+// reads the line whole, and the tail before it ends at the line before.
+func TestFollowerStartsAtTheLineBeingWritten(t *testing.T) {
+	dir := testdir.Temp(t)
+	for _, long := range []bool{false, true} {
+		p := filepath.Join(dir, fmt.Sprintf("a-%v.log", long))
+		half := "12 half"
+		if long {
+			// A half line longer than one block of the backward scan.
+			half += strings.Repeat("x", 10<<10)
+		}
+		if err := os.WriteFile(p, []byte("10 whole\n11 whole\n"+half), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f := newFollower(p)
+		defer f.close()
+		if tail, _ := f.tail(5); strings.Join(tail, ",") != "10 whole,11 whole" {
+			t.Fatalf("long %v: tail %q", long, tail)
+		}
+		w, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		w.WriteString(" done\n13\n")
+		if got := f.read(5); len(got) != 2 || got[0] != half+" done" || got[1] != "13" {
+			t.Fatalf("long %v: read %.40q", long, got)
+		}
+	}
+	// A file of one half line: the follower starts at its beginning.
+	p := filepath.Join(dir, "one.log")
+	if err := os.WriteFile(p, []byte("half"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newFollower(p)
+	defer f.close()
+	if tail, _ := f.tail(5); len(tail) != 0 {
+		t.Fatalf("tail of a half line %q", tail)
+	}
+	os.WriteFile(p, []byte("half line\n"), 0o600)
+	if got := f.read(5); strings.Join(got, ",") != "half line" {
+		t.Fatalf("read %q", got)
 	}
 }
 
