@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/tether-dev/tether/platform"
 )
@@ -35,6 +36,8 @@ type apiListener struct {
 	unwatch chan struct{} // closed when watch is closed, ending its goroutine
 	closed  bool
 	done    chan struct{} // closed by Close
+	// deadline is the one SetDeadline gave, which a new socket gets too.
+	deadline time.Time
 }
 
 // listenAPI listens on the profile's socket and keeps it.
@@ -94,6 +97,23 @@ func (a *apiListener) Accept() (net.Conn, error) {
 	}
 }
 
+// SetDeadline sets the deadline of Accept, for the API's pause before a
+// handover: on the socket that serves now, and on any made after.
+func (a *apiListener) SetDeadline(t time.Time) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.deadline = t
+	return setDeadline(a.cur, t)
+}
+
+func setDeadline(l net.Listener, t time.Time) error {
+	d, ok := l.(interface{ SetDeadline(time.Time) error })
+	if !ok {
+		return fmt.Errorf("the %T listener has no deadline", l)
+	}
+	return d.SetDeadline(t)
+}
+
 // Addr implements net.Listener.
 func (a *apiListener) Addr() net.Addr {
 	a.mu.Lock()
@@ -136,6 +156,9 @@ func (a *apiListener) check() {
 		l.Close()
 		a.logf("local API: the new socket %s: %v", a.path, err)
 		return
+	}
+	if !a.deadline.IsZero() {
+		_ = setDeadline(l, a.deadline)
 	}
 	old := a.cur
 	a.cur, a.ino = l, fi
