@@ -39,6 +39,11 @@ func (g *guardian) member(pid int) bool {
 	if g.tree == nil {
 		return false
 	}
+	if pid == g.tree.Leader.Pid {
+		// The agent's main process, the usual sender: no scan of the
+		// tree. It is alive, or not yet reaped, as it just sent.
+		return true
+	}
 	ms, err := g.tree.Members()
 	if err != nil {
 		return false
