@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"iter"
 	"net"
 	"net/http"
@@ -22,6 +23,18 @@ import (
 // line exits 3 on it, with a hint on how to start the service.
 var ErrNotRunning = errors.New("the tether service is not running")
 
+// ErrUntrusted reports a service that was refused before anything was
+// sent to it: its socket's directory, or the process that answers on the
+// socket, is another user's (or on Windows the pipe is), who may have
+// claimed the path first. The error names that user. The command line
+// exits 3 on it.
+var ErrUntrusted = platform.ErrUntrusted
+
+// ErrUnreachable reports a socket that is there but whose connect was
+// refused (EACCES, EPERM): the error says why. The command line exits 3
+// on it.
+var ErrUnreachable = errors.New("the tether service cannot be reached")
+
 // ErrStreamClosed ends an event stream that the service closed: it shut
 // down, or dropped a reader that fell too far behind. Reconnecting gives a
 // fresh hello.
@@ -34,8 +47,10 @@ const maxErrorBody = 64 << 10
 // methods are safe for concurrent use.
 //
 // Errors: *Error (errors.As) when the service answered with one;
-// ErrNotRunning (errors.Is) when nothing listens on the socket; otherwise
-// the transport's error, or the context's.
+// ErrNotRunning (errors.Is) when nothing listens on the socket;
+// ErrUntrusted when what listens is not the user's; ErrUnreachable when
+// the connect was refused; otherwise the transport's error, or the
+// context's.
 type Client struct {
 	path string
 	hc   *http.Client
@@ -54,13 +69,18 @@ func NewClient(socketPath string) *Client {
 	return &Client{path: socketPath, hc: &http.Client{Transport: oneShot{path: socketPath}}}
 }
 
-// dialSocket connects to the service's socket or pipe (platform.Dial: on
-// Windows the client lets the service identify it, and refuses a pipe
-// another user created). Nothing listening there is ErrNotRunning.
+// dialSocket connects to the service's socket or pipe (platform.Dial:
+// on Unix it refuses a socket directory or a listener of another user,
+// on Windows a pipe another user created, before anything is sent).
+// Nothing listening there is ErrNotRunning; a connect refused for lack
+// of permission, ErrUnreachable.
 func dialSocket(ctx context.Context, path string) (net.Conn, error) {
 	c, err := platform.Dial(ctx, path)
-	if errors.Is(err, platform.ErrNoListener) {
+	switch {
+	case errors.Is(err, platform.ErrNoListener):
 		return nil, fmt.Errorf("%w: %w", ErrNotRunning, err)
+	case errors.Is(err, fs.ErrPermission):
+		return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
 	return c, err
 }

@@ -38,13 +38,23 @@ const (
 	// CodeForbidden: the caller is not the service's user, or the request
 	// came from a browser (HTTP 403).
 	CodeForbidden Code = "forbidden"
+	// CodeLock: the identity's ownership lock or its owner record could
+	// not be used: the lock directory or file is unsafe (a link, another
+	// owner, a wrong mode) or could not be opened or written (EACCES,
+	// ENOSPC). The message names the file.
+	CodeLock Code = "lock"
+	// CodePrivateDir: the agent's private directory, or the directory
+	// that holds them, could not be made (EACCES, ENOSPC, an unsafe
+	// path). The message names the directory.
+	CodePrivateDir Code = "private_dir"
 	// CodeInternal: anything else, such as a guardian that died without
-	// reporting its teardown, or one that could not use its lock file or
-	// make the private directory (HTTP 500).
+	// reporting its teardown (HTTP 500).
 	CodeInternal Code = "internal"
 	// CodeExited: the agent ended on its own with a non-zero status or a
-	// signal; the message says how. On a row in backoff it is being
-	// restarted; in failed its restart policy does not restart it.
+	// signal, or it exited leaving processes running, which its guardian
+	// stopped; the message says how, and how many it left. On a row in
+	// backoff it is being restarted; in failed its restart policy does
+	// not restart it; in stopped it exited 0 and left processes.
 	CodeExited Code = "exited"
 	// CodeCrashLoop: the agent ended too many times in a row, each soon
 	// after it started; its row is failed and it is not restarted until
@@ -76,13 +86,13 @@ const (
 // Codes returns every error code.
 func Codes() []Code {
 	return []Code{CodeNotFound, CodeBadRequest, CodeContention, CodeCleanupFailed, CodeSpawn, CodeConfig,
-		CodeState, CodeForbidden, CodeInternal, CodeExited, CodeCrashLoop, CodeNotReady, CodeWatchdog,
-		CodeUnhealthy, CodeDependency, CodeUpgrade}
+		CodeState, CodeForbidden, CodeLock, CodePrivateDir, CodeInternal, CodeExited, CodeCrashLoop, CodeNotReady,
+		CodeWatchdog, CodeUnhealthy, CodeDependency, CodeUpgrade}
 }
 
 // AgentCodes returns the codes an Agent row's Error can carry: why its
 // last start failed, how it last ended, or what its cleanup left.
 func AgentCodes() []Code {
-	return []Code{CodeContention, CodeCleanupFailed, CodeSpawn, CodeConfig, CodeInternal, CodeExited, CodeCrashLoop,
-		CodeNotReady, CodeWatchdog, CodeUnhealthy, CodeDependency}
+	return []Code{CodeContention, CodeCleanupFailed, CodeSpawn, CodeConfig, CodeLock, CodePrivateDir, CodeInternal,
+		CodeExited, CodeCrashLoop, CodeNotReady, CodeWatchdog, CodeUnhealthy, CodeDependency}
 }

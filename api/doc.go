@@ -38,7 +38,9 @@
 // command line it becomes. Where each can appear:
 //
 //   - On an Agent row: the AgentCodes, that is contention,
-//     cleanup_failed, spawn, config, internal, exited and crash_loop.
+//     cleanup_failed, spawn, config, lock, private_dir, internal, exited,
+//     crash_loop, not_ready, watchdog, unhealthy and dependency. In its
+//     IntentError: state, while its intent is not saved.
 //   - In an action's Result: why the start or stop failed, as on the
 //     row; not_found for an unknown id (the Result has no row); state when
 //     the action went through but its intent could not be saved;

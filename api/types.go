@@ -76,6 +76,11 @@ type Agent struct {
 	// Status is the agent's own word on how it is doing: its last
 	// STATUS= text (ready: notify), or what a starting agent waits for.
 	Status string `json:"status,omitempty"`
+	// IntentError, code state, says that the agent's intent (started
+	// or stopped, Enabled) could not be saved: the service retries until
+	// it is. Until then a service that crashed would start, or leave
+	// stopped, the agent as the state file last said.
+	IntentError *Error `json:"intent_error,omitempty"`
 	// Containment is the rung the running tree got; empty while none
 	// runs.
 	Containment Containment `json:"containment,omitempty"`

@@ -18,14 +18,13 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
-	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
 )
 
-// agentsEnv sets how many agents BenchmarkService runs besides its probe
-// (default 200).
+// agentsEnv sets how many agents BenchmarkService and
+// BenchmarkServiceKillStubborn run besides the probe (default 200).
 const agentsEnv = "TETHER_BENCH_AGENTS"
 
 const defaultAgents = 200
@@ -311,6 +310,19 @@ type svcPaths struct {
 
 func newSvcWorld(b *testing.B, n int) *svcWorld {
 	b.Helper()
+	return newSvcWorldOf(b, n, treeAgent{script: treeScript})
+}
+
+// treeAgent is how each of the many agents of a svcWorld runs: its
+// shell script, and its stop_timeout (zero: the default).
+type treeAgent struct {
+	script      string
+	stopTimeout time.Duration
+}
+
+// newSvcWorldOf is newSvcWorld with n agents that run as many says.
+func newSvcWorldOf(b *testing.B, n int, many treeAgent) *svcWorld {
+	b.Helper()
 	// Short: the runtime directory holds the unix socket (about 100
 	// bytes at most).
 	dir, err := os.MkdirTemp("", "tb-")
@@ -354,16 +366,19 @@ func newSvcWorld(b *testing.B, n int) *svcWorld {
 
 	var cfg strings.Builder
 	cfg.WriteString("agents:\n")
-	agent := func(id, script string, autostart bool) {
+	agent := func(id, script string, autostart bool, stopTimeout time.Duration) {
 		fmt.Fprintf(&cfg, "  - id: %s\n    identity: %s\n    command: [/bin/sh, -c, %q]\n    autostart: %v\n",
 			id, identityOf(id), script, autostart)
+		if stopTimeout > 0 {
+			fmt.Fprintf(&cfg, "    stop_timeout: %v\n", stopTimeout)
+		}
 	}
 	for i := range n {
 		id := fmt.Sprintf("a%03d", i)
 		w.ids = append(w.ids, id)
-		agent(id, treeScript, true)
+		agent(id, many.script, true, many.stopTimeout)
 	}
-	agent(probeID, probeScript, false)
+	agent(probeID, probeScript, false, 0)
 	if err := os.WriteFile(filepath.Join(dir, "config", "tether", "agents.yaml"), []byte(cfg.String()), 0o600); err != nil {
 		b.Fatal(err)
 	}
@@ -706,83 +721,8 @@ type downTimes struct {
 // tree is dead, the private root is empty and every identity lock is
 // free. Before the kill it checks that each of these is held or present.
 func (s *svc) killAndWatch(trees []tree, within time.Duration) (downTimes, error) {
-	var t downTimes
-	var alive []unix.PollFd
-	var procs []*proc
-	defer func() {
-		for _, p := range procs {
-			p.close()
-		}
-	}()
-	for _, tr := range trees {
-		for _, m := range tr.members {
-			p, err := openProc(m.Ref())
-			if err != nil {
-				return t, fmt.Errorf("agent %s: %w", tr.id, err)
-			}
-			procs = append(procs, p)
-			alive = append(alive, unix.PollFd{Fd: int32(p.fd), Events: unix.POLLIN})
-		}
-	}
-	var locks []*os.File
-	defer func() {
-		for _, f := range locks {
-			f.Close()
-		}
-	}()
-	for _, tr := range trees {
-		f, err := punix.OpenLockFile(filepath.Join(s.w.paths.lockDir, guardian.Key(identityOf(tr.id))+".lock"))
-		if err != nil {
-			return t, err
-		}
-		locks = append(locks, f)
-		if err := punix.TryLock(f); !errors.Is(err, punix.ErrLocked) {
-			return t, fmt.Errorf("the lock of %s is not held while it runs (TryLock: %v)", tr.id, err)
-		}
-	}
-	if n, err := dirEntries(s.w.paths.privateRoot); err != nil || n != len(trees) {
-		return t, fmt.Errorf("%s holds %d entries, want one private directory per agent, %d (%v)", s.w.paths.privateRoot, n, len(trees), err)
-	}
-	held := slices.Clone(locks)
-
-	begin := time.Now()
-	if err := s.cmd.Process.Kill(); err != nil {
-		return t, fmt.Errorf("killing the service: %w", err)
-	}
-	for {
-		if t.tree == 0 {
-			if alive = stillAlive(alive); len(alive) == 0 {
-				t.tree = time.Since(begin)
-			}
-		}
-		if t.dirs == 0 {
-			if n, err := dirEntries(s.w.paths.privateRoot); err == nil && n == 0 {
-				t.dirs = time.Since(begin)
-			}
-		}
-		if t.locks == 0 {
-			// Drop the locks seen free, up to the first still held: one
-			// flock per pass while most are held.
-			for len(held) > 0 && punix.TryLock(held[0]) == nil {
-				_ = punix.Unlock(held[0])
-				held = held[1:]
-			}
-			if len(held) == 0 {
-				t.locks = time.Since(begin)
-			}
-		}
-		if t.tree != 0 && t.dirs != 0 && t.locks != 0 {
-			t.all = max(t.tree, t.dirs, t.locks)
-			return t, nil
-		}
-		if time.Since(begin) > within {
-			n, _ := dirEntries(s.w.paths.privateRoot)
-			return t, fmt.Errorf("%v after the service's SIGKILL: %d tree process(es) alive, %d private dir(s) left, %d lock(s) held",
-				within, len(alive), n, len(held))
-		}
-		ts := downEvery
-		_ = unix.Nanosleep(&ts, nil)
-	}
+	t, err := s.killAndWatchEach(trees, within)
+	return downTimes{tree: t.treeLast, dirs: t.dirs, locks: t.locks, all: t.all}, err
 }
 
 // dirEntries counts the entries of dir.

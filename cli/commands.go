@@ -30,7 +30,21 @@ func (inv *invocation) client() (*api.Client, service.Paths, error) {
 
 // apiFailure turns a client error into a message and an exit code.
 func (inv *invocation) apiFailure(p service.Paths, err error) int {
+	switch {
+	case errors.Is(err, api.ErrUntrusted):
+		// Nothing was sent: the error names whose it is.
+		fmt.Fprintf(inv.stderr, "tether: refusing to talk to what listens for profile %q: %v\n", p.Profile, err)
+		return ExitUnreachable
+	case errors.Is(err, api.ErrUnreachable):
+		fmt.Fprintf(inv.stderr, "tether: the service of profile %q cannot be reached: %v\n", p.Profile, err)
+		return ExitUnreachable
+	}
 	if errors.Is(err, api.ErrNotRunning) {
+		if pid, ok := service.RunningPID(p); ok {
+			fmt.Fprintf(inv.stderr, "tether: service pid %d of profile %q is running but its socket %s is gone; send it SIGHUP (kill -HUP %d) to make it listen again, or restart it.\n",
+				pid, p.Profile, p.Socket, pid)
+			return ExitUnreachable
+		}
 		fmt.Fprintf(inv.stderr, "tether: no service is running for profile %q (%s).\n", p.Profile, p.Socket)
 		fmt.Fprintf(inv.stderr, "Start one with \"tether%s service run\", or \"tether%s service start\" if it is installed.\n", inv.flagsHint(), inv.flagsHint())
 		return ExitUnreachable
@@ -194,6 +208,12 @@ func (inv *invocation) check(args []string) int {
 		return inv.fail("%v", err)
 	}
 	cfg, err := service.LoadConfig(p)
+	if err == nil {
+		// What the file cannot say: each dir exists and each command
+		// resolves, in the environment a service started from here
+		// would give it.
+		err = service.CheckAgents(cfg, os.Environ())
+	}
 	if err != nil {
 		fmt.Fprintln(inv.stderr, "tether check:", err)
 		return ExitFailure

@@ -54,6 +54,11 @@ func (inv *invocation) status(args []string) int {
 		return inv.statusJSON(st)
 	}
 	writeStatusTable(inv.stdout, st, inv.errorWidth(*wide))
+	for _, a := range st.Agents {
+		if a.IntentError != nil {
+			fmt.Fprintf(inv.stderr, "tether: %s: intent not saved: %s\n", a.ID, a.IntentError.Message)
+		}
+	}
 	if st.StateError != nil {
 		fmt.Fprintf(inv.stderr, "tether: state file problem: %s\n", st.StateError.Message)
 	}
@@ -136,18 +141,21 @@ type statusRow struct {
 	Restarts    int        `json:"restarts"`
 	Error       *api.Error `json:"error"`
 	Status      string     `json:"status,omitempty"`
+	IntentError *api.Error `json:"intent_error,omitempty"`
 	Usage       *api.Usage `json:"usage,omitempty"`
 }
 
-// statusJSON prints the status as statusHelp describes it: the rows, and
-// the state file's problem (code state) when there is one.
+// statusJSON prints the status as statusHelp describes it: the rows, the
+// state file's problem (code state) and the rejected config (code
+// config) when there are.
 func (inv *invocation) statusJSON(st api.Status) int {
 	out := struct {
-		Agents     []statusRow `json:"agents"`
-		StateError *api.Error  `json:"state_error,omitempty"`
-	}{Agents: []statusRow{}, StateError: st.StateError}
+		Agents      []statusRow `json:"agents"`
+		StateError  *api.Error  `json:"state_error,omitempty"`
+		ConfigError *api.Error  `json:"config_error,omitempty"`
+	}{Agents: []statusRow{}, StateError: st.StateError, ConfigError: st.ConfigError}
 	for _, a := range st.Agents {
-		out.Agents = append(out.Agents, statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error, a.Status, a.Usage})
+		out.Agents = append(out.Agents, statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error, a.Status, a.IntentError, a.Usage})
 	}
 	enc := json.NewEncoder(inv.stdout)
 	enc.SetIndent("", "  ")
@@ -219,8 +227,10 @@ var codeHelp = []struct {
 	{api.CodeCleanupFailed, "its processes, private dir or cgroup could not be cleaned up; stop exits 5"},
 	{api.CodeSpawn, "its command could not be started: not found, not executable, bad dir"},
 	{api.CodeConfig, "its env_file could not be read when it started"},
+	{api.CodeLock, "its identity's lock file or owner record could not be used (unsafe, EACCES, ENOSPC)"},
+	{api.CodePrivateDir, "its private directory could not be made (unsafe, EACCES, ENOSPC)"},
 	{api.CodeInternal, "its guardian died, or something else went wrong; the message says what"},
-	{api.CodeExited, "it ended on its own with a non-zero status or a signal"},
+	{api.CodeExited, "it ended on its own with a non-zero status or a signal, or left processes that tether stopped"},
 	{api.CodeCrashLoop, "it ended too often in a row, each soon after starting: not restarted"},
 	{api.CodeNotReady, "its readiness check did not pass within start_timeout: stopped, not restarted"},
 	{api.CodeWatchdog, "it missed its watchdog ping (or sent WATCHDOG=trigger): restarted by its policy"},
@@ -247,16 +257,21 @@ fit; with --wide, or written to a file or a pipe, it is whole.
   {"agents": [{"id", "identity", "state", "pid", "guardian_pid", "since",
                "restarts", "error": null or {"code", "message"},
                "status": the status text, when there is one,
+               "intent_error": {"code", "message"}, when there is one,
                "usage": {"cpu_seconds", "memory_bytes", "procs", "source"}}],
-   "state_error": {"code", "message"}}
+   "state_error": {"code", "message"},
+   "config_error": {"code", "message"}}
 
-"since" is an RFC 3339 time; "state_error" is there only when the state
-file cannot be used (code ` + string(api.CodeState) + `; the service goes on and leaves the file
-as it is). "usage" is measured for the request: "source" says how (cgroup:
-the agent's cgroup's accounting; processes: the sum over its live
-processes; job: its Windows job's accounting); an agent that does not run
-has zeros and no source. A row whose tree could not be measured has no
-"usage".
+"since" is an RFC 3339 time. "intent_error" (code ` + string(api.CodeState) + `) is there while the
+agent's start or stop could not be saved: the service retries until it
+is. "state_error" is there only when the state file cannot be used (code
+` + string(api.CodeState) + `; the service goes on and leaves the file as it is), "config_error"
+only when the last reload was rejected (code ` + string(api.CodeConfig) + `; the running config
+stays in force). "usage" is measured for the request: "source" says how
+(cgroup: the agent's cgroup's accounting; processes: the sum over its
+live processes; job: its Windows job's accounting); an agent that does
+not run has zeros and no source. A row whose tree could not be measured
+has no "usage".
 
 state is one of:
 `)

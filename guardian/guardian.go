@@ -46,7 +46,8 @@ type guardian struct {
 	key        string
 	log        *os.File
 	rec        *recordFile
-	locked     bool // the ownership lock is held
+	own        *record // what rec says of this guardian, once written
+	locked     bool    // the ownership lock is held
 	privateDir string
 	agentPid   int
 	agentExit  <-chan Exit
@@ -100,6 +101,11 @@ type osSteps interface {
 	// the OS's details to a ready.
 	containment() Containment
 	describe(r *Ready)
+	// ownerEOF returns when the owner's death was first seen, given at,
+	// when this guardian read the tether's EOF: on Linux the earliest
+	// any guardian of the same owner saw, and then the others that woke
+	// with this one run first.
+	ownerEOF(at time.Time) time.Time
 	// ownerGone is closed when the owner is seen dead by other means
 	// than the tether's EOF (nil when there are none).
 	ownerGone() <-chan struct{}
@@ -288,12 +294,36 @@ func (g *guardian) removeOldDir(prev *record) {
 	}
 }
 
+// randomName is the name of a new private directory for the identity of
+// key: the key, a dash and 32 hex digits.
 func randomName(key string) (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
 	}
 	return key + "-" + hex.EncodeToString(b[:]), nil
+}
+
+// PrivateDirKey returns the key (see Key) of the identity that a private
+// directory named name was made for, and false for a name no guardian
+// makes.
+func PrivateDirKey(name string) (string, bool) {
+	const suffix = 1 + 32 // "-" and the hex digits of randomName
+	if len(name) <= suffix || name[len(name)-suffix] != '-' {
+		return "", false
+	}
+	if _, err := hex.DecodeString(name[len(name)-32:]); err != nil {
+		return "", false
+	}
+	key := name[:len(name)-suffix]
+	// A key ends in a dash and 16 hex digits.
+	if len(key) <= 17 || key[len(key)-17] != '-' {
+		return "", false
+	}
+	if _, err := hex.DecodeString(key[len(key)-16:]); err != nil {
+		return "", false
+	}
+	return key, true
 }
 
 // agentEnv returns env with the keys of set replaced (compared as the
@@ -417,11 +447,12 @@ func (g *guardian) release() {
 // starts a wait for an adopter instead (see orphaned); an attach on the
 // tether is a new owner taking it over (see attach).
 func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
-	tr := readTether(rd)
+	tr := readTether(rd, g.ownerEOF)
 	timeout := g.req.StopTimeout.d()
 	var reason StopReason
 	var exit *Exit
 	var detail string
+	var seen time.Time // when the end was seen, if not at the loop's end
 	rw := g.readyWatch()
 	defer rw.stop()
 	var orphan *orphanWait
@@ -446,13 +477,13 @@ func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
 			default:
 				g.logf("ignoring unexpected %q message", m.Type)
 			}
-		case err := <-tr.errc:
-			if !errors.Is(err, io.EOF) {
-				g.logf("tether read failed: %v", err)
+		case e := <-tr.errc:
+			if !errors.Is(e.err, io.EOF) {
+				g.logf("tether read failed: %v", e.err)
 			}
 			tr = &tetherReader{}
 			if orphan = g.orphaned(rw); orphan == nil {
-				reason = ReasonOwnerLost
+				reason, seen = ReasonOwnerLost, e.at
 			}
 		case <-g.ownerGone():
 			g.logf("owner process exited")
@@ -477,27 +508,44 @@ func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
 			g.send(message{Type: msgExited, Exit: exit})
 		}
 	}
+	if seen.IsZero() {
+		seen = time.Now()
+	}
 	if detail != "" {
 		g.logf("%s: %s", reason, detail)
 	}
 	g.readiness.close()
-	return g.teardown(reason, timeout, exit, detail)
+	return g.teardown(reason, seen, timeout, exit, detail)
+}
+
+// readEnd is the end of the tether: the read's error, and when it came.
+type readEnd struct {
+	err error
+	at  time.Time
 }
 
 // tetherReader delivers what the owner sends on one tether; its channels
 // are nil while there is no tether.
 type tetherReader struct {
 	msgs chan message
-	errc chan error
+	errc chan readEnd
 }
 
-func readTether(rd *lineReader) *tetherReader {
-	tr := &tetherReader{msgs: make(chan message, 4), errc: make(chan error, 1)}
+// readTether reads the tether rd until it ends. The stop timeout counts
+// from the owner's death, as near to it as can be told: the EOF, taken
+// before anything else is done, or as eof tells it (see
+// osSteps.ownerEOF).
+func readTether(rd *lineReader, eof func(at time.Time) time.Time) *tetherReader {
+	tr := &tetherReader{msgs: make(chan message, 4), errc: make(chan readEnd, 1)}
 	go func() {
 		for {
 			m, err := rd.next()
 			if err != nil {
-				tr.errc <- err
+				at := time.Now()
+				if errors.Is(err, io.EOF) {
+					at = eof(at)
+				}
+				tr.errc <- readEnd{err: err, at: at}
 				return
 			}
 			tr.msgs <- m
@@ -526,13 +574,13 @@ func (g *guardian) attach(m message, rw *readyWatch) {
 }
 
 // teardown stops the tree, removes the private directory and the
-// containment, and only then releases the lock. A tree that cannot be
-// confirmed empty keeps the lock and is retried with backoff, reported
-// each time.
-func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit, detail string) int {
-	begin := time.Now()
+// containment, and only then releases the lock. The stop timeout counts
+// from begin, when the end of the agent's life was seen. A tree that
+// cannot be confirmed empty keeps the lock and is retried with backoff,
+// reported each time.
+func (g *guardian) teardown(reason StopReason, begin time.Time, timeout time.Duration, exit *Exit, detail string) int {
 	g.logf("stopping (%s), stop timeout %v", reason, timeout)
-	rep, err := g.stopTree(timeout)
+	rep, err := g.stopTree(max(timeout-time.Since(begin), 0))
 	backoff := time.Second
 	for err != nil {
 		c := &Cleanup{Code: CleanupTreeAlive, Message: err.Error(), Terminated: rep.Terminated, Killed: rep.Killed, Forced: rep.Forced, Elapsed: Duration(time.Since(begin))}
@@ -547,6 +595,7 @@ func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit
 		}
 		retry := Duration(backoff)
 		g.logf("cleanup failed, lock kept, retrying in %v: %v", backoff, err)
+		g.recordCleanup(c)
 		g.send(message{Type: msgCleanupFailed, Cleanup: c, Retry: &retry, Reason: reason})
 		time.Sleep(backoff)
 		backoff = min(2*backoff, retryMax)
@@ -578,6 +627,25 @@ func (g *guardian) teardown(reason StopReason, timeout time.Duration, exit *Exit
 	}
 	g.send(message{Type: msgStopped, Cleanup: c, Reason: reason, Exit: exit, Detail: detail})
 	return 0
+}
+
+// recordCleanup notes in the owner record that the teardown could not
+// confirm the tree dead, so that whoever reads the record (a service
+// relaunched after this guardian's owner died) learns why the identity
+// is still held, until the release clears the record.
+func (g *guardian) recordCleanup(c *Cleanup) {
+	if g.rec == nil || g.own == nil {
+		return
+	}
+	if err := g.rec.lock(recordWait); err != nil {
+		g.logf("noting the failed cleanup in the owner record: %v", err)
+		return
+	}
+	defer g.rec.unlock()
+	g.own.Cleanup = c
+	if err := g.rec.write(g.own); err != nil {
+		g.logf("noting the failed cleanup in the owner record: %v", err)
+	}
 }
 
 func (d Duration) d() time.Duration { return time.Duration(d) }

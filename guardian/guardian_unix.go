@@ -44,6 +44,43 @@ type osGuardian struct {
 	// there is none.
 	cgroupDir string
 	cgroupErr error
+	// clock is shared with the owner's other guardians; nil without.
+	clock *punix.SharedClock
+}
+
+// The guardians of one owner share the moment its death was first seen.
+//
+// Every guardian counts its stop timeout from its owner's death (I2), and
+// it sees that death as the EOF of its tether. When an owner with
+// hundreds of agents dies, its guardians wake together, on few cores, and
+// some see the EOF a good while after the first: counted from there, the
+// last trees would be killed that much past the stop timeout. So the
+// owner hands each guardian, as descriptor 4, the same shared clock (a
+// memfd on Linux, see punix.SharedClock), and at the EOF each guardian
+// notes in it the time it saw unless an earlier one is there already, and
+// counts from the earliest.
+//
+// An earlier time that is more than deathWindow before a guardian's own
+// EOF belongs to another EOF (a tether its owner closed on purpose, long
+// before): that guardian counts from its own time, and notes it.
+const (
+	// deathClockFD is the descriptor the clock arrives on.
+	deathClockFD = 4
+	// deathClockName names the memfd; a descriptor 4 that is not one is
+	// not used.
+	deathClockName = "tether-owner-death"
+	// deathWindow bounds how much later than the first a guardian may
+	// see the same death.
+	deathWindow = time.Second
+)
+
+// ownerEOF counts from the first of the owner's guardians to see its
+// death, then lets the others that woke with this one take their time
+// before this one starts its teardown.
+func (g *guardian) ownerEOF(at time.Time) time.Time {
+	at = g.clock.Earliest(at, deathWindow)
+	punix.Yield()
+	return at
 }
 
 // Main runs the guardian process; args are the arguments after
@@ -80,6 +117,7 @@ func run() int {
 		return 1
 	}
 	g := &guardian{conn: conn}
+	g.clock = punix.OpenSharedClock(deathClockFD, deathClockName)
 
 	g.subreaper, _ = punix.BecomeSubreaper()
 	g.reaper = punix.NewReaper()
@@ -285,7 +323,7 @@ func (g *guardian) spawn(c *agentCommand) (procRef, <-chan Exit, *failure) {
 			exits <- toExit(st)
 		}
 	}()
-	g.tree = &punix.Tree{Leader: agent, Root: os.Getpid(), RootSubreaper: g.subreaper, Cgroup: g.cgroup}
+	g.tree = &punix.Tree{Leader: agent, Root: os.Getpid(), RootSubreaper: g.subreaper, Cgroup: g.cgroup, Reaper: g.reaper}
 	return agent, exits, nil
 }
 

@@ -154,6 +154,10 @@ func (g *guardian) settle() {}
 // prepareOS has nothing to do on Windows: the job is made per start.
 func (g *guardian) prepareOS() {}
 
+// ownerEOF is at: the owner's handle, watched beside the tether, is what
+// tells its death here.
+func (g *guardian) ownerEOF(at time.Time) time.Time { return at }
+
 func (g *guardian) ownerGone() <-chan struct{} {
 	if g.owner != nil {
 		return g.owner.Exited()

@@ -90,3 +90,40 @@ func resolveCommand(argv0, dir string, env []string) (string, *failure) {
 	}
 	return "", &failure{Code: CodeSpawn, Cause: CauseNotFound, Path: argv0, Message: fmt.Sprintf("command %q not found in PATH %q", argv0, pathEnv)}
 }
+
+// ResolveCommand finds the program argv0 names the way a guardian
+// starting it would: in dir, with the PATH of env (the agent's whole
+// environment), and returns its path. An empty dir stands for the
+// private directory, which exists only once the agent starts: a relative
+// argv0, or a relative entry of PATH, is then not looked at, and argv0
+// alone comes back. The error is a *StartError of code spawn whose Cause
+// says why (not_found, not_executable) and whose Path names the file.
+func ResolveCommand(argv0, dir string, env []string) (string, error) {
+	if dir == "" {
+		if commandHasDir(argv0) && !filepath.IsAbs(argv0) {
+			return argv0, nil
+		}
+		env = absolutePath(env)
+	}
+	p, fl := resolveCommand(argv0, dir, env)
+	if fl != nil {
+		return "", &StartError{Code: fl.Code, Cause: fl.Cause, Path: fl.Path, Message: fl.Message}
+	}
+	return p, nil
+}
+
+// absolutePath returns env with the relative entries of its PATH
+// dropped, or with the default PATH, written out, when it has none.
+func absolutePath(env []string) []string {
+	v, ok := lookupEnv(env, "PATH")
+	if !ok {
+		v = defaultPath()
+	}
+	var keep []string
+	for _, d := range filepath.SplitList(v) {
+		if filepath.IsAbs(d) {
+			keep = append(keep, d)
+		}
+	}
+	return append(append([]string(nil), env...), "PATH="+strings.Join(keep, string(filepath.ListSeparator)))
+}

@@ -42,7 +42,7 @@ func (g *guardian) orphaned(rw *readyWatch) *orphanWait {
 func (g *guardian) adopted(a adoption, rw *readyWatch) *tetherReader {
 	g.setConn(a.conn)
 	g.attach(a.attach, rw)
-	return readTether(a.rd)
+	return readTether(a.rd, g.ownerEOF)
 }
 
 // setConn replaces the tether, closing the one before.

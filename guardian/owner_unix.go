@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 
 	punix "github.com/tether-dev/tether/platform/unix"
@@ -22,16 +23,33 @@ func guardianCommand(exe string) (cmd *exec.Cmd, conn *os.File, end io.Closer, e
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	// Descriptor 4, where there is one: the clock where this owner's
+	// guardians note when they saw it die (see deathClockFD).
+	extra := []*os.File{guardEnd}
+	if f := ownerDeathFile(); f != nil {
+		extra = append(extra, f)
+	}
 	return &exec.Cmd{
 		Path:       exe,
 		Args:       []string{exe, "guardian"},
 		Env:        []string{"GOMAXPROCS=1"},
-		ExtraFiles: []*os.File{guardEnd},
+		ExtraFiles: extra,
 		// Its own session: signals for the owner's terminal or process
 		// group never reach it.
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}, conn, guardEnd, nil
 }
+
+// ownerDeathFile is this process's shared clock, made once and handed to
+// every guardian it starts; nil where it could not be made (the
+// guardians then count from their own EOF).
+var ownerDeathFile = sync.OnceValue(func() *os.File {
+	f, err := punix.NewSharedClockFile(deathClockName)
+	if err != nil {
+		return nil
+	}
+	return f
+})
 
 // startGuardian starts the guardian as a child this process counts as its
 // own (see punix.StartChild): an owner that adopts orphans as a child

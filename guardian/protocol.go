@@ -271,6 +271,10 @@ type Holder struct {
 	Since       time.Time `json:"since"`
 	// Unknown is set when the lock is held but no record says by whom.
 	Unknown bool `json:"unknown,omitempty"`
+	// Cleanup, when set, is the teardown this holder could not finish:
+	// its tree could not be confirmed dead, and it keeps the identity
+	// and retries (its owner may be gone).
+	Cleanup *Cleanup `json:"cleanup,omitempty"`
 }
 
 func (h *Holder) String() string {

@@ -33,6 +33,11 @@ type record struct {
 	Job        string    `json:"job,omitempty"`    // Windows: the job object's name
 	PrivateDir string    `json:"private_dir,omitempty"`
 	Since      time.Time `json:"since"`
+	// Cleanup is set while the holder's teardown cannot confirm its
+	// tree dead and is being retried: whoever reads the record, such as
+	// a service relaunched after the one that owned this guardian died,
+	// learns why the identity is still held.
+	Cleanup *Cleanup `json:"cleanup,omitempty"`
 }
 
 func (r *record) holder() *Holder {
@@ -45,6 +50,7 @@ func (r *record) holder() *Holder {
 		GuardianPID: r.Guardian.Pid,
 		AgentPID:    r.Agent.Pid,
 		Since:       r.Since,
+		Cleanup:     r.Cleanup,
 	}
 }
 
@@ -125,4 +131,52 @@ func (r *recordFile) write(rec *record) error {
 		}
 	}
 	return nil
+}
+
+// Holding is what the owner record of an identity says while a live
+// guardian holds it.
+type Holding struct {
+	Holder
+	// PrivateDir is the holder's private directory, made or about to be.
+	PrivateDir string
+}
+
+// ErrRecordBusy: the owner record was locked by a guardian for longer
+// than Inspect waits (it may be taking over an abandoned tree).
+var ErrRecordBusy = errRecordBusy
+
+// inspectWait bounds Inspect's wait for the record lock.
+const inspectWait = 200 * time.Millisecond
+
+// Inspect reads the owner record of identity in lockDir, as a contender
+// would, without taking the identity, and returns what it says when the
+// guardian it names is alive; nil when no live guardian is recorded. The
+// record is read under its own lock, which a guardian holds only while
+// it takes or lets go of the identity; ErrRecordBusy when that lasts
+// longer than a moment.
+func Inspect(lockDir, identity string) (*Holding, error) {
+	return InspectKey(lockDir, Key(identity))
+}
+
+// InspectKey is Inspect for the identity whose key (see Key) is key.
+func InspectKey(lockDir, key string) (*Holding, error) {
+	path := recordPath(lockDir, key)
+	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, nil // never held: nothing to make
+	}
+	f, err := platform.OpenLockFile(path)
+	if err != nil {
+		return nil, err
+	}
+	rf := &recordFile{f: f}
+	defer rf.close()
+	if err := rf.lock(inspectWait); err != nil {
+		return nil, err
+	}
+	rec, err := rf.read()
+	rf.unlock()
+	if err != nil || rec == nil || rec.Guardian.Pid <= 0 || !platform.Alive(rec.Guardian) {
+		return nil, err
+	}
+	return &Holding{Holder: *rec.holder(), PrivateDir: rec.PrivateDir}, nil
 }

@@ -61,6 +61,7 @@ func (g *guardian) start() *failure {
 	if err := rec.write(self); err != nil {
 		return &failure{Code: CodeLock, Path: rec.f.Name(), Message: "writing the owner record: " + err.Error()}
 	}
+	g.own = self
 	if err := platform.SecureDir(g.req.PrivateRoot); err != nil {
 		return &failure{Code: CodePrivateDir, Path: g.req.PrivateRoot, Message: err.Error()}
 	}

@@ -13,4 +13,4 @@ type unsafeFileError = punix.UnsafeFileError
 func secureDir(path string) error                      { return punix.SecureDir(path) }
 func mkdirPrivate(path string) error                   { return os.Mkdir(path, 0o700) }
 func openAppendNoFollow(path string) (*os.File, error) { return punix.OpenAppendNoFollow(path) }
-func removeAll(path string) error                      { return os.RemoveAll(path) }
+func removeAll(path string) error                      { return punix.RemoveAll(path) }

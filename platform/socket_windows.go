@@ -28,6 +28,9 @@ func dial(ctx context.Context, name string) (net.Conn, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w on %s", ErrNoListener, name)
 	}
+	if errors.Is(err, pwin.ErrForeignPipe) {
+		return nil, &UntrustedError{Path: name, Reason: err.Error()}
+	}
 	return c, err
 }
 

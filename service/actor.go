@@ -78,10 +78,14 @@ type actor struct {
 	startedAt  time.Time
 	contention time.Time // when contention began
 	contDelay  time.Duration
-	leftover   bool          // processes its dead guardian left could not be stopped
-	unclaimed  bool          // its guardian died and no guardian has freed the identity since
-	startWait  []startWaiter // answered when a start settles
-	stopWait   []chan error  // answered when a stop settles
+	leftover   bool              // processes its dead guardian left could not be stopped
+	unclaimed  bool              // its guardian died and no guardian has freed the identity since
+	startWait  []startWaiter     // answered when a start settles
+	stopWait   []chan error      // answered when a stop settles
+	held       *guardian.Holding // see watchHeld
+	heldWait   time.Duration
+	heldTimer  *time.Timer
+	heldC      <-chan time.Time
 }
 
 // newActor makes the actor of a. An agent parked by an earlier run of
@@ -157,8 +161,14 @@ var errEnded = &api.Error{Code: api.CodeInternal, Message: "the agent was remove
 
 func (a *actor) run() {
 	defer close(a.done)
+	defer a.stopHeldTimer()
 	a.awaitSession()
 	a.adoptUnwanted()
+	if a.session == nil {
+		if h := a.inspectHeld(); h != nil {
+			a.watchHeld(h)
+		}
+	}
 	for {
 		select {
 		case cmd := <-a.cmds:
@@ -180,6 +190,9 @@ func (a *actor) run() {
 			}
 		case <-a.depc:
 			a.depsChanged()
+		case <-a.heldC:
+			a.heldC = nil
+			a.recheckHeld()
 		}
 	}
 }
@@ -238,6 +251,17 @@ func (a *actor) handle(cmd command) bool {
 			} else {
 				a.stopWait = append(a.stopWait, cmd.reply)
 			}
+		}
+		if a.session == nil && a.held != nil {
+			// Not this service's guardian: it goes on retrying
+			// whatever is asked here. A stop hears that it is not
+			// confirmed; a shutdown or removal is not refused.
+			var err error
+			if !a.ending {
+				err = errOrNil(a.row.Error)
+			}
+			a.answer(&a.stopWait, err)
+			return a.ending
 		}
 		if a.session == nil {
 			// A dead guardian's tree, waiting for a restart to take
@@ -443,6 +467,12 @@ func (a *actor) claim() *api.Error {
 // start asks for a guardian. It blocks the actor for at most the
 // handshake: commands queue meanwhile.
 func (a *actor) start() {
+	if a.held != nil {
+		// The identity is still held by a guardian that could not
+		// confirm its tree dead: starting is for when it lets go.
+		a.answerStarts(a.row.Error)
+		return
+	}
 	// A tree that outlived the service before runs already: it is
 	// adopted whatever its dependencies do now.
 	if a.adopt() {
@@ -509,6 +539,11 @@ func (a *actor) began(s *guardian.Session, since time.Time) {
 
 func (a *actor) startFailed(err error) {
 	code := startCode(err)
+	if h := a.heldBy(err); h != nil {
+		a.watchHeld(h)
+		a.answerStarts(a.row.Error)
+		return
+	}
 	if code == api.CodeContention {
 		now := time.Now()
 		if a.contention.IsZero() {
@@ -695,12 +730,13 @@ func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 			return
 		}
 	}
-	if e == nil && failed {
+	left := leftBehind(ev)
+	if e == nil && (failed || left != "") {
 		what := "the agent ended"
 		if ev.Exit != nil {
 			what = "the agent exited: " + ev.Exit.String()
 		}
-		e = &api.Error{Code: api.CodeExited, Message: what}
+		e = &api.Error{Code: api.CodeExited, Message: what + left}
 	}
 	// A start still waiting for readiness hears how it ended.
 	a.answerStarts(errOrNil(e))
@@ -717,8 +753,15 @@ func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 	}
 	a.failures++
 	if a.failures > a.c.opts.CrashLoopLimit {
+		last := "the agent exited"
+		if ev.Exit != nil {
+			last += ": " + ev.Exit.String()
+		}
+		if e != nil {
+			last = e.Message
+		}
 		a.park(&api.Error{Code: api.CodeCrashLoop, Last: e,
-			Message: fmt.Sprintf("ended %d times in a row, each within %v of starting; last: %s", a.failures, a.c.opts.HealthyAfter, e.Message)})
+			Message: fmt.Sprintf("ended %d times in a row, each within %v of starting; last: %s", a.failures, a.c.opts.HealthyAfter, last)})
 		return
 	}
 	if a.backoff == 0 {
@@ -729,6 +772,22 @@ func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 	a.row.Restarts++
 	a.setState(api.StateBackoff, e)
 	a.schedule(a.backoff)
+}
+
+// leftBehind says what an agent that exited left running, which its
+// guardian then stopped, as the end of a message; "" when it left
+// nothing.
+func leftBehind(ev guardian.Event) string {
+	c := ev.Cleanup
+	if ev.Reason != guardian.ReasonAgentExited || c == nil || c.Terminated+c.Killed == 0 {
+		return ""
+	}
+	n := max(c.Terminated, c.Killed)
+	s := fmt.Sprintf("; it left %d process%s running, which tether stopped", n, map[bool]string{true: "", false: "es"}[n == 1])
+	if c.Killed > 0 {
+		s += fmt.Sprintf(" (%d with SIGKILL, after the stop timeout)", c.Killed)
+	}
+	return s
 }
 
 func errOrNil(e *api.Error) error {

@@ -7,13 +7,16 @@ import (
 	"github.com/tether-dev/tether/guardian"
 )
 
-// startCodes maps the guardian's startup failure codes onto the API's.
-// The guardian's lock, private_dir and internal have no code of their own
-// in the API: they are internal there, with the guardian's message.
+// startCodes maps the guardian's startup failure codes onto the API's,
+// one to one: a lock or private directory that could not be used keeps
+// its cause end to end. Only the guardian's internal, and a guardian
+// that gave no typed answer, are internal in the API.
 var startCodes = map[guardian.Code]api.Code{
 	guardian.CodeContention: api.CodeContention,
 	guardian.CodeSpawn:      api.CodeSpawn,
 	guardian.CodeConfig:     api.CodeConfig,
+	guardian.CodeLock:       api.CodeLock,
+	guardian.CodePrivateDir: api.CodePrivateDir,
 }
 
 // startCode is the API code of a guardian start that failed with err.

@@ -80,9 +80,17 @@ type Controller struct {
 	upgrades chan upgradeCall
 	stopping chan struct{} // closed when the first shutdown begins
 	quit     chan struct{} // closed when Quit is accepted
+	done     chan struct{} // closed once the shutdown is over; see Done
 	runs     chan stateWrite
 	runsDone chan struct{}
 	logStart chan struct{} // an agent started; see capLogs
+
+	// intentMu orders the saves of intent (setEnabled, saveUnsaved), so
+	// a retry never writes an older intent over a newer one; unsaved
+	// (under mu) is the intent that could not be saved yet, by agent.
+	intentMu    sync.Mutex
+	unsaved     map[string]unsavedIntent
+	intentRetry chan struct{} // see retryIntents
 }
 
 // successorPoolDelay is how long an upgrade's successor waits before it
@@ -133,15 +141,20 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 		trees:    map[string]platform.Tree{},
 		subs:     map[*subscriber]struct{}{},
 		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
 		upgrades: make(chan upgradeCall),
 		stopping: make(chan struct{}),
 		pool:     newPool(opts),
 		runs:     make(chan stateWrite, runWriteBuffer),
 		runsDone: make(chan struct{}),
 		logStart: make(chan struct{}, 1),
+
+		unsaved:     map[string]unsavedIntent{},
+		intentRetry: make(chan struct{}, 1),
 	}
 	go c.capLogs()
 	go c.writeRuns()
+	go c.retryIntents()
 	if opts.resumed != nil {
 		c.resumeAll(cfg)
 		return c
@@ -188,7 +201,7 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, a := range cfg.Agents {
-		c.addLocked(a, enabled[a.ID], false, parked[a.ID])
+		c.addLocked(a, enabled[a.ID], parked[a.ID])
 	}
 	return c
 }
@@ -222,9 +235,8 @@ func (c *Controller) saveParked(id string, p *state.Parked) {
 }
 
 // addLocked adds an agent's actor and starts it when enabled, unless it
-// is parked (see parkedFor). record saves an autostart as intent (for
-// agents added by a reload).
-func (c *Controller) addLocked(a config.Agent, enabled, record bool, parked *state.Parked) {
+// is parked (see parkedFor).
+func (c *Controller) addLocked(a config.Agent, enabled bool, parked *state.Parked) {
 	act := newActor(c, a, parked)
 	if enabled && parked == nil {
 		// Until its actor takes the start, the row already says what
@@ -242,9 +254,6 @@ func (c *Controller) addLocked(a config.Agent, enabled, record bool, parked *sta
 		return
 	}
 	if enabled {
-		if record {
-			_ = c.setEnabled(a.ID, true)
-		}
 		act.send(command{kind: cmdStart})
 	}
 }
@@ -255,8 +264,9 @@ func (c *Controller) logf(format string, args ...any) { c.opts.Logf(format, args
 // shutdown, refused or not).
 func (c *Controller) Stopping() <-chan struct{} { return c.stopping }
 
-// Done is closed once Quit has been accepted.
-func (c *Controller) Done() <-chan struct{} { return c.quit }
+// Done is closed once a shutdown (Quit, or Shutdown) is over: every
+// agent stopped and every run record written, so the process may exit.
+func (c *Controller) Done() <-chan struct{} { return c.done }
 
 // Status implements localapi.Backend.
 func (c *Controller) Status() api.Status {
@@ -298,12 +308,13 @@ func (c *Controller) actor(id string) (*actor, error) {
 }
 
 // setEnabled records intent durably: one line appended to the intent
-// journal, which does not wait behind a write of run records.
+// journal, which does not wait behind a write of run records. An intent
+// that cannot be saved stays on the agent's row (IntentError) and is
+// retried (see retryIntents) until it is.
 func (c *Controller) setEnabled(id string, enabled bool) error {
-	if err := c.store.SetEnabled(id, enabled); err != nil {
-		return &api.Error{Code: api.CodeState, Message: fmt.Sprintf("saving that %q is %s: %v", id, map[bool]string{true: "enabled", false: "disabled"}[enabled], err)}
-	}
-	return nil
+	c.intentMu.Lock()
+	defer c.intentMu.Unlock()
+	return c.saveIntent(id, enabled)
 }
 
 // Start implements localapi.Backend: enable, then start.
@@ -370,6 +381,15 @@ func (c *Controller) row(id string) api.Agent {
 func (c *Controller) Reload(ctx context.Context) error {
 	// Subscribers see the outcome whole: removed agents, a config error.
 	defer c.publishStatus()
+	// A state file the user repaired is read again before the answer,
+	// so the next start or stop can save its intent; what could not be
+	// saved before is saved now.
+	if c.store.Err() != nil {
+		_ = c.store.Reload()
+	}
+	c.intentMu.Lock()
+	c.saveUnsaved()
+	c.intentMu.Unlock()
 	cfg, err := loadConfig(c.opts.Paths)
 	c.mu.Lock()
 	if err != nil {
@@ -384,6 +404,7 @@ func (c *Controller) Reload(ctx context.Context) error {
 	st := c.store.State()
 	var removed []*actor
 	var changed []*actor
+	var autostarted []string
 	var unparked []string // added agents whose parking no longer holds
 	oldByID := map[string]config.Agent{}
 	for _, a := range old.Agents {
@@ -403,7 +424,12 @@ func (c *Controller) Reload(ctx context.Context) error {
 					unparked = append(unparked, a.ID)
 				}
 			}
-			c.addLocked(a, enabled, record, parked)
+			c.addLocked(a, enabled, parked)
+			if enabled && record {
+				// Saved once c.mu is released: an autostart of
+				// an agent a reload added counts as intent.
+				autostarted = append(autostarted, a.ID)
+			}
 		case !sameAgent(prev, a):
 			act := c.actors[a.ID]
 			act.setConfig(a)
@@ -414,10 +440,14 @@ func (c *Controller) Reload(ctx context.Context) error {
 		if !newIDs[id] {
 			removed = append(removed, act)
 			delete(c.actors, id)
+			delete(c.unsaved, id)
 		}
 	}
 	c.mu.Unlock()
 
+	for _, id := range autostarted {
+		_ = c.setEnabled(id, true)
+	}
 	for _, id := range unparked {
 		c.saveParked(id, nil)
 	}
@@ -460,6 +490,10 @@ func (c *Controller) Shutdown(ctx context.Context, force bool) error {
 	c.mu.Lock()
 	if c.closing {
 		c.mu.Unlock()
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+		}
 		return nil
 	}
 	acts := make([]*actor, 0, len(c.actors))
@@ -490,13 +524,23 @@ func (c *Controller) Shutdown(ctx context.Context, force bool) error {
 		return fmt.Errorf("%w: %s", ErrShutdownRefused, strings.Join(failed, "; "))
 	}
 	c.mu.Lock()
-	if !c.closing {
+	first := !c.closing
+	if first {
 		c.closing = true
 		close(c.quit)
 	}
 	c.mu.Unlock()
 	<-c.runsDone
-	c.pool.Close()
+	if first {
+		// One last try for what could not be saved; the retries end
+		// with the quit.
+		c.intentMu.Lock()
+		c.saveUnsaved()
+		c.intentMu.Unlock()
+		c.pool.Close()
+		close(c.done)
+	}
+	<-c.done
 	return nil
 }
 
@@ -590,7 +634,7 @@ func (c *Controller) applyRuns(batch []stateWrite) {
 	// A failure is the state file's, and Err reports it to status and
 	// the API; the records are dropped, as the rows in memory still show
 	// them and the file takes nothing until it is fixed.
-	_ = c.store.Update(func(s *state.State) {
+	err := c.store.Update(func(s *state.State) {
 		if s.Agents == nil {
 			s.Agents = map[string]state.Agent{}
 		}
@@ -604,6 +648,11 @@ func (c *Controller) applyRuns(batch []stateWrite) {
 		if w.done != nil {
 			close(w.done)
 		}
+	}
+	if err == nil {
+		// The state directory takes writes again: so may the intent
+		// that could not be saved.
+		c.retryIntentsNow()
 	}
 }
 

@@ -22,6 +22,13 @@ const subscriberBuffer = 256
 func (c *Controller) publish(row api.Agent) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.publishLocked(row)
+}
+
+// publishLocked is publish with c.mu held. The row carries the agent's
+// intent that could not be saved, if any.
+func (c *Controller) publishLocked(row api.Agent) {
+	row.IntentError = c.unsaved[row.ID].err
 	if _, ok := c.actors[row.ID]; ok {
 		c.rows[row.ID] = row
 		c.pokeDependentsLocked(row.ID)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -58,7 +57,7 @@ func Run(p Paths, exe, version string, stderr io.Writer) int {
 		restoreGC = func() { debug.SetGCPercent(gc) }
 		b, err = takeOverFrom(p, path, began, logf)
 	} else {
-		b, err = begin(p)
+		b, err = begin(p, logf)
 	}
 	if err != nil {
 		logf("%v", err)
@@ -68,6 +67,12 @@ func Run(p Paths, exe, version string, stderr io.Writer) int {
 	defer b.store.Close()
 	if err := b.store.Err(); err != nil {
 		logf("the state file is malformed and left as it is (intent will not be saved until it is fixed): %v", err)
+	}
+	if b.upgrade == nil {
+		// What earlier runs left; a successor's guardians all live on.
+		for _, note := range sweepPrivateDirs(p) {
+			logf("%s", note)
+		}
 	}
 	// After a takeover: the guardians handed over are counted as this
 	// process's own children first (see takeOverFrom), so the adopter
@@ -111,6 +116,7 @@ func Run(p Paths, exe, version string, stderr io.Writer) int {
 		select {
 		case s := <-sigs:
 			if slices.Contains(reloadSignals, s) {
+				b.listener.check()
 				notify(platform.Reloading())
 				if err := c.Reload(context.Background()); err != nil {
 					logf("reload: %v", err)
@@ -155,7 +161,7 @@ type beginning struct {
 	lock     *os.File
 	cfg      *config.Config
 	store    *state.Store
-	listener net.Listener
+	listener *apiListener
 	inherit  *inheritance
 	resumed  map[string]resumedAgent
 	tethers  map[string]*tetherHandover // by agent id, to attach once serving
@@ -163,7 +169,7 @@ type beginning struct {
 }
 
 // begin starts a service afresh.
-func begin(p Paths) (b *beginning, err error) {
+func begin(p Paths, logf func(string, ...any)) (b *beginning, err error) {
 	b = &beginning{}
 	if b.lock, err = takeServiceLock(p); err != nil {
 		return nil, err
@@ -182,7 +188,7 @@ func begin(p Paths) (b *beginning, err error) {
 	if b.store, err = state.Open(p.StateDir); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	if b.listener, err = platform.Listen(p.Socket); err != nil {
+	if b.listener, err = listenAPI(p.Socket, logf); err != nil {
 		b.store.Close()
 		return nil, fmt.Errorf("local API: %w", err)
 	}
@@ -210,7 +216,8 @@ func takeOverFrom(p Paths, path string, began time.Time, logf func(string, ...an
 	}
 	stopAt("successor")
 	reapLater(rec.Reap, true)
-	b := &beginning{lock: in.lock, listener: in.listener, inherit: in, upgrade: &rec.Upgrade, resumed: map[string]resumedAgent{}}
+	b := &beginning{lock: in.lock, listener: keepAPI(p.Socket, in.listener, logf), inherit: in, upgrade: &rec.Upgrade, resumed: map[string]resumedAgent{}}
+	in.listener = b.listener // what a later upgrade hands over: the socket then
 	// The config and the state side by side: both are only read.
 	var serr error
 	opened := make(chan struct{})

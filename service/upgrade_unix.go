@@ -31,13 +31,14 @@ const attachLater = true
 // inheritance is what a service hands over besides its agents' tethers:
 // the service lock (held) and the API's listening socket.
 type inheritance struct {
-	lock     *os.File
-	listener *net.UnixListener
+	lock *os.File
+	// listener is the API's: an *apiListener, whose socket at the time
+	// of the handover is the one inherited (see currentListener).
+	listener net.Listener
 }
 
 func newInheritance(lock *os.File, l net.Listener) *inheritance {
-	ul, _ := l.(*net.UnixListener)
-	return &inheritance{lock: lock, listener: ul}
+	return &inheritance{lock: lock, listener: l}
 }
 
 // fdOf returns the descriptor of c, which stays valid while c is open.
@@ -59,14 +60,15 @@ func fdOf(c syscall.Conn) (uintptr, error) {
 // and the successor must). It returns only when the exec failed: then nothing was
 // inherited and the service goes on.
 func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []string, path string, write func(*handoverRecord) error) error {
-	if in.listener == nil {
+	ul, ok := currentListener(in.listener).(*net.UnixListener)
+	if !ok {
 		return errors.New("the API listener is not a unix socket that can be inherited")
 	}
 	var err error
 	if rec.Lock, err = fdOf(in.lock); err != nil {
 		return fmt.Errorf("the service lock: %w", err)
 	}
-	lfd, err := fdOf(in.listener)
+	lfd, err := fdOf(ul)
 	if err != nil {
 		return fmt.Errorf("the API listener: %w", err)
 	}

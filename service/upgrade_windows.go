@@ -51,22 +51,24 @@ const (
 )
 
 type inheritance struct {
-	lock     *os.File
-	listener *pwin.PipeListener
+	lock *os.File
+	// listener is the API's: an *apiListener around the pipe listener
+	// (see currentListener), which never changes.
+	listener net.Listener
 	// report is the successor's end of its report pipe.
 	report *os.File
 }
 
 func newInheritance(lock *os.File, l net.Listener) *inheritance {
-	pl, _ := l.(*pwin.PipeListener)
-	return &inheritance{lock: lock, listener: pl}
+	return &inheritance{lock: lock, listener: l}
 }
 
 // takeOver starts target as the successor and hands everything over; on
 // success it exits this process. It returns only when the successor did
 // not take over, with this process as it was.
 func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []string, path string, write func(*handoverRecord) error) (err error) {
-	if in.listener == nil {
+	pl, ok := currentListener(in.listener).(*pwin.PipeListener)
+	if !ok {
 		return errors.New("the API listener is not a pipe listener that can be handed over")
 	}
 	reportR, reportW, err := os.Pipe()
@@ -104,7 +106,7 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []s
 			_ = cmd.Wait()
 			os.Remove(path)
 			if handedOver {
-				if uerr := in.listener.Undo(); uerr != nil {
+				if uerr := pl.Undo(); uerr != nil {
 					err = errors.Join(err, fmt.Errorf("listening again: %w", uerr))
 				}
 			}
@@ -118,7 +120,7 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []s
 	if rec.Lock, err = pwin.DuplicateInto(to, in.lock.Fd()); err != nil {
 		return fmt.Errorf("the service lock: %w", err)
 	}
-	if rec.Listener, err = in.listener.Handover(to); err != nil {
+	if rec.Listener, err = pl.Handover(to); err != nil {
 		return err
 	}
 	handedOver = true

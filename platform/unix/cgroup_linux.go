@@ -169,56 +169,106 @@ func (c *Cgroup) CloseSpawnFD() {
 // Pids lists the processes in the cgroup and below it.
 func (c *Cgroup) Pids() ([]int, error) {
 	var pids []int
-	var buf []byte
-	var walk func(dir string) error
-	walk = func(dir string) error {
-		b, err := readSmall(filepath.Join(dir, "cgroup.procs"), buf[:0])
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return nil // removed meanwhile
-			}
-			return err
+	err := c.walk(func(dir string) error {
+		more, err := procsIn(dir)
+		pids = append(pids, more...)
+		return err
+	})
+	return pids, err
+}
+
+// ownPids lists the processes in the cgroup itself, not those of the
+// cgroups below it.
+func (c *Cgroup) ownPids() ([]int, error) { return procsIn(c.Path) }
+
+// procsIn reads the cgroup.procs of the cgroup directory dir; a cgroup
+// removed meanwhile has none.
+func procsIn(dir string) ([]int, error) {
+	b, err := readSmall(filepath.Join(dir, "cgroup.procs"), nil)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
 		}
-		buf = b
-		for f := range bytes.FieldsSeq(b) {
-			if pid, err := strconv.Atoi(string(f)); err == nil {
-				pids = append(pids, pid)
-			}
+		return nil, err
+	}
+	var pids []int
+	for f := range bytes.FieldsSeq(b) {
+		if pid, err := strconv.Atoi(string(f)); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// walk calls fn for the cgroup's directory and each of its descendants,
+// parents first. A directory removed meanwhile is skipped.
+func (c *Cgroup) walk(fn func(dir string) error) error {
+	queue := []string{c.Path}
+	for len(queue) > 0 {
+		dir := queue[0]
+		queue = queue[1:]
+		if err := fn(dir); err != nil {
+			return err
 		}
 		entries, err := readDir(dir)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
-				return nil
+				continue
 			}
 			return err
 		}
 		for _, e := range entries {
 			if e.dir {
-				if err := walk(filepath.Join(dir, e.name)); err != nil {
-					return err
-				}
+				queue = append(queue, filepath.Join(dir, e.name))
 			}
 		}
-		return nil
 	}
-	return pids, walk(c.Path)
+	return nil
+}
+
+// Populated reports whether any live process is left in the cgroup or
+// below it, as the kernel counts them (cgroup.events): one read, where
+// listing the processes takes one per directory. A process counts until
+// it has exited; a zombie does not.
+func (c *Cgroup) Populated() (bool, error) {
+	b, err := readSmall(filepath.Join(c.Path, "cgroup.events"), nil)
+	if err != nil {
+		return false, err
+	}
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("populated ")); ok {
+			return string(bytes.TrimSpace(v)) != "0", nil
+		}
+	}
+	return false, fmt.Errorf("%s/cgroup.events: no populated line", c.Path)
 }
 
 // Kill sends SIGKILL to every process in the cgroup through cgroup.kill,
 // which the kernel makes safe against concurrent forks.
 func (c *Cgroup) Kill() error {
-	return os.WriteFile(filepath.Join(c.Path, "cgroup.kill"), []byte("1"), 0)
+	path := filepath.Join(c.Path, "cgroup.kill")
+	fd, err := open(path, unix.O_WRONLY|unix.O_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if _, err := unix.Write(fd, []byte("1")); err != nil {
+		return &os.PathError{Op: "write", Path: path, Err: err}
+	}
+	return nil
 }
 
 // Remove deletes the cgroup directory and any empty child cgroups the tree
 // created. It fails with EBUSY while a process remains.
 func (c *Cgroup) Remove() error {
 	c.CloseSpawnFD()
+	// Most trees make no cgroup of their own: one rmdir, no walk.
+	if err := unix.Rmdir(c.Path); err == nil || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
 	var dirs []string
-	_ = filepath.WalkDir(c.Path, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			dirs = append(dirs, p)
-		}
+	_ = c.walk(func(dir string) error {
+		dirs = append(dirs, dir)
 		return nil
 	})
 	var first error

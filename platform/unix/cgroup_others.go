@@ -40,3 +40,8 @@ func (c *Cgroup) Kill() error { return ErrNoCgroup }
 
 // Remove does nothing outside Linux.
 func (c *Cgroup) Remove() error { return nil }
+
+// Populated is false outside Linux.
+func (c *Cgroup) Populated() (bool, error) { return false, ErrNoCgroup }
+
+func (c *Cgroup) ownPids() ([]int, error) { return nil, nil }

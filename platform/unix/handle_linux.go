@@ -68,11 +68,12 @@ func WaitExit(hs []*Handle, timeout time.Duration) ([]int, error) {
 	}
 	deadline := time.Now().Add(timeout)
 	for {
-		ms := int(time.Until(deadline).Milliseconds())
-		if ms < 0 {
-			ms = 0
-		}
-		n, err := unix.Poll(fds, ms)
+		// ppoll, to the nanosecond: poll's milliseconds, rounded down,
+		// would return early and then spin on a timeout of 0 until the
+		// deadline, which hundreds of guardians with the same deadline
+		// (their owner died) would do all at once.
+		ts := unix.NsecToTimespec(max(int64(time.Until(deadline)), 0))
+		n, err := unix.Ppoll(fds, &ts, nil)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}

@@ -54,6 +54,9 @@ func Processes() ([]Proc, error) {
 	}
 	procs := make([]Proc, 0, len(entries))
 	for _, e := range entries {
+		if !e.dir {
+			continue
+		}
 		pid, err := strconv.Atoi(e.name)
 		if err != nil || pid <= 0 {
 			continue

@@ -43,12 +43,6 @@ func readSmall(path string, buf []byte) ([]byte, error) {
 	}
 }
 
-// dirEntry is one entry of a directory read by readDir.
-type dirEntry struct {
-	name string
-	dir  bool
-}
-
 // readDir returns the entries of the directory at path, "." and ".."
 // left out. An entry's dir is the type getdents reports (which /proc and
 // cgroup2 always fill in).

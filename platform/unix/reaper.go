@@ -39,6 +39,11 @@ type Reaper struct {
 	sigs    chan os.Signal
 	quit    chan struct{}
 	stopped chan struct{}
+
+	// passMu guards pass, which is closed after each reaping pass of
+	// the loop and replaced: WaitChildless wakes on it.
+	passMu sync.Mutex
+	pass   chan struct{}
 }
 
 // NewReaper starts reaping.
@@ -48,6 +53,7 @@ func NewReaper() *Reaper {
 		sigs:    make(chan os.Signal, 1),
 		quit:    make(chan struct{}),
 		stopped: make(chan struct{}),
+		pass:    make(chan struct{}),
 	}
 	signal.Notify(r.sigs, syscall.SIGCHLD)
 	go r.loop()
@@ -56,14 +62,51 @@ func NewReaper() *Reaper {
 
 func (r *Reaper) loop() {
 	defer close(r.stopped)
-	r.ReapNow()
+	r.reapAndTell()
 	for {
 		select {
 		case <-r.sigs:
-			r.ReapNow()
+			r.reapAndTell()
 		case <-r.quit:
 			return
 		}
+	}
+}
+
+// reapAndTell reaps, then wakes whoever waits in WaitChildless.
+func (r *Reaper) reapAndTell() {
+	r.reap()
+	r.passMu.Lock()
+	close(r.pass)
+	r.pass = make(chan struct{})
+	r.passMu.Unlock()
+}
+
+// WaitChildless waits until the process has no child left, every exited
+// one reaped, or until deadline, and reports whether none is left. Like
+// the reaper itself it wakes on SIGCHLD, not on a timer: for a child
+// subreaper the kernel's answer that no child is left means that no
+// descendant is left at all, without a scan of /proc.
+func (r *Reaper) WaitChildless(deadline time.Time) bool {
+	for {
+		// Taken before the check: an exit after it ends this pass
+		// and wakes the wait.
+		r.passMu.Lock()
+		next := r.pass
+		r.passMu.Unlock()
+		if !r.reap() {
+			return true
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false
+		}
+		t := time.NewTimer(left)
+		select {
+		case <-next:
+		case <-t.C:
+		}
+		t.Stop()
 	}
 }
 

@@ -29,6 +29,10 @@ type Tree struct {
 	// Extra are further processes known to belong to the tree, such as
 	// the holders of its lock found after its guardian died.
 	Extra []Ref
+	// Reaper is Root's reaper when Root is this process. With
+	// RootSubreaper and Cgroup it lets Stop confirm a kill by the
+	// kernel's answers alone (see killContained).
+	Reaper *Reaper
 	// adopted makes Root's descendants only those below the children it
 	// adopted, not the ones it started (see Adopter).
 	adopted bool
@@ -78,30 +82,7 @@ func (t *Tree) scan(agreed bool) ([]Proc, error) {
 		if err != nil {
 			return nil, err
 		}
-		// The cgroup and Extra members are below Root too, unless
-		// something moved them out; look them up one by one.
-		known := make(map[int]bool, len(procs))
-		for _, p := range procs {
-			known[p.Pid] = true
-		}
-		var others []int
-		if t.Cgroup != nil {
-			others, _ = t.Cgroup.Pids()
-		}
-		for _, r := range t.Extra {
-			others = append(others, r.Pid)
-		}
-		for _, pid := range others {
-			if !known[pid] {
-				if p, err := Stat(pid); err == nil {
-					known[pid] = true
-					procs = append(procs, p)
-				}
-			}
-		}
-		sub := *t
-		sub.Leader = Ref{} // every session member is a descendant
-		return sub.members(procs), nil
+		return t.withOthers(procs), nil
 	}
 	procs, err := Processes()
 	if err != nil {
@@ -109,6 +90,56 @@ func (t *Tree) scan(agreed bool) ([]Proc, error) {
 	}
 	return t.members(procs), nil
 }
+
+// withOthers returns the live ones of procs, every process below Root,
+// with the cgroup's and Extra's members, which are below Root too unless
+// something moved them out: those are looked up one by one. Every
+// session member is a descendant.
+func (t *Tree) withOthers(procs []Proc) []Proc {
+	var set memberSet
+	add, in := set.add, set.has
+	for _, p := range procs {
+		add(p)
+	}
+	if t.Cgroup != nil {
+		pids, _ := t.Cgroup.Pids()
+		for _, pid := range pids {
+			if !in(pid) {
+				if p, err := Stat(pid); err == nil {
+					add(p)
+				}
+			}
+		}
+	}
+	for _, r := range t.Extra {
+		if !in(r.Pid) {
+			if p, err := Stat(r.Pid); err == nil && p.Start == r.Start {
+				add(p)
+			}
+		}
+	}
+	return set.out
+}
+
+// memberSet collects the members of a scan: each live process once,
+// never PID 1 or the calling process.
+type memberSet struct {
+	in  map[int]bool
+	out []Proc
+}
+
+func (m *memberSet) add(p Proc) {
+	if p.Pid <= 1 || p.Pid == os.Getpid() || p.Zombie() || m.in[p.Pid] {
+		return
+	}
+	if m.in == nil {
+		m.in = make(map[int]bool)
+	}
+	m.in[p.Pid] = true
+	m.out = append(m.out, p)
+}
+
+func (m *memberSet) has(pid int) bool { return m.in[pid] }
 
 // below returns the processes below the subreaper Root: those of walks
 // that agree, or, unless agreed, those of one walk if it found any.
@@ -127,20 +158,12 @@ func (t *Tree) below(agreed bool) ([]Proc, error) {
 }
 
 func (t *Tree) members(procs []Proc) []Proc {
-	self := os.Getpid()
 	byPid := make(map[int]Proc, len(procs))
 	for _, p := range procs {
 		byPid[p.Pid] = p
 	}
-	in := make(map[int]bool)
-	var out []Proc
-	add := func(p Proc) {
-		if p.Pid <= 1 || p.Pid == self || p.Zombie() || in[p.Pid] {
-			return
-		}
-		in[p.Pid] = true
-		out = append(out, p)
-	}
+	var set memberSet
+	add := set.add
 	if t.Root > 0 {
 		for _, p := range Descendants(procs, t.Root) {
 			add(p)
@@ -172,7 +195,7 @@ func (t *Tree) members(procs []Proc) []Proc {
 			add(p)
 		}
 	}
-	return out
+	return set.out
 }
 
 // Stop takes the tree down: SIGTERM (and SIGCONT, so a stopped process can
@@ -188,13 +211,62 @@ func (t *Tree) Stop(timeout, grace time.Duration) (StopReport, error) {
 		return s.rep, err
 	}
 	s.rep.Forced = true
+	graceEnd := time.Now().Add(grace)
+	if s.killContained(graceEnd) {
+		return s.rep, nil
+	}
 	if err := s.killCgroup(); err != nil {
 		return s.rep, err
 	}
 	if err := s.freeze(); err != nil {
 		return s.rep, err
 	}
-	return s.rep, s.kill(time.Now().Add(grace))
+	return s.rep, s.kill(graceEnd)
+}
+
+// killContained kills a tree the kernel can vouch for: one in a cgroup
+// of its own, below this process as a child subreaper. cgroup.kill ends
+// every process in the cgroup at once, whatever it forks meanwhile; the
+// members asked to stop before (which may have left the cgroup) get a
+// SIGKILL each; and the tree is gone once this process has no child left
+// and the cgroup counts no process. Those are the kernel's answers, with
+// no scan of /proc: when hundreds of guardians kill their trees at the
+// same moment (their owner died), the scans were most of the work.
+//
+// It reports false when the tree is not such a tree, cgroup.kill cannot
+// be written, or the two answers do not both come within the grace:
+// Stop then goes on with the scanning kill, which does everything again.
+func (s *treeStop) killContained(graceEnd time.Time) bool {
+	t := s.t
+	if t.Cgroup == nil || t.Reaper == nil || !t.RootSubreaper || t.Root != os.Getpid() {
+		return false
+	}
+	// Only for the report: the cgroup's own list, one read, not a walk
+	// of the cgroups below it.
+	pids, _ := t.Cgroup.ownPids()
+	if t.Cgroup.Kill() != nil {
+		return false
+	}
+	killed := make(map[int]bool, len(pids))
+	for _, pid := range pids {
+		killed[pid] = true
+	}
+	for r, h := range s.hs {
+		if h != nil && !s.killed[r] && h.Signal(syscall.SIGKILL) == nil {
+			s.killed[r] = true
+			killed[r.Pid] = true
+		}
+	}
+	s.rep.Killed += len(killed)
+	// The members it holds a pidfd for first: their exits end one
+	// poll(2) here, where waiting on SIGCHLD would wake the reaper for
+	// each. The rest, if any, is the reaper's.
+	_ = waitAll(s.hs.live(), graceEnd)
+	if !t.Reaper.WaitChildless(graceEnd) {
+		return false
+	}
+	populated, err := t.Cgroup.Populated()
+	return err == nil && !populated
 }
 
 // treeStop is one Stop under way: the handles it opened, what it has
@@ -246,6 +318,11 @@ func (s *treeStop) terminate(deadline time.Time) (empty bool, err error) {
 		// one per member.
 		if err := waitAll(s.hs.of(ms), deadline); err != nil {
 			return false, err
+		}
+		if !time.Now().Before(deadline) {
+			// What is left is the kill's: a SIGTERM now would
+			// come a moment before the SIGKILL.
+			return false, nil
 		}
 	}
 }
@@ -388,6 +465,17 @@ func (hs handles) of(ms []Proc) []*Handle {
 	out := make([]*Handle, 0, len(ms))
 	for _, p := range ms {
 		if h := hs.get(p); h != nil {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// live returns the handles that were opened, of live processes or not.
+func (hs handles) live() []*Handle {
+	out := make([]*Handle, 0, len(hs))
+	for _, h := range hs {
+		if h != nil {
 			out = append(out, h)
 		}
 	}

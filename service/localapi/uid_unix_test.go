@@ -43,7 +43,9 @@ func TestOtherUIDRefused(t *testing.T) {
 	ts := serveAt(t, f, filepath.Join(dir, "s", "t.sock"))
 	run := func() helperResult {
 		t.Helper()
-		cmd := testproc.Command("status", ts.path)
+		// A plain dial: api.Client would refuse another user's
+		// service itself, before this one's check could.
+		cmd := testproc.Command("rawstatus", ts.path)
 		cmd.Path = helper
 		cmd.Dir = "/"
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}

@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/tether-dev/tether/api"
+)
+
+// status --json carries every cause the API has (I3): a rejected
+// config, an unusable state file and an intent not saved, as the human
+// status does.
+func TestStatusJSONCarriesEveryCause(t *testing.T) {
+	st := api.Status{
+		Agents: []api.Agent{{ID: "a", Identity: "a", State: api.StateStopped,
+			IntentError: &api.Error{Code: api.CodeState, Message: "saving that \"a\" is disabled: read-only"}}},
+		StateError:  &api.Error{Code: api.CodeState, Message: "state.json:1: malformed"},
+		ConfigError: &api.Error{Code: api.CodeConfig, Message: "agents.yaml:3: command: missing"},
+	}
+	var out, errb bytes.Buffer
+	inv := &invocation{stdout: &out, stderr: &errb}
+	if code := inv.statusJSON(st); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var got struct {
+		Agents []struct {
+			ID          string     `json:"id"`
+			IntentError *api.Error `json:"intent_error"`
+		} `json:"agents"`
+		StateError  *api.Error `json:"state_error"`
+		ConfigError *api.Error `json:"config_error"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if got.ConfigError == nil || !reflect.DeepEqual(got.ConfigError, st.ConfigError) {
+		t.Errorf("config_error %+v, want %+v\n%s", got.ConfigError, st.ConfigError, out.String())
+	}
+	if got.StateError == nil || !reflect.DeepEqual(got.StateError, st.StateError) {
+		t.Errorf("state_error %+v, want %+v", got.StateError, st.StateError)
+	}
+	if len(got.Agents) != 1 || got.Agents[0].IntentError == nil || !reflect.DeepEqual(got.Agents[0].IntentError, st.Agents[0].IntentError) {
+		t.Errorf("agents %+v, want the intent error on a", got.Agents)
+	}
+}

@@ -1,0 +1,30 @@
+//go:build unix && !linux
+
+package unix
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"time"
+)
+
+// SharedClock needs a memfd (Linux); here there is none, and every
+// process keeps its own time.
+type SharedClock struct{}
+
+// NewSharedClockFile fails with errors.ErrUnsupported outside Linux.
+func NewSharedClockFile(name string) (*os.File, error) {
+	return nil, fmt.Errorf("a shared clock on %s: %w", runtime.GOOS, errors.ErrUnsupported)
+}
+
+// OpenSharedClock finds no clock outside Linux.
+func OpenSharedClock(fd int, name string) *SharedClock { return nil }
+
+// Earliest returns now.
+func (c *SharedClock) Earliest(now time.Time, window time.Duration) time.Time { return now }
+
+// Yield does nothing outside Linux, where the wake of many processes at
+// once is not measured.
+func Yield() {}
