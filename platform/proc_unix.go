@@ -4,6 +4,7 @@ package platform
 
 import (
 	"os"
+	"os/exec"
 
 	punix "github.com/tether-dev/tether/platform/unix"
 )
@@ -19,3 +20,5 @@ func self() Ref {
 }
 
 func alive(r Ref) bool { return punix.Alive(r) }
+
+func runChild(cmd *exec.Cmd) error { return punix.RunChild(cmd) }

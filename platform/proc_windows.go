@@ -4,6 +4,7 @@ package platform
 
 import (
 	"os"
+	"os/exec"
 
 	pwin "github.com/tether-dev/tether/platform/windows"
 )
@@ -19,3 +20,6 @@ func self() Ref {
 }
 
 func alive(r Ref) bool { return pwin.Alive(r) }
+
+// runChild: no process here adopts orphans.
+func runChild(cmd *exec.Cmd) error { return cmd.Run() }
