@@ -68,19 +68,24 @@ func BenchmarkReadyNotify(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	var toAPI, toReturn []time.Duration
+	var toAPI, toAnswer, toReturn []time.Duration
 	for b.Loop() {
 		d, err := readyToEvent(w, fifo, out)
 		if err != nil {
 			b.Fatalf("%v\nservice log:\n%s", err, s.output())
 		}
 		toAPI = append(toAPI, d)
+		if d, err = readyToAnswer(w, out); err != nil {
+			b.Fatalf("%v\nservice log:\n%s", err, s.output())
+		}
+		toAnswer = append(toAnswer, d)
 		if d, err = readyToReturn(w, exe, out); err != nil {
 			b.Fatalf("%v\nservice log:\n%s", err, s.output())
 		}
 		toReturn = append(toReturn, d)
 	}
 	reportDurations(b, "ready-to-api-", toAPI)
+	reportDurations(b, "ready-to-api-start-answer-", toAnswer)
 	reportDurations(b, "ready-to-start-return-", toReturn)
 	if len(toAPI) > 0 {
 		checkTarget(b, "median READY=1 to running on the API", millis(quantile(toAPI, 0.5)), 1, "ms")
@@ -174,6 +179,28 @@ func readyToEvent(w *svcWorld, fifo, out string) (time.Duration, error) {
 		return 0, err
 	}
 	return seen - at, stopAgent(w, "gated")
+}
+
+// readyToAnswer starts the eager agent over the API, which answers once
+// it is ready, and times the answer from the agent's READY=1: the
+// command line's figure without its process.
+func readyToAnswer(w *svcWorld, out string) (time.Duration, error) {
+	os.Remove(out)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	res, err := w.client.Action(ctx, api.PathStart, api.IDsRequest{IDs: []string{"eager"}})
+	answered := monotonic()
+	if err != nil {
+		return 0, err
+	}
+	if r := res.Results[0]; r.Error != nil || r.Agent.State != api.StateRunning {
+		return 0, fmt.Errorf("start answered %+v %+v", r.Agent, r.Error)
+	}
+	at, err := readAt(out)
+	if err != nil {
+		return 0, err
+	}
+	return answered - at, stopAgent(w, "eager")
 }
 
 // readyToReturn runs "tether start eager" and times its return from the

@@ -1,5 +1,7 @@
 package platform
 
+import "os/exec"
+
 // Ref names a process across PID reuse: its PID together with its start
 // time (on Unix in the system's own units, on Windows the creation
 // FILETIME). In JSON it is {"pid":N,"start":N}.
@@ -17,3 +19,9 @@ func Self() Ref { return self() }
 // as dead). A process that has r's PID but another start time is another
 // process.
 func Alive(r Ref) bool { return alive(r) }
+
+// RunChild starts cmd and waits for it, counting it meanwhile as this
+// process's own child: a process that adopts orphans (the service on
+// Linux, a child subreaper) reaps every child it did not start this way,
+// and would take cmd's exit status from its Wait.
+func RunChild(cmd *exec.Cmd) error { return runChild(cmd) }

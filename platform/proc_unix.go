@@ -4,6 +4,7 @@ package platform
 
 import (
 	"os"
+	"os/exec"
 
 	punix "github.com/tether-dev/tether/platform/unix"
 )
@@ -27,3 +28,5 @@ func refOf(pid int) (Ref, error) {
 	}
 	return p.Ref(), err
 }
+
+func runChild(cmd *exec.Cmd) error { return punix.RunChild(cmd) }

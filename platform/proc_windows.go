@@ -4,6 +4,7 @@ package platform
 
 import (
 	"os"
+	"os/exec"
 
 	pwin "github.com/tether-dev/tether/platform/windows"
 )
@@ -21,3 +22,6 @@ func self() Ref {
 func alive(r Ref) bool { return pwin.Alive(r) }
 
 func refOf(pid int) (Ref, error) { return pwin.RefOf(pid) }
+
+// runChild: no process here adopts orphans.
+func runChild(cmd *exec.Cmd) error { return cmd.Run() }

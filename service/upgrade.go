@@ -275,7 +275,7 @@ func checkSuccessor(ctx context.Context, exe string, globalArgs []string, offer 
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &limitedWriter{w: &stderr, n: 4096}
 	cmd.WaitDelay = time.Second
-	runErr := cmd.Run()
+	runErr := platform.RunChild(cmd)
 	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &ans); err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {

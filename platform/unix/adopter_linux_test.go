@@ -1,6 +1,7 @@
 package unix
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -93,4 +94,39 @@ func childrenNow(t *testing.T) []int {
 		t.Fatal(err)
 	}
 	return kids
+}
+
+// A command that RunChild runs to its end keeps its exit status while an
+// Adopter reaps on every SIGCHLD: the Adopter never takes it for an
+// orphan. Run with os/exec alone, some of these would lose their status
+// to the Adopter's wait ("no child processes").
+func TestAdopterLeavesRunChild(t *testing.T) {
+	if !isolated(t) {
+		return
+	}
+	a, err := NewAdopter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	// Side by side, so that the Adopter's scans meet the commands'
+	// exits.
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			for range 100 {
+				err := RunChild(exec.Command("/bin/sh", "-c", "exit 3"))
+				if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+					errs <- fmt.Errorf("%v, want exit status 3", err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -2,7 +2,10 @@
 
 package unix
 
-import "sync"
+import (
+	"os/exec"
+	"sync"
+)
 
 // own counts the children this process started itself through
 // StartChild, by pid, so that an Adopter never takes one of them for an
@@ -44,4 +47,20 @@ func ForgetChild(pid int) {
 	} else {
 		own.pids[pid]--
 	}
+}
+
+// RunChild starts cmd through StartChild, waits for it and ends its count:
+// a command run to its end by a process that may have an Adopter.
+func RunChild(cmd *exec.Cmd) error {
+	pid, err := StartChild(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
+	if err != nil {
+		return err
+	}
+	defer ForgetChild(pid)
+	return cmd.Wait()
 }
