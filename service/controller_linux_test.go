@@ -114,8 +114,8 @@ func TestStartStopRestartAndIntent(t *testing.T) {
 	if err != nil || a.State != api.StateRunning || a.PID == 0 || a.GuardianPID == 0 {
 		t.Fatalf("Start: %+v %v", a, err)
 	}
-	if st, _ := state.Open(w.paths.StateDir); !st.State().Agents["a"].Enabled {
-		t.Error("start did not save the intent")
+	if st, err := state.Read(w.paths.StateDir); err != nil || !st.Agents["a"].Enabled {
+		t.Errorf("start did not save the intent (%v)", err)
 	}
 	pid := a.PID
 	a, err = c.Restart(ctx, "a", false)
@@ -126,8 +126,8 @@ func TestStartStopRestartAndIntent(t *testing.T) {
 	if err != nil || a.State != api.StateStopped || a.PID != 0 {
 		t.Fatalf("Stop: %+v %v", a, err)
 	}
-	if st, _ := state.Open(w.paths.StateDir); st.State().Agents["a"].Enabled {
-		t.Error("stop did not save the intent")
+	if st, err := state.Read(w.paths.StateDir); err != nil || st.Agents["a"].Enabled {
+		t.Errorf("stop did not save the intent (%v)", err)
 	}
 	if _, err := c.Start(ctx, "nope", false); !isCode(err, api.CodeNotFound) {
 		t.Errorf("unknown id: %v", err)

@@ -80,8 +80,24 @@ func checkRegular(path string, fi fs.FileInfo) error {
 
 // readFile returns the content of the file at path without following a
 // link; nil, nil when there is no file (an empty file is a non-nil, empty
-// slice).
+// slice). A file replaced between its check and its opening (the
+// service's rename of a new state file, beside a reader) is read again,
+// a few times.
 func readFile(path string) ([]byte, error) {
+	for range 5 {
+		data, err := readFileOnce(path)
+		if !errors.Is(err, errReplaced) {
+			return data, err
+		}
+	}
+	return nil, &UnsafePathError{Path: path, Reason: errReplaced.Error()}
+}
+
+// errReplaced is readFileOnce's word for a file replaced while it was
+// being opened.
+var errReplaced = errors.New("was replaced while being opened")
+
+func readFileOnce(path string) ([]byte, error) {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -101,7 +117,7 @@ func readFile(path string) ([]byte, error) {
 	}
 	defer f.Close()
 	if got, err := f.Stat(); err != nil || !os.SameFile(fi, got) {
-		return nil, &UnsafePathError{Path: path, Reason: "was replaced while being opened"}
+		return nil, errReplaced
 	}
 	data, err := io.ReadAll(f)
 	if err != nil {

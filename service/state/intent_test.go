@@ -330,3 +330,54 @@ func TestReadSeesTheJournal(t *testing.T) {
 		t.Errorf("Read of a missing dir = %+v, %v; want the empty state", st, err)
 	}
 }
+
+// A reader beside the service (Read) never loses an intent the service saved, while the service folds its journal
+// into new state files: each fold renames a state file into place and
+// then empties the journal, and a reader in between must still see the
+// intent in one or the other.
+func TestReaderBesideFoldsKeepsTheIntent(t *testing.T) {
+	dir := testdir.Temp(t)
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const rounds = 300
+	saved := make(chan int, rounds)
+	done := make(chan error, 1)
+	go func() {
+		defer close(saved)
+		for i := range rounds {
+			id := fmt.Sprintf("a%d", i)
+			if err := s.SetEnabled(id, true); err != nil {
+				done <- err
+				return
+			}
+			saved <- i
+			// A fold: a new state file, then the journal emptied.
+			if err := s.Update(func(st *State) {}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for i := range saved {
+		id := fmt.Sprintf("a%d", i)
+		for range 3 {
+			st, err := Read(dir)
+			if err != nil {
+				if runtime.GOOS == "windows" {
+					continue // a file being replaced cannot be opened there
+				}
+				t.Fatalf("Read: %v", err)
+			}
+			if !st.Agents[id].Enabled {
+				t.Fatalf("round %d: Read lost the intent saved for %s", i, id)
+			}
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -176,10 +176,11 @@ func Open(dir string) (*Store, error) {
 	s.j.path = intentPath(dir)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_ = s.loadLocked() // kept in s.err for Err
 	s.jmu.Lock()
 	defer s.jmu.Unlock()
-	_ = s.j.load() // kept in s.j.err for Err
+	// The journal first, for the reason Read gives.
+	_ = s.j.load()     // kept in s.j.err for Err
+	_ = s.loadLocked() // kept in s.err for Err
 	removeStaleTemps(dir)
 	return s, nil
 }
@@ -315,18 +316,25 @@ func (s *Store) loadLocked() error {
 // such as a test beside a running service. A missing directory or file is
 // the empty state.
 func Read(dir string) (State, error) {
-	st := emptyState()
-	data, err := readFile(filepath.Join(dir, FileName))
-	if err == nil && data != nil {
-		st, err = decode(filepath.Join(dir, FileName), data)
+	// The journal first: the service folds the journal into a new
+	// state file, renames that into place and only then empties the
+	// journal. Read the other way round, a reader beside it could take
+	// the old state file and the emptied journal and lose what was
+	// folded; read journal first, it has either the lines or a state
+	// file that holds them (lines it holds are skipped by their
+	// sequence numbers).
+	j := journal{path: intentPath(dir), changes: map[string]intentLine{}}
+	data, err := readFile(j.path)
+	if err == nil {
+		err = j.parse(data)
 	}
 	if err != nil {
 		return State{}, err
 	}
-	j := journal{path: intentPath(dir), changes: map[string]intentLine{}}
-	data, err = readFile(j.path)
-	if err == nil {
-		err = j.parse(data)
+	st := emptyState()
+	data, err = readFile(filepath.Join(dir, FileName))
+	if err == nil && data != nil {
+		st, err = decode(filepath.Join(dir, FileName), data)
 	}
 	if err != nil {
 		return State{}, err
