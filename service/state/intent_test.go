@@ -336,6 +336,9 @@ func TestReadSeesTheJournal(t *testing.T) {
 // then empties the journal, and a reader in between must still see the
 // intent in one or the other.
 func TestReaderBesideFoldsKeepsTheIntent(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("on Windows a reader's open file holds off the rename; the fold is retried, not raced")
+	}
 	dir := testdir.Temp(t)
 	s, err := Open(dir)
 	if err != nil {
@@ -367,9 +370,6 @@ func TestReaderBesideFoldsKeepsTheIntent(t *testing.T) {
 		for range 3 {
 			st, err := Read(dir)
 			if err != nil {
-				if runtime.GOOS == "windows" {
-					continue // a file being replaced cannot be opened there
-				}
 				t.Fatalf("Read: %v", err)
 			}
 			if !st.Agents[id].Enabled {
