@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -84,10 +85,11 @@ func (t *Tree) scan(agreed bool) ([]Proc, error) {
 		for _, p := range procs {
 			known[p.Pid] = true
 		}
-		var others []int
+		var cgroup []int
 		if t.Cgroup != nil {
-			others, _ = t.Cgroup.Pids()
+			cgroup, _ = t.Cgroup.Pids()
 		}
+		others := slices.Clone(cgroup)
 		for _, r := range t.Extra {
 			others = append(others, r.Pid)
 		}
@@ -101,13 +103,17 @@ func (t *Tree) scan(agreed bool) ([]Proc, error) {
 		}
 		sub := *t
 		sub.Leader = Ref{} // every session member is a descendant
-		return sub.members(procs), nil
+		return sub.members(procs, cgroup), nil
 	}
 	procs, err := Processes()
 	if err != nil {
 		return nil, err
 	}
-	return t.members(procs), nil
+	var cgroup []int
+	if t.Cgroup != nil {
+		cgroup, _ = t.Cgroup.Pids()
+	}
+	return t.members(procs, cgroup), nil
 }
 
 // below returns the processes below the subreaper Root: those of walks
@@ -126,7 +132,9 @@ func (t *Tree) below(agreed bool) ([]Proc, error) {
 	return stable()
 }
 
-func (t *Tree) members(procs []Proc) []Proc {
+// members picks the tree's members out of procs; cgroup holds the pids
+// of the tree's cgroup, read once by the caller for the whole scan.
+func (t *Tree) members(procs []Proc, cgroup []int) []Proc {
 	self := os.Getpid()
 	byPid := make(map[int]Proc, len(procs))
 	for _, p := range procs {
@@ -159,12 +167,9 @@ func (t *Tree) members(procs []Proc) []Proc {
 			}
 		}
 	}
-	if t.Cgroup != nil {
-		pids, _ := t.Cgroup.Pids()
-		for _, pid := range pids {
-			if p, ok := byPid[pid]; ok {
-				add(p)
-			}
+	for _, pid := range cgroup {
+		if p, ok := byPid[pid]; ok {
+			add(p)
 		}
 	}
 	for _, r := range t.Extra {
