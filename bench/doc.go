@@ -2,8 +2,9 @@
 // agent tree, its private directory and its lock are gone after the owner
 // is SIGKILLed (invariant I2), how long a guardian takes from the start
 // request to ready (cold, and warm through guardian.Pool), what an idle
-// guardian costs in memory and wakeups, and what a service of 200 agents
-// costs to start, to use and to lose (BenchmarkService).
+// guardian costs in memory and wakeups, how fast a polite tree is gone after
+// a stop over the API (BenchmarkStopPolite), and what a service of 200
+// agents costs to start, to use and to lose (BenchmarkService).
 //
 // The benchmarks drive the real binary, built static once by TestMain: the
 // guardian benchmarks through the guardian package's owner-side API, the
