@@ -2,7 +2,8 @@
 // agent tree, its private directory and its lock are gone after the owner
 // is SIGKILLed (invariant I2), how long a guardian takes from the start
 // request to ready (cold, and warm through guardian.Pool), what an idle
-// guardian costs in memory and wakeups, what a service of 200 agents
+// guardian costs in memory and wakeups, how fast a polite tree is gone after
+// a stop over the API (BenchmarkStopPolite), what a service of 200 agents
 // costs to start, to use and to lose (BenchmarkService), and how often an
 // idle service wakes (BenchmarkServiceIdle).
 //

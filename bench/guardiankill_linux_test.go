@@ -43,40 +43,11 @@ const guardianDeathTarget = 20 * time.Millisecond
 //
 // Metrics: p50-ms and max-ms.
 func BenchmarkGuardianKill(b *testing.B) {
-	exe := tetherBinary(b)
-	bash := lookPath(b, "bash")
-	lookPath(b, "sleep")
-	lookPath(b, "setsid")
-	w := newSvcWorld(b, 0)
-	marker := fmt.Sprintf("bench-gk-%d", os.Getpid())
-	script := filepath.Join(w.dir, "agent.sh")
-	if err := os.WriteFile(script, []byte(escapingScript), 0o700); err != nil {
-		b.Fatal(err)
-	}
-	cfg := fmt.Sprintf("agents:\n  - id: x\n    identity: %s\n    command: [%s, %s, %s]\n    restart: on-failure\n", identityOf("x"), bash, script, marker)
-	if err := os.WriteFile(filepath.Join(w.dir, "config", "tether", "agents.yaml"), []byte(cfg), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	u := newUndo(b)
-	s, err := w.startService(exe)
-	if err != nil {
-		b.Fatal(err)
-	}
-	undoKey := u.add(s.abort)
-	if err := waitAnswer(w, waitLimit); err != nil {
-		b.Fatalf("%v\nservice log:\n%s", err, s.output())
-	}
+	w, s, u, undoKey, marker := escapingWorld(b, "gk", "on-failure")
 	var took []time.Duration
 	for b.Loop() {
 		b.StopTimer()
-		row, err := w.startAgent("x")
-		if err != nil {
-			b.Fatalf("%v\nservice log:\n%s", err, s.output())
-		}
-		procs, err := escapingTree(marker, row.PID)
-		if err != nil {
-			b.Fatal(err)
-		}
+		row, procs := startEscaping(b, w, s, marker)
 		b.StartTimer()
 		begin := time.Now()
 		if err := unix.Kill(row.GuardianPID, unix.SIGKILL); err != nil {
@@ -98,6 +69,53 @@ func BenchmarkGuardianKill(b *testing.B) {
 	u.drop(undoKey)
 	reportDurations(b, "", took)
 	checkTarget(b, "median tree life after its guardian's SIGKILL", millis(quantile(took, 0.5)), millis(guardianDeathTarget), "ms")
+}
+
+// escapingWorld starts a service whose one agent, x, is an
+// escapingScript agent with the restart policy restart, its processes
+// named after a marker built from name, and waits until it answers. The
+// caller drops undoKey from u once it has stopped the service itself.
+func escapingWorld(b *testing.B, name, restart string) (w *svcWorld, s *svc, u *undo, undoKey int, marker string) {
+	b.Helper()
+	exe := tetherBinary(b)
+	bash := lookPath(b, "bash")
+	lookPath(b, "sleep")
+	lookPath(b, "setsid")
+	w = newSvcWorld(b, 0)
+	marker = fmt.Sprintf("bench-%s-%d", name, os.Getpid())
+	script := filepath.Join(w.dir, "agent.sh")
+	if err := os.WriteFile(script, []byte(escapingScript), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	cfg := fmt.Sprintf("agents:\n  - id: x\n    identity: %s\n    command: [%s, %s, %s]\n    restart: %s\n", identityOf("x"), bash, script, marker, restart)
+	if err := os.WriteFile(filepath.Join(w.dir, "config", "tether", "agents.yaml"), []byte(cfg), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	u = newUndo(b)
+	s, err := w.startService(exe)
+	if err != nil {
+		b.Fatal(err)
+	}
+	undoKey = u.add(s.abort)
+	if err := waitAnswer(w, waitLimit); err != nil {
+		b.Fatalf("%v\nservice log:\n%s", err, s.output())
+	}
+	return w, s, u, undoKey, marker
+}
+
+// startEscaping starts agent x of an escapingWorld through the API and
+// returns its row and a pidfd of each process of its tree, once whole.
+func startEscaping(b *testing.B, w *svcWorld, s *svc, marker string) (api.Agent, []unix.PollFd) {
+	b.Helper()
+	row, err := w.startAgent("x")
+	if err != nil {
+		b.Fatalf("%v\nservice log:\n%s", err, s.output())
+	}
+	procs, err := escapingTree(marker, row.PID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return row, procs
 }
 
 // waitAnswer waits until the world's service answers.

@@ -88,7 +88,11 @@ func (t *Tree) scan(agreed bool) ([]Proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.members(procs), nil
+	var cgroup []int
+	if t.Cgroup != nil {
+		cgroup, _ = t.Cgroup.Pids()
+	}
+	return t.members(procs, cgroup), nil
 }
 
 // withOthers returns the live ones of procs, every process below Root,
@@ -157,7 +161,9 @@ func (t *Tree) below(agreed bool) ([]Proc, error) {
 	return stable()
 }
 
-func (t *Tree) members(procs []Proc) []Proc {
+// members picks the tree's members out of procs; cgroup holds the pids
+// of the tree's cgroup, read once by the caller for the whole scan.
+func (t *Tree) members(procs []Proc, cgroup []int) []Proc {
 	byPid := make(map[int]Proc, len(procs))
 	for _, p := range procs {
 		byPid[p.Pid] = p
@@ -182,12 +188,9 @@ func (t *Tree) members(procs []Proc) []Proc {
 			}
 		}
 	}
-	if t.Cgroup != nil {
-		pids, _ := t.Cgroup.Pids()
-		for _, pid := range pids {
-			if p, ok := byPid[pid]; ok {
-				add(p)
-			}
+	for _, pid := range cgroup {
+		if p, ok := byPid[pid]; ok {
+			add(p)
 		}
 	}
 	for _, r := range t.Extra {
@@ -283,6 +286,10 @@ type treeStop struct {
 // scan signals what one walk finds (see scan).
 func (s *treeStop) terminate(deadline time.Time) (empty bool, err error) {
 	termed := make(map[Ref]bool)
+	// The cgroup's members are one read away, and they are the tree
+	// unless something moved one out: they get their SIGTERM before
+	// the walk that finds the rest.
+	s.termAll(s.t.cgroupMembers(), termed)
 	for first := true; ; first = false {
 		ms, err := s.t.scan(!first)
 		if err != nil {
@@ -291,25 +298,7 @@ func (s *treeStop) terminate(deadline time.Time) (empty bool, err error) {
 		if len(ms) == 0 {
 			return true, nil
 		}
-		fresh := make([]Proc, 0, len(ms))
-		for _, p := range ms {
-			if !termed[p.Ref()] {
-				termed[p.Ref()] = true
-				fresh = append(fresh, p)
-			}
-		}
-		// All are looked at before any is signalled: one's SIGTERM
-		// may take another down.
-		if s.t.found != nil {
-			for _, p := range fresh {
-				s.t.found(p)
-			}
-		}
-		for _, p := range fresh {
-			s.rep.Terminated++
-			s.hs.signal(p, syscall.SIGTERM)
-			s.hs.signal(p, syscall.SIGCONT)
-		}
+		s.termAll(ms, termed)
 		if !time.Now().Before(deadline) {
 			return false, nil
 		}
@@ -325,6 +314,49 @@ func (s *treeStop) terminate(deadline time.Time) (empty bool, err error) {
 			return false, nil
 		}
 	}
+}
+
+// termAll sends SIGTERM and SIGCONT to the members of ms not in termed
+// yet, and adds them. All are looked at before any is signalled: one's
+// SIGTERM may take another down.
+func (s *treeStop) termAll(ms []Proc, termed map[Ref]bool) {
+	fresh := make([]Proc, 0, len(ms))
+	for _, p := range ms {
+		if !termed[p.Ref()] {
+			termed[p.Ref()] = true
+			fresh = append(fresh, p)
+		}
+	}
+	if s.t.found != nil {
+		for _, p := range fresh {
+			s.t.found(p)
+		}
+	}
+	for _, p := range fresh {
+		s.rep.Terminated++
+		s.hs.signal(p, syscall.SIGTERM)
+		s.hs.signal(p, syscall.SIGCONT)
+	}
+}
+
+// cgroupMembers returns the live processes of the tree's cgroup, none
+// when it has no cgroup or it cannot be read (a scan then finds them).
+func (t *Tree) cgroupMembers() []Proc {
+	if t.Cgroup == nil {
+		return nil
+	}
+	pids, err := t.Cgroup.Pids()
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	out := make([]Proc, 0, len(pids))
+	for _, pid := range pids {
+		if p, err := Stat(pid); err == nil && pid > 1 && pid != self && !p.Zombie() {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // killAll sends SIGKILL to the members not killed yet.

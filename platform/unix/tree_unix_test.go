@@ -46,7 +46,7 @@ func TestTreeMembersSynthetic(t *testing.T) {
 		{"no duplicates", Tree{Root: 100, Leader: Ref{Pid: 101, Start: 5}, Extra: []Ref{{102, 6}, {300, 9}}}, []int{101, 102, 103, 105, 200, 300}},
 	} {
 		var got []int
-		for _, p := range tc.tree.members(procs) {
+		for _, p := range tc.tree.members(procs, nil) {
 			got = append(got, p.Pid)
 		}
 		slices.Sort(got)
