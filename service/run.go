@@ -174,9 +174,10 @@ func begin(p Paths, logf func(string, ...any)) (b *beginning, err error) {
 	if b.lock, err = takeServiceLock(p); err != nil {
 		return nil, err
 	}
+	lock := b.lock
 	defer func() {
 		if err != nil {
-			b.lock.Close()
+			lock.Close() // b is nil by now
 		}
 	}()
 	// A record left by a handover that did not happen (the service was

@@ -292,3 +292,17 @@ func TestSIGHUPReloads(t *testing.T) {
 	waitSessions(t, m+"-a", 1)
 	waitSessions(t, m+"-b", 1)
 }
+
+// A service that cannot listen (its socket's path is taken by a
+// directory) says so and exits 1, letting go of its lock: no panic.
+func TestServiceCannotListen(t *testing.T) {
+	w := newWorld(t)
+	w.writeConfig("agents: []\n")
+	if err := os.MkdirAll(filepath.Join(w.socket("default"), "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r := w.run(20*time.Second, "service", "run")
+	if r.code != 1 || strings.Contains(r.stderr, "panic") || !strings.Contains(r.stderr, "is not a socket") {
+		t.Fatalf("service run with its socket's path taken: exit %d, want 1 with the reason\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
