@@ -1,6 +1,11 @@
 package api
 
-import "github.com/tether-dev/tether/platform"
+import (
+	"fmt"
+	"time"
+
+	"github.com/tether-dev/tether/platform"
+)
 
 // Usage is what an agent's process tree costs, measured by the service
 // when a status asks for it (GET status?usage=1, see PathStatus and
@@ -38,3 +43,30 @@ const (
 	// UsageJob: the agent's job object's accounting (Windows).
 	UsageJob = platform.UsageJob
 )
+
+// CPUText writes the CPU time as 0.42s, 12.3s, 4m05s or 3h07m.
+func (u Usage) CPUText() string {
+	secs := u.CPUSeconds
+	d := time.Duration(secs * float64(time.Second))
+	switch {
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.2fs", secs)
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", secs)
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// MemoryText writes the memory as 512K, 64.2M or 1.50G (powers of 1024).
+func (u Usage) MemoryText() string {
+	n := u.MemoryBytes
+	switch {
+	case n < 1<<20:
+		return fmt.Sprintf("%dK", (n+1023)>>10)
+	case n < 1<<30:
+		return fmt.Sprintf("%.1fM", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.2fG", float64(n)/(1<<30))
+}

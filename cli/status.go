@@ -312,30 +312,5 @@ func usageColumns(u *api.Usage) (cpu, mem string) {
 	if u == nil || u.Source == "" {
 		return "-", "-"
 	}
-	return cpuTime(u.CPUSeconds), bytesIEC(u.MemoryBytes)
-}
-
-// cpuTime writes seconds of CPU time as 0.42s, 12.3s, 4m05s or 3h07m.
-func cpuTime(secs float64) string {
-	d := time.Duration(secs * float64(time.Second))
-	switch {
-	case d < 10*time.Second:
-		return fmt.Sprintf("%.2fs", secs)
-	case d < time.Minute:
-		return fmt.Sprintf("%.1fs", secs)
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-}
-
-// bytesIEC writes a size as 512K, 64.2M or 1.50G (powers of 1024).
-func bytesIEC(n uint64) string {
-	switch {
-	case n < 1<<20:
-		return fmt.Sprintf("%dK", (n+1023)>>10)
-	case n < 1<<30:
-		return fmt.Sprintf("%.1fM", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%.2fG", float64(n)/(1<<30))
+	return u.CPUText(), u.MemoryText()
 }

@@ -170,6 +170,12 @@ func TestTrayOnARealDesktop(t *testing.T) {
 	if line, _ := menu.find("bob: failed", "error at "); !strings.Contains(line.label, ": spawn: ") {
 		t.Errorf("bob's error line %q does not show the spawn error", line.label)
 	}
+	// The host opened the menu for the screenshot: the tray asked the
+	// service what alice costs, and her submenu says it.
+	d.waitMenu(item, "alice's cost in her submenu", func(n menuNode) bool {
+		line, ok := n.find("alice: running", "identity ")
+		return ok && strings.Contains(line.label, " CPU, ")
+	})
 	d.waitIcon(item, "red")
 
 	// Stop and Start through the menu.

@@ -137,6 +137,10 @@ type engine struct {
 
 	dirty chan struct{} // buffer 1: the menu must be rebuilt
 	poke  chan struct{} // buffer 1: try to connect now
+	// costWanted (buffer 1) asks costLoop for what each agent costs,
+	// when the menu opens; costAt is when it last asked (costLoop's).
+	costWanted chan struct{}
+	costAt     time.Time
 
 	// notices waiting for the notifier: never dropped, however many.
 	noticeMu sync.Mutex
@@ -150,18 +154,19 @@ type engine struct {
 func newEngine(parent context.Context, o Options, d deps, u ui) *engine {
 	ctx, cancel := context.WithCancel(parent)
 	return &engine{
-		opts:    o,
-		client:  api.NewClient(o.Socket),
-		deps:    d,
-		ui:      u,
-		ctx:     ctx,
-		cancel:  cancel,
-		in:      Input{Profile: o.Profile, Conn: Connecting, LastErrors: map[string]Recorded{}},
-		dirty:   make(chan struct{}, 1),
-		poke:    make(chan struct{}, 1),
-		noticed: make(chan struct{}, 1),
-		sleeps:  make(chan bool),
-		settle:  settleAfterResume,
+		opts:       o,
+		client:     api.NewClient(o.Socket),
+		deps:       d,
+		ui:         u,
+		ctx:        ctx,
+		cancel:     cancel,
+		in:         Input{Profile: o.Profile, Conn: Connecting, LastErrors: map[string]Recorded{}},
+		dirty:      make(chan struct{}, 1),
+		poke:       make(chan struct{}, 1),
+		costWanted: make(chan struct{}, 1),
+		noticed:    make(chan struct{}, 1),
+		sleeps:     make(chan bool),
+		settle:     settleAfterResume,
 	}
 }
 
@@ -198,6 +203,7 @@ func (e *engine) start() {
 		e.deps.noticeActions(e.act)
 	}
 	e.wg.Go(func() { e.renderLoop(cancel) })
+	e.wg.Go(e.costLoop)
 	e.wg.Go(e.watch)
 	e.wg.Go(e.notifyLoop)
 	e.wg.Go(e.readLogin)
@@ -228,6 +234,55 @@ func (e *engine) changed() {
 	select {
 	case e.dirty <- struct{}{}:
 	default:
+	}
+}
+
+// opened is called when the menu opens: the menu is rebuilt at once, so
+// that its ages are those of the moment, and again once the service has
+// said what each agent costs now (see costLoop).
+func (e *engine) opened() {
+	e.changed()
+	select {
+	case e.costWanted <- struct{}{}:
+	default:
+	}
+}
+
+// costMinGap is the least time between two questions of what the agents
+// cost: a host that opens the menu and its submenus one after the other
+// asks once.
+const costMinGap = time.Second
+
+// costLoop asks the service what each agent costs (a status with usage,
+// which the service measures for the question) each time the menu opens,
+// at most once per costMinGap, and rebuilds the menu with the answer. It
+// has no timer: nothing is measured while the menu stays shut.
+func (e *engine) costLoop() {
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-e.costWanted:
+		}
+		if now := e.deps.now(); now.Sub(e.costAt) >= costMinGap {
+			e.costAt = now
+			ctx, cancel := context.WithTimeout(e.ctx, time.Second)
+			st, err := e.client.StatusWithUsage(ctx)
+			cancel()
+			if err != nil {
+				continue
+			}
+			cost := make(map[string]api.Usage, len(st.Agents))
+			for _, a := range st.Agents {
+				if a.Usage != nil && a.Usage.Source != "" {
+					cost[a.ID] = *a.Usage
+				}
+			}
+			e.mu.Lock()
+			e.in.Cost = cost
+			e.mu.Unlock()
+			e.changed()
+		}
 	}
 }
 
@@ -267,6 +322,7 @@ func (e *engine) input() Input {
 	in := e.in
 	in.Status.Agents = slices.Clone(e.in.Status.Agents)
 	in.LastErrors = maps.Clone(e.in.LastErrors)
+	in.Cost = maps.Clone(e.in.Cost)
 	in.Now = e.deps.now()
 	in.AgeAsClock = e.ageAsClock
 	return in

@@ -40,6 +40,10 @@ type fakeService struct {
 	// reloadErr is what a reload answers; the status event after it
 	// carries it as the config error.
 	reloadErr *api.Error
+	// usage is what a status with usage says each agent costs;
+	// usageAsked counts those statuses.
+	usage      map[string]api.Usage
+	usageAsked int
 }
 
 func startFake(t *testing.T, path string, agents ...api.Agent) *fakeService {
@@ -55,7 +59,17 @@ func startFake(t *testing.T, path string, agents ...api.Agent) *fakeService {
 	mux.HandleFunc(api.PathStatus, func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		json.NewEncoder(w).Encode(f.status)
+		st := f.status
+		if r.URL.Query().Get(api.QueryUsage) == "1" {
+			f.usageAsked++
+			st.Agents = slices.Clone(st.Agents)
+			for i, a := range st.Agents {
+				if u, ok := f.usage[a.ID]; ok {
+					st.Agents[i].Usage = &u
+				}
+			}
+		}
+		json.NewEncoder(w).Encode(st)
 	})
 	for verb, path := range map[string]string{"start": api.PathStart, "stop": api.PathStop, "restart": api.PathRestart} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
@@ -504,5 +518,43 @@ func TestEngineOpen(t *testing.T) {
 		return len(opened) == 1 && opened[0] == filepath.Join(dir, "alice.log")
 	}) {
 		t.Fatalf("opened %v, want alice's log", opened)
+	}
+}
+
+// When the menu opens, the tray asks the service what each agent costs
+// (a status with usage) and shows it in the agent's submenu; it asks
+// nothing while the menu stays shut, and once for a burst of opens.
+func TestEngineShowsCostWhenTheMenuOpens(t *testing.T) {
+	dir := shortDir(t)
+	sock := filepath.Join(dir, "s.sock")
+	f := startFake(t, sock, agent("alice", api.StateRunning, time.Minute, nil))
+	f.mu.Lock()
+	f.usage = map[string]api.Usage{"alice": {CPUSeconds: 0.42, MemoryBytes: 12 << 20, Procs: 3, Source: api.UsageCgroup}}
+	f.mu.Unlock()
+	u, o := &fakeUI{}, &fakeOS{}
+	e := newTestEngine(t, dir, u, o)
+	u.waitMenu(t, "1 running", firstLine("1 running"))
+	asked := func() int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.usageAsked
+	}
+	if n := asked(); n != 0 {
+		t.Fatalf("the tray asked for the agents' cost %d times before its menu opened", n)
+	}
+	for range 5 {
+		e.opened()
+	}
+	want := "identity alice@relay, pid 4242, 0.42s CPU, 12.0M"
+	u.waitMenu(t, "the cost in alice's submenu", func(m Menu) bool {
+		for _, it := range m.Items {
+			if strings.HasPrefix(it.Title, "alice") {
+				return slices.ContainsFunc(it.Children, func(c Item) bool { return c.Title == want })
+			}
+		}
+		return false
+	})
+	if n := asked(); n != 1 {
+		t.Errorf("five opens in a row asked for the cost %d times, want once", n)
 	}
 }

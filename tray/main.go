@@ -89,7 +89,7 @@ func Main(o Options) int {
 	e := newEngine(ctx, o, osDeps(n), u)
 	// Ages in the menu are recomputed when it opens; where the tray
 	// cannot tell, it shows since when instead.
-	e.ageAsClock = !watchMenuOpens(ctx, e.changed)
+	e.ageAsClock = !watchMenuOpens(ctx, e.opened)
 	n.fileOf(e.fileOf)
 	e.start()
 	err := waitHost(ctx, hostWait, func() {

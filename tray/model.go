@@ -60,6 +60,9 @@ type Input struct {
 	// Waiting are the agents that outlived their service (its crash, with
 	// survive_service_crash) and wait to be adopted, while none runs.
 	Waiting []api.Waiting
+	// Cost is what each running agent's tree cost when the menu last
+	// opened, by agent id (see engine.costLoop).
+	Cost map[string]api.Usage
 }
 
 // ActionKind is what a menu item does.
@@ -320,7 +323,7 @@ func agentSlot(a api.Agent, in Input, hidden bool) Item {
 			{Title: TitleOpenLog, Enabled: true, Action: Action{Kind: ActOpenLog, IDs: ids}},
 			{Title: TitleCopyError, Tooltip: "Copy the whole error to the clipboard.", Enabled: copied != "", Action: Action{Kind: ActCopy, Text: copied}},
 			{Separator: true},
-			{Title: infoLine(a)},
+			{Title: infoLine(a, in.Cost)},
 			statusLine(a),
 			last,
 		},
@@ -336,10 +339,11 @@ func statusLine(a api.Agent) Item {
 	return Item{Title: elide("status: "+a.Status, maxErrorTitle), Tooltip: a.Status}
 }
 
-// infoLine names the agent's identity, its processes and its restarts.
-// While a cleanup fails, the processes are the ones left alive, not the
-// agent's own, which may be long gone.
-func infoLine(a api.Agent) string {
+// infoLine names the agent's identity, its processes, what its tree
+// costs (CPU time and memory, when the service said, for a running
+// agent) and its restarts. While a cleanup fails, the processes are the
+// ones left alive, not the agent's own, which may be long gone.
+func infoLine(a api.Agent, cost map[string]api.Usage) string {
 	info := "identity " + a.Identity
 	switch ps := survivors(derefError(a.Error)); {
 	case a.State == api.StateCleanupFailed && len(ps) > 0:
@@ -347,6 +351,9 @@ func infoLine(a api.Agent) string {
 	case a.State == api.StateCleanupFailed:
 	case a.PID != 0:
 		info += fmt.Sprintf(", pid %d", a.PID)
+	}
+	if u, ok := cost[a.ID]; ok && a.PID != 0 {
+		info += fmt.Sprintf(", %s CPU, %s", u.CPUText(), u.MemoryText())
 	}
 	if a.Restarts > 0 {
 		info += ", " + plural(a.Restarts, "restart", "restarts")

@@ -34,7 +34,7 @@ func runUI(e *engine, attach func(ui)) error {
 				case <-systray.TrayOpenedCh:
 					// The menu opens (macOS; dbusmenu hosts that
 					// send "opened"): its ages are those of now.
-					e.changed()
+					e.opened()
 				}
 			}
 		}()
