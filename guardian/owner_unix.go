@@ -54,15 +54,7 @@ var ownerDeathFile = sync.OnceValue(func() *os.File {
 // startGuardian starts the guardian as a child this process counts as its
 // own (see punix.StartChild): an owner that adopts orphans as a child
 // subreaper never takes a guardian for one.
-func startGuardian(cmd *exec.Cmd) error {
-	_, err := punix.StartChild(func() (int, error) {
-		if err := cmd.Start(); err != nil {
-			return 0, err
-		}
-		return cmd.Process.Pid, nil
-	})
-	return err
-}
+func startGuardian(cmd *exec.Cmd) error { return punix.StartCmd(cmd) }
 
 // guardianReaped ends the count startGuardian began.
 func guardianReaped(pid int) { punix.ForgetChild(pid) }

@@ -20,12 +20,7 @@ func startOwnChild(t *testing.T, role, tag string, rp *readyPipe, args ...string
 	cmd := helperCommand(role, tag, args...)
 	cmd.Stderr = os.Stderr
 	rp.Pass(cmd)
-	if _, err := StartChild(func() (int, error) {
-		if err := cmd.Start(); err != nil {
-			return 0, err
-		}
-		return cmd.Process.Pid, nil
-	}); err != nil {
+	if err := StartCmd(cmd); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

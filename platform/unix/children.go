@@ -49,18 +49,24 @@ func ForgetChild(pid int) {
 	}
 }
 
-// RunChild starts cmd through StartChild, waits for it and ends its count:
-// a command run to its end by a process that may have an Adopter.
-func RunChild(cmd *exec.Cmd) error {
-	pid, err := StartChild(func() (int, error) {
+// StartCmd starts cmd through StartChild: a child counted as this
+// process's own until ForgetChild.
+func StartCmd(cmd *exec.Cmd) error {
+	_, err := StartChild(func() (int, error) {
 		if err := cmd.Start(); err != nil {
 			return 0, err
 		}
 		return cmd.Process.Pid, nil
 	})
-	if err != nil {
+	return err
+}
+
+// RunChild starts cmd through StartChild, waits for it and ends its count:
+// a command run to its end by a process that may have an Adopter.
+func RunChild(cmd *exec.Cmd) error {
+	if err := StartCmd(cmd); err != nil {
 		return err
 	}
-	defer ForgetChild(pid)
+	defer ForgetChild(cmd.Process.Pid)
 	return cmd.Wait()
 }
