@@ -323,16 +323,12 @@ func Read(dir string) (State, error) {
 	// folded; read journal first, it has either the lines or a state
 	// file that holds them (lines it holds are skipped by their
 	// sequence numbers).
-	j := journal{path: intentPath(dir), changes: map[string]intentLine{}}
-	data, err := readFile(j.path)
-	if err == nil {
-		err = j.parse(data)
-	}
-	if err != nil {
+	j := journal{path: intentPath(dir)}
+	if err := j.load(); err != nil {
 		return State{}, err
 	}
 	st := emptyState()
-	data, err = readFile(filepath.Join(dir, FileName))
+	data, err := readFile(filepath.Join(dir, FileName))
 	if err == nil && data != nil {
 		st, err = decode(filepath.Join(dir, FileName), data)
 	}
