@@ -138,9 +138,8 @@ type engine struct {
 	dirty chan struct{} // buffer 1: the menu must be rebuilt
 	poke  chan struct{} // buffer 1: try to connect now
 	// costWanted (buffer 1) asks costLoop for what each agent costs,
-	// when the menu opens; costAt is when it last asked (costLoop's).
+	// when the menu opens.
 	costWanted chan struct{}
-	costAt     time.Time
 
 	// notices waiting for the notifier: never dropped, however many.
 	noticeMu sync.Mutex
@@ -258,31 +257,34 @@ const costMinGap = time.Second
 // at most once per costMinGap, and rebuilds the menu with the answer. It
 // has no timer: nothing is measured while the menu stays shut.
 func (e *engine) costLoop() {
+	var asked time.Time
 	for {
 		select {
 		case <-e.ctx.Done():
 			return
 		case <-e.costWanted:
 		}
-		if now := e.deps.now(); now.Sub(e.costAt) >= costMinGap {
-			e.costAt = now
-			ctx, cancel := context.WithTimeout(e.ctx, time.Second)
-			st, err := e.client.StatusWithUsage(ctx)
-			cancel()
-			if err != nil {
-				continue
-			}
-			cost := make(map[string]api.Usage, len(st.Agents))
-			for _, a := range st.Agents {
-				if a.Usage != nil && a.Usage.Source != "" {
-					cost[a.ID] = *a.Usage
-				}
-			}
-			e.mu.Lock()
-			e.in.Cost = cost
-			e.mu.Unlock()
-			e.changed()
+		now := e.deps.now()
+		if now.Sub(asked) < costMinGap {
+			continue
 		}
+		asked = now
+		ctx, cancel := context.WithTimeout(e.ctx, time.Second)
+		st, err := e.client.StatusWithUsage(ctx)
+		cancel()
+		if err != nil {
+			continue
+		}
+		cost := make(map[string]api.Usage, len(st.Agents))
+		for _, a := range st.Agents {
+			if a.Usage != nil && a.Usage.Source != "" {
+				cost[a.ID] = *a.Usage
+			}
+		}
+		e.mu.Lock()
+		e.in.Cost = cost
+		e.mu.Unlock()
+		e.changed()
 	}
 }
 
