@@ -160,6 +160,31 @@ func contextSwitches(t *testing.T, pid int) int64 {
 	return n
 }
 
+// wakesIn counts pid's context switches over d: a measuring window, not a
+// wait for anything.
+func wakesIn(t *testing.T, pid int, d time.Duration) int64 {
+	t.Helper()
+	before := contextSwitches(t, pid)
+	time.Sleep(d)
+	return contextSwitches(t, pid) - before
+}
+
+// waitStill waits until pid's count of context switches has stood still
+// for a whole period, and fails the test if that has not happened within
+// limit.
+func waitStill(t *testing.T, pid int, period, limit time.Duration) {
+	t.Helper()
+	prev := int64(-1)
+	if !testproc.UntilEvery(limit, period, func() bool {
+		cur := contextSwitches(t, pid)
+		still := cur == prev
+		prev = cur
+		return still
+	}) {
+		t.Fatalf("pid %d kept waking for %v (%d context switches so far)", pid, limit, prev)
+	}
+}
+
 // fakeOpener puts an xdg-open first on PATH that only records what it
 // was asked to open, and returns the PATH entry and the record's file.
 func fakeOpener(t *testing.T) (pathEnv, record string) {
@@ -369,13 +394,12 @@ func TestTrayIdleAndUptime(t *testing.T) {
 	item := d.waitItem(tr.pid, 15*time.Second)
 	d.waitMenu(item, "alice running <1m", func(n menuNode) bool { _, ok := n.find("alice: running <1m"); return ok })
 	// Past the tray's settling render (2.1 s after its start) and the
-	// login registrations' read.
-	time.Sleep(3 * time.Second)
+	// host's and the login registrations' reads: its count of context
+	// switches stands still for longer than the first takes to come.
+	waitStill(t, tr.pid, 3*time.Second, 30*time.Second)
 
 	const idle = 30 * time.Second
-	before := contextSwitches(t, tr.pid)
-	time.Sleep(idle)
-	woke := contextSwitches(t, tr.pid) - before
+	woke := wakesIn(t, tr.pid, idle)
 	t.Logf("the idle tray woke %d times in %v", woke, idle)
 	if woke != 0 {
 		t.Errorf("the idle tray woke %d times in %v, want 0", woke, idle)
