@@ -439,8 +439,11 @@ func (rw *readyWatch) handle(ev readyEvent) (StopReason, string) {
 			rw.startT.Stop()
 			rw.startC = nil
 			rw.up = true
-			g.logf("agent ready after %v (%s)", time.Since(rw.began).Round(time.Millisecond), g.req.Readiness.Ready)
+			took := time.Since(rw.began)
+			// The owner hears it first: a start waits on it, the
+			// log does not.
 			g.send(message{Type: msgAgentReady, Detail: rw.status})
+			g.logf("agent ready after %v (%s)", took.Round(time.Millisecond), g.req.Readiness.Ready)
 			rw.becameReady()
 		}
 	case readyStatus:
