@@ -1,6 +1,9 @@
 package platform
 
-import "os/exec"
+import (
+	"os/exec"
+	"sync"
+)
 
 // Ref names a process across PID reuse: its PID together with its start
 // time (on Unix in the system's own units, on Windows the creation
@@ -13,7 +16,11 @@ func RefOf(pid int) (Ref, error) { return refOf(pid) }
 
 // Self returns the reference of this process; when its start time cannot
 // be read, the reference has the PID alone.
-func Self() Ref { return self() }
+func Self() Ref { return selfRef() }
+
+// selfRef is read once: a process's pid and start time never change,
+// not even across an execve.
+var selfRef = sync.OnceValue(self)
 
 // Alive reports whether the process r names still runs (a zombie counts
 // as dead). A process that has r's PID but another start time is another

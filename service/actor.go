@@ -8,6 +8,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/platform"
 	"github.com/tether-dev/tether/service/config"
 	"github.com/tether-dev/tether/service/state"
 )
@@ -62,6 +63,7 @@ type actor struct {
 	timerC     <-chan time.Time
 	timerDue   time.Time
 	awaiting   chan attachResult // an upgrade's successor: the session to come
+	leader     platform.Ref      // and the leader of its tree, as the service before knew it
 	adoptIdle  bool              // not to run: adopt a tree that outlived the service, and stop it
 	depc       chan struct{}     // a dependency's row changed
 	depWait    bool              // the start waits for dependencies

@@ -25,14 +25,21 @@ import (
 // describes it. The session's leader is named with its start time, read
 // now (the agent has just started), so that its PID, reused later by
 // another process, never names that one's session.
-func treeOf(r guardian.Ready) platform.Tree {
+func treeOf(r guardian.Ready) platform.Tree { return treeLed(r, platform.Ref{}) }
+
+// treeLed is treeOf with the leader known already (read when the agent
+// started, by the service before an upgrade); a zero leader, or one of
+// another pid, is read now.
+func treeLed(r guardian.Ready, leader platform.Ref) platform.Tree {
 	pid := r.SessionID
 	if pid == 0 {
 		pid = r.AgentPID
 	}
-	leader, err := platform.RefOf(pid)
-	if err != nil {
-		leader = platform.Ref{Pid: pid} // gone already: its session may live on
+	if leader.Pid != pid {
+		var err error
+		if leader, err = platform.RefOf(pid); err != nil {
+			leader = platform.Ref{Pid: pid} // gone already: its session may live on
+		}
 	}
 	return platform.Tree{Leader: leader, Root: r.GuardianPID, RootSubreaper: r.Subreaper, Cgroup: r.Cgroup, Job: r.Job}
 }

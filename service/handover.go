@@ -21,12 +21,14 @@ import (
 // the machine there is nothing to hand over), and a sync would make the
 // API wait for the disk.
 //
-// HandoverVersion is the version this binary writes, and the successor
-// reads every version from MinHandoverVersion to HandoverVersion; the
-// old service asks the new binary which it reads before it hands over
-// (handover-check), so a successor never meets a record it cannot read.
+// A successor reads every version from MinHandoverVersion to
+// HandoverVersion. The old service asks the new binary which it reads
+// before it hands over (handover-check) and writes the newest of those
+// it can, so a successor never meets a record it cannot read, and a
+// binary of an older version can still take over. Version 2 added
+// Discard.
 const (
-	HandoverVersion    = 1
+	HandoverVersion    = 2
 	MinHandoverVersion = 1
 )
 
@@ -65,6 +67,11 @@ type handoverRecord struct {
 	// guardians let go): its successor on Unix, the same process, reaps
 	// them.
 	Reap []int `json:"reap,omitempty"`
+	// Discard (version 2, Unix) lists descriptors the writer held for
+	// itself whose close waits on the kernel (its directory watches):
+	// handed over so that the execve does not close them and make the
+	// successor wait before it serves, they are closed once it serves.
+	Discard []uintptr `json:"discard,omitempty"`
 }
 
 type handoverConfig struct {

@@ -32,6 +32,10 @@ type agentHandover struct {
 	DepErr     *api.Error    `json:"dep_err,omitempty"`   // stopped with a dependency: why
 	Leftover   bool          `json:"leftover,omitempty"`  // what a dead guardian left could not be stopped
 	Unclaimed  bool          `json:"unclaimed,omitempty"` // its guardian died and nothing has freed the identity since
+	// Leader is the running tree's leader as the service knew it (its
+	// start time read when the agent started), so that the successor
+	// need not read it again.
+	Leader platform.Ref `json:"leader,omitzero"`
 
 	Tether *tetherHandover `json:"tether,omitempty"`
 }
@@ -138,6 +142,9 @@ func (a *actor) handover() agentHandover {
 	if a.timerC != nil {
 		st.Due = a.timerDue
 	}
+	a.c.mu.Lock()
+	st.Leader = a.c.trees[a.id].Leader
+	a.c.mu.Unlock()
 	return st
 }
 
@@ -151,7 +158,7 @@ func (a *actor) resume(st agentHandover, session chan attachResult) {
 	a.depWait, a.pending = st.DepWait, st.Pending
 	a.stopAsked, a.stopSince, a.restartArm = st.StopAsked, st.StopSince, st.RestartArm
 	a.depErr, a.leftover, a.unclaimed = st.DepErr, st.Leftover, st.Unclaimed
-	a.awaiting = session
+	a.awaiting, a.leader = session, st.Leader
 	if !st.Due.IsZero() {
 		a.schedule(max(time.Until(st.Due), 0))
 	}
@@ -168,7 +175,7 @@ func (a *actor) awaitSession() {
 	a.awaiting = nil
 	if r.err == nil {
 		a.setSession(r.session)
-		tree := treeOf(r.session.Ready())
+		tree := treeLed(r.session.Ready(), a.leader)
 		a.c.setTree(a.id, &tree)
 		return
 	}

@@ -51,9 +51,10 @@ func Run(p Paths, exe, version string, stderr io.Writer) int {
 	if path := os.Getenv(handoverEnv); path != "" {
 		// Agents must not see it.
 		os.Unsetenv(handoverEnv)
-		// What is read to take over is garbage at once: the collector
-		// waits until the API answers.
-		gc := debug.SetGCPercent(400)
+		// What is read to take over is garbage at once, and bounded
+		// by the record and the config: the collector waits until
+		// the API answers and the guardians are taken over.
+		gc := debug.SetGCPercent(-1)
 		restoreGC = func() { debug.SetGCPercent(gc) }
 		b, err = takeOverFrom(p, path, began, logf)
 	} else {
@@ -98,6 +99,7 @@ func Run(p Paths, exe, version string, stderr io.Writer) int {
 		}
 		c.setUpgrade(up)
 		stopAt("serving")
+		b.inherit.served()
 		attachAll(p, b, logf)
 		restoreGC()
 		logf("profile %q taken over on %s (upgrade %s in %v: %s) with %d agent(s) from %s", p.Profile, p.Socket, up.ID, up.Took.Round(time.Microsecond), formatSteps(stepList()), len(b.cfg.Agents), b.cfg.Path)
@@ -204,8 +206,25 @@ func takeOverFrom(p Paths, path string, began time.Time, logf func(string, ...an
 	if err := awaitHandover(); err != nil {
 		return nil, err
 	}
+	// The state beside the record and the config: all three are only
+	// read, and the state needs neither.
+	var store *state.Store
+	var serr error
+	opened := make(chan struct{})
+	go func() {
+		defer close(opened)
+		store, serr = state.Open(p.StateDir)
+	}()
+	// closeStore is for the failures: they return once it is open.
+	closeStore := func() {
+		<-opened
+		if serr == nil {
+			store.Close()
+		}
+	}
 	rec, err := readHandover(path, p.Profile)
 	if err != nil {
+		closeStore()
 		return nil, err
 	}
 	beginSteps(rec.Upgrade.Began, append(rec.Steps,
@@ -213,30 +232,23 @@ func takeOverFrom(p Paths, path string, began time.Time, logf func(string, ...an
 		handoverStep{Step: "read", At: time.Since(rec.Upgrade.Began)}))
 	in, err := inherited(rec, p)
 	if err != nil {
+		closeStore()
 		return nil, err
 	}
 	stopAt("successor")
 	reapLater(rec.Reap, true)
 	b := &beginning{lock: in.lock, listener: keepAPI(p.Socket, in.listener, logf), inherit: in, upgrade: &rec.Upgrade, resumed: map[string]resumedAgent{}}
 	in.listener = b.listener // what a later upgrade hands over: the socket then
-	// The config and the state side by side: both are only read.
-	var serr error
-	opened := make(chan struct{})
-	go func() {
-		defer close(opened)
-		b.store, serr = state.Open(p.StateDir)
-	}()
 	b.cfg, err = rec.config()
-	<-opened
 	if err != nil {
-		if serr == nil {
-			b.store.Close()
-		}
+		closeStore()
 		return nil, err
 	}
+	<-opened
 	if serr != nil {
 		return nil, fmt.Errorf("state: %w", serr)
 	}
+	b.store = store
 	stopAt("config and state")
 	// The point of no return: from here this process reads the tethers.
 	if err := in.prepared(); err != nil {

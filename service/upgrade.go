@@ -201,6 +201,8 @@ type successorCheck struct {
 
 // handoverOffer is what the running service tells the new binary.
 type handoverOffer struct {
+	// Handover is the oldest record version this service writes: it
+	// writes the newest the successor reads, down to that one.
 	Handover int            `json:"handover"`
 	Guardian []int          `json:"guardian"` // the protocol versions of the running guardians
 	Config   handoverConfig `json:"config"`
@@ -293,6 +295,17 @@ func checkSuccessor(ctx context.Context, exe string, globalArgs []string, offer 
 		return ans, fmt.Errorf("%s: handover check: %v", exe, runErr)
 	}
 	return ans, nil
+}
+
+// recordVersion is the version of the record to write for a successor
+// that answered check: the newest that both read.
+func recordVersion(check successorCheck) (int, error) {
+	v := min(HandoverVersion, check.Handover[1])
+	if v < max(MinHandoverVersion, check.Handover[0]) {
+		return 0, fmt.Errorf("reads handover records of versions %d to %d; this service writes %d to %d",
+			check.Handover[0], check.Handover[1], MinHandoverVersion, HandoverVersion)
+	}
+	return v, nil
 }
 
 type limitedWriter struct {
@@ -392,18 +405,24 @@ func (u *upgrader) upgrade(call upgradeCall) {
 		return
 	}
 	up.To = check.Build
+	version, err := recordVersion(check)
+	if err != nil {
+		fail(fmt.Errorf("%s (tether %s) %w", target, check.Version, err))
+		call.reply <- upgradeReply{err: up.Error}
+		return
+	}
 	stopAt("checked")
 	u.c.setUpgrade(up)
 	u.logf("upgrade %s: handing over to %s (tether %s, build %s)", up.ID, target, check.Version, check.Build)
 	call.reply <- upgradeReply{ans: api.UpgradeAnswer{Upgrade: up}}
-	if err := u.handOver(target, up); err != nil {
+	if err := u.handOver(target, up, version); err != nil {
 		fail(err)
 	}
 }
 
 // handOver makes steps 2 to 5; it returns only on failure, with the
 // service as it was.
-func (u *upgrader) handOver(target string, up api.Upgrade) (err error) {
+func (u *upgrader) handOver(target string, up api.Upgrade, version int) (err error) {
 	pctx, cancel := context.WithTimeout(context.Background(), pauseTimeout)
 	defer cancel()
 	// A manager shows the service reloading until the successor says it
@@ -431,7 +450,7 @@ func (u *upgrader) handOver(target string, up api.Upgrade) (err error) {
 		}
 	}()
 	stopAt("frozen")
-	rec := u.c.record(f, up)
+	rec := u.c.record(f, up, version)
 	return u.inherit.takeOver(target, rec, u.env, handoverPath(u.p.StateDir), func(rec *handoverRecord) error {
 		_, err := writeHandover(u.p.StateDir, rec)
 		return err
@@ -442,7 +461,7 @@ func (u *upgrader) handOver(target string, up api.Upgrade) (err error) {
 func (c *Controller) offer() handoverOffer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	o := handoverOffer{Handover: HandoverVersion, Config: handoverConfig{Path: c.cfg.Path, Source: c.cfg.Source},
+	o := handoverOffer{Handover: MinHandoverVersion, Config: handoverConfig{Path: c.cfg.Path, Source: c.cfg.Source},
 		Separate: successorIsSeparate}
 	for _, act := range c.actors {
 		if v := act.guardianVersion.Load(); v > 0 {
@@ -452,11 +471,12 @@ func (c *Controller) offer() handoverOffer {
 	return o
 }
 
-// record builds the handover record of a frozen controller.
-func (c *Controller) record(f *frozen, up api.Upgrade) *handoverRecord {
+// record builds the handover record of a frozen controller, of the
+// given version.
+func (c *Controller) record(f *frozen, up api.Upgrade, version int) *handoverRecord {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rec := &handoverRecord{Version: HandoverVersion, Written: time.Now().UTC(), PID: os.Getpid(),
+	rec := &handoverRecord{Version: version, Written: time.Now().UTC(), PID: os.Getpid(),
 		Profile: c.opts.Paths.Profile, Upgrade: up,
 		Config: handoverConfig{Path: c.cfg.Path, Source: c.cfg.Source}}
 	for _, fa := range f.actors {

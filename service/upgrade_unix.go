@@ -35,6 +35,8 @@ type inheritance struct {
 	// listener is the API's: an *apiListener, whose socket at the time
 	// of the handover is the one inherited (see currentListener).
 	listener net.Listener
+	// discard, in a successor, is what it is to close once it serves.
+	discard []uintptr
 }
 
 func newInheritance(lock *os.File, l net.Listener) *inheritance {
@@ -75,6 +77,12 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []s
 	rec.Listener = []uintptr{lfd}
 	if err := eachTether(rec, func(fd uintptr) (uintptr, error) { return fd, nil }); err != nil {
 		return err
+	}
+	if rec.Version >= 2 {
+		// Held open (no watch closes) until the exec or its failure.
+		var release func()
+		rec.Discard, release = punix.HoldSlowToClose()
+		defer release()
 	}
 	stopAt("recorded")
 	rec.Steps = stepList()
@@ -136,6 +144,7 @@ func inherited(rec *handoverRecord, p Paths) (*inheritance, error) {
 	if err := setCloseOnExec(rec.descriptors(), true); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrHandoverRecord, err)
 	}
+	discard := rec.Discard
 	lock := os.NewFile(rec.Lock, "service.lock")
 	// The lock goes with the open file, which this process still has:
 	// taking it again succeeds at once, and proves it.
@@ -156,13 +165,20 @@ func inherited(rec *handoverRecord, p Paths) (*inheritance, error) {
 	// This service removes the socket when it stops, as the one before
 	// would have.
 	ul.SetUnlinkOnClose(true)
-	return &inheritance{lock: lock, listener: ul}, nil
+	return &inheritance{lock: lock, listener: ul, discard: discard}, nil
 }
 
 // prepared and tookOver tell the service before nothing: it is this
 // process.
 func (in *inheritance) prepared() error                                    { return nil }
 func (in *inheritance) tookOver([]*guardian.Session, func(string, ...any)) {}
+
+// served closes, in the background, what the service before held for
+// itself (see handoverRecord.Discard): the API answers by now.
+func (in *inheritance) served() {
+	punix.CloseLater(in.discard)
+	in.discard = nil
+}
 
 // claimGuardian counts t's guardian, a child of this process since before
 // the execve, as its own.
@@ -188,6 +204,7 @@ func attachment(id string, t *tetherHandover) (guardian.Attachment, error) {
 // descriptors lists every descriptor the record hands over.
 func (rec *handoverRecord) descriptors() []uintptr {
 	out := append([]uintptr{rec.Lock}, rec.Listener...)
+	out = append(out, rec.Discard...)
 	for _, a := range rec.Agents {
 		if a.Tether != nil {
 			out = append(out, a.Tether.Conn)

@@ -210,6 +210,10 @@ func (in *inheritance) prepared() error {
 	return nil
 }
 
+// served does nothing: the service before, another process, closes what
+// it held itself.
+func (in *inheritance) served() {}
+
 // tookOver waits until every guardian has answered attach (and so
 // watches this process), tells the service before, which exits, and
 // takes the service lock, which Windows releases with its old holder.

@@ -17,6 +17,23 @@ import (
 	punix "github.com/tether-dev/tether/platform/unix"
 )
 
+// inotifyFDs counts the inotify instances process pid holds.
+func inotifyFDs(t *testing.T, pid int) int {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatalf("the descriptors of %d: %v", pid, err)
+	}
+	n := 0
+	for _, e := range ents {
+		if target, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && target == "anon_inode:inotify" {
+			n++
+		}
+	}
+	return n
+}
+
 // upgradeWorld is a service running three agents: x ignores SIGTERM and
 // has a worker and an escapee, y and z are polite.
 func upgradeWorld(t *testing.T, stop time.Duration, extraEnv ...string) (w *world, svc *service, m string) {
@@ -129,6 +146,7 @@ func TestUpgradeRestartsNoAgent(t *testing.T) {
 		}
 	}()
 	<-hellos
+	watches := inotifyFDs(t, st0.ServicePID)
 	for round := range 2 {
 		stop := hammer(c)
 		r := w.run(time.Minute, "service", "upgrade")
@@ -166,7 +184,26 @@ func TestUpgradeRestartsNoAgent(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("round %d: the event stream did not go on after the upgrade", round)
 		}
+		// The watches of the service before, handed over so that the
+		// exec does not close them, are closed once it serves.
+		deadline = time.Now().Add(10 * time.Second)
+		for inotifyFDs(t, st.ServicePID) != watches {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the successor holds %d inotify instances, the service before %d: the ones handed over were kept", round, inotifyFDs(t, st.ServicePID), watches)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 		t.Logf("round %d: %s; %d status requests during it, none refused; handover %v", round, strings.TrimSpace(r.stdout), n, st.Service.Upgrade.Took)
+	}
+	// Nothing handed over reaches an agent started after the upgrades,
+	// or its guardian (I6).
+	w.mustRun("restart", "z")
+	w.waitState("default", "z", api.StateRunning)
+	zrow, _ := rowsByID(t, c)
+	for _, pid := range []int{zrow["z"].PID, zrow["z"].GuardianPID} {
+		if n := inotifyFDs(t, pid); n != 0 {
+			t.Errorf("process %d of z's tree holds %d inotify instances", pid, n)
+		}
 	}
 	w.mustRun("stop", "y")
 	exactlyOnce(t, 0, map[string]int{m + "-y": 0})

@@ -24,7 +24,8 @@ const watchMask = changes&^unix.IN_Q_OVERFLOW | unix.IN_ONESHOT | unix.IN_ONLYDI
 // reader is a goroutine parked on it, which no timer wakes.
 type osWatch struct {
 	f   *os.File
-	err error // why the instance broke, under WriteWatch.mu
+	fd  uintptr // f's, noted as slow to close (see HoldSlowToClose)
+	err error   // why the instance broke, under WriteWatch.mu
 }
 
 // WatchWrites returns a watch of the files directly inside dir, not yet
@@ -36,6 +37,8 @@ func WatchWrites(dir string) (*WriteWatch, error) {
 	}
 	w := &WriteWatch{dir: dir, c: make(chan struct{}, 1)}
 	w.os.f = os.NewFile(uintptr(fd), "inotify")
+	w.os.fd = uintptr(fd)
+	noteSlowClose(w.os.fd)
 	go w.os.read(w)
 	return w, nil
 }
@@ -60,7 +63,7 @@ func (o *osWatch) arm(w *WriteWatch) error {
 	return nil
 }
 
-func (o *osWatch) close() error { return o.f.Close() }
+func (o *osWatch) close() error { return closeSlow(o.fd, o.f.Close) }
 
 // read waits for events until the watch is closed. A read error other
 // than the close breaks the watch: it fires once more, so its owner
