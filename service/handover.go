@@ -118,24 +118,48 @@ func writeHandover(stateDir string, rec *handoverRecord) (string, error) {
 var ErrHandoverRecord = errors.New("unusable handover record")
 
 // readHandover reads and removes the record at path, and checks that it
-// is one this binary reads, written for profile.
-func readHandover(path, profile string) (*handoverRecord, error) {
+// is one this binary reads, written for profile. The agents are left
+// undecoded, for decodeAgents: their decode is most of the record's, and
+// the successor parses the config meanwhile.
+func readHandover(path, profile string) (*handoverRecord, *recordAgents, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrHandoverRecord, err)
+		return nil, nil, fmt.Errorf("%w: %v", ErrHandoverRecord, err)
 	}
 	_ = os.Remove(path)
 	var rec handoverRecord
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return nil, fmt.Errorf("%w %s: %v", ErrHandoverRecord, path, err)
+	// The outer Agents hides the record's own from the decoder.
+	head := struct {
+		*handoverRecord
+		Agents json.RawMessage `json:"agents"`
+	}{handoverRecord: &rec}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, nil, fmt.Errorf("%w %s: %v", ErrHandoverRecord, path, err)
 	}
 	switch {
 	case rec.Version < MinHandoverVersion || rec.Version > HandoverVersion:
-		return nil, fmt.Errorf("%w %s: version %d; this tether reads %d to %d", ErrHandoverRecord, path, rec.Version, MinHandoverVersion, HandoverVersion)
+		return nil, nil, fmt.Errorf("%w %s: version %d; this tether reads %d to %d", ErrHandoverRecord, path, rec.Version, MinHandoverVersion, HandoverVersion)
 	case rec.Profile != profile:
-		return nil, fmt.Errorf("%w %s: written for profile %q, not %q", ErrHandoverRecord, path, rec.Profile, profile)
+		return nil, nil, fmt.Errorf("%w %s: written for profile %q, not %q", ErrHandoverRecord, path, rec.Profile, profile)
 	}
-	return &rec, nil
+	return &rec, &recordAgents{path: path, raw: head.Agents}, nil
+}
+
+// recordAgents are a record's agents as read, not yet decoded.
+type recordAgents struct {
+	path string
+	raw  json.RawMessage
+}
+
+// decodeAgents decodes the agents of rec, read as ra.
+func (rec *handoverRecord) decodeAgents(ra *recordAgents) error {
+	if len(ra.raw) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(ra.raw, &rec.Agents); err != nil {
+		return fmt.Errorf("%w %s: its agents: %v", ErrHandoverRecord, ra.path, err)
+	}
+	return nil
 }
 
 // config parses the config the record carries, as the service before

@@ -222,28 +222,47 @@ func takeOverFrom(p Paths, path string, began time.Time, logf func(string, ...an
 			store.Close()
 		}
 	}
-	rec, err := readHandover(path, p.Profile)
+	rec, agents, err := readHandover(path, p.Profile)
 	if err != nil {
 		closeStore()
 		return nil, err
+	}
+	// The config beside the agents' decode.
+	type parsed struct {
+		cfg *config.Config
+		err error
+	}
+	cfgc := make(chan parsed, 1)
+	go func() {
+		cfg, err := rec.config()
+		cfgc <- parsed{cfg, err}
+	}()
+	// fail returns err once the goroutines are done.
+	fail := func(err error) (*beginning, error) {
+		<-cfgc
+		closeStore()
+		return nil, err
+	}
+	if err := rec.decodeAgents(agents); err != nil {
+		return fail(err)
 	}
 	beginSteps(rec.Upgrade.Began, append(rec.Steps,
 		handoverStep{Step: "running", At: began.Sub(rec.Upgrade.Began)},
 		handoverStep{Step: "read", At: time.Since(rec.Upgrade.Began)}))
 	in, err := inherited(rec, p)
 	if err != nil {
-		closeStore()
-		return nil, err
+		return fail(err)
 	}
 	stopAt("successor")
 	reapLater(rec.Reap, true)
 	b := &beginning{lock: in.lock, listener: keepAPI(p.Socket, in.listener, logf), inherit: in, upgrade: &rec.Upgrade, resumed: map[string]resumedAgent{}}
 	in.listener = b.listener // what a later upgrade hands over: the socket then
-	b.cfg, err = rec.config()
-	if err != nil {
+	pc := <-cfgc
+	if pc.err != nil {
 		closeStore()
-		return nil, err
+		return nil, pc.err
 	}
+	b.cfg = pc.cfg
 	<-opened
 	if serr != nil {
 		return nil, fmt.Errorf("state: %w", serr)
