@@ -208,17 +208,10 @@ func takeOverFrom(p Paths, path string, began time.Time, logf func(string, ...an
 	}
 	// The state beside the record and the config: all three are only
 	// read, and the state needs neither.
-	var store *state.Store
-	var serr error
-	opened := make(chan struct{})
-	go func() {
-		defer close(opened)
-		store, serr = state.Open(p.StateDir)
-	}()
+	openStore := background(func() (*state.Store, error) { return state.Open(p.StateDir) })
 	// closeStore is for the failures: they return once it is open.
 	closeStore := func() {
-		<-opened
-		if serr == nil {
+		if store, err := openStore(); err == nil {
 			store.Close()
 		}
 	}
@@ -228,18 +221,9 @@ func takeOverFrom(p Paths, path string, began time.Time, logf func(string, ...an
 		return nil, err
 	}
 	// The config beside the agents' decode.
-	type parsed struct {
-		cfg *config.Config
-		err error
-	}
-	cfgc := make(chan parsed, 1)
-	go func() {
-		cfg, err := rec.config()
-		cfgc <- parsed{cfg, err}
-	}()
-	// fail returns err once the goroutines are done.
+	parseConfig := background(rec.config)
 	fail := func(err error) (*beginning, error) {
-		<-cfgc
+		_, _ = parseConfig()
 		closeStore()
 		return nil, err
 	}
@@ -257,17 +241,12 @@ func takeOverFrom(p Paths, path string, began time.Time, logf func(string, ...an
 	reapLater(rec.Reap, true)
 	b := &beginning{lock: in.lock, listener: keepAPI(p.Socket, in.listener, logf), inherit: in, upgrade: &rec.Upgrade, resumed: map[string]resumedAgent{}}
 	in.listener = b.listener // what a later upgrade hands over: the socket then
-	pc := <-cfgc
-	if pc.err != nil {
-		closeStore()
-		return nil, pc.err
+	if b.cfg, err = parseConfig(); err != nil {
+		return fail(err)
 	}
-	b.cfg = pc.cfg
-	<-opened
-	if serr != nil {
-		return nil, fmt.Errorf("state: %w", serr)
+	if b.store, err = openStore(); err != nil {
+		return nil, fmt.Errorf("state: %w", err)
 	}
-	b.store = store
 	stopAt("config and state")
 	// The point of no return: from here this process reads the tethers.
 	if err := in.prepared(); err != nil {
@@ -286,6 +265,22 @@ func takeOverFrom(p Paths, path string, began time.Time, logf func(string, ...an
 		b.resumed[st.ID] = r
 	}
 	return b, nil
+}
+
+// background runs f on a goroutine of its own and returns the wait for
+// its results, which may be called any number of times.
+func background[T any](f func() (T, error)) func() (T, error) {
+	done := make(chan struct{})
+	var v T
+	var err error
+	go func() {
+		defer close(done)
+		v, err = f()
+	}()
+	return func() (T, error) {
+		<-done
+		return v, err
+	}
 }
 
 // reapLater reaps, in the background, the children the service let go
