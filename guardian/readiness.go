@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tether-dev/tether/platform"
 	"github.com/tether-dev/tether/probe"
 	"github.com/tether-dev/tether/sdnotify"
 )
@@ -234,6 +235,8 @@ func (r *readiness) begin(member func(pid int) bool, logPath, dir string, env []
 		}
 		if l, ok := c.(*probe.Log); ok {
 			l.Ignore = isGuardianLine
+			r.watch(func() { r.readLog(c, logPath) })
+			break
 		}
 		r.watch(func() { r.poll(c) })
 	}
@@ -343,6 +346,36 @@ func (r *readiness) poll(c probe.Check) {
 		case <-t.C:
 		}
 		period = min(period*3/2, readyPollMax)
+	}
+}
+
+// readLog waits for the log line. The log's directory is watched
+// (inotify, kqueue), so each write of the agent's is looked at as it
+// comes, with no timer; where the system has no such watch, or the watch
+// fails, the log is polled as the other outside checks are.
+func (r *readiness) readLog(c probe.Check, logPath string) {
+	w, err := platform.WatchWrites(filepath.Dir(logPath))
+	if err != nil {
+		r.poll(c)
+		return
+	}
+	defer w.Close()
+	for r.ctx.Err() == nil {
+		// Armed before the look: a line written after the look wakes
+		// the watch, one written before it is found by it.
+		if err := w.Arm(); err != nil {
+			r.poll(c)
+			return
+		}
+		if c.Probe(r.ctx) == nil {
+			r.emit(readyEvent{kind: readyUp})
+			return
+		}
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-w.C():
+		}
 	}
 }
 

@@ -62,8 +62,9 @@ func readySpecs() []agentSpec { return []agentSpec{{readyName, readyName, false}
 func readyFile(h *harness) string { return filepath.Join(h.dir, "ready.flag") }
 
 // readyWays is tether's column: notify (the agent runs systemd-notify
-// --ready) and http (a listener on a free port); tether answers a start
-// once the agent is ready.
+// --ready), http (a listener on a free port) and log (its line "ready",
+// the one process-compose's ready_log_line watches for); tether answers a
+// start once the agent is ready.
 func (s *tetherSup) readyWays() []readyWay {
 	way := func(how string, key func() (env, ready string, err error)) readyWay {
 		return readyWay{
@@ -92,6 +93,8 @@ func (s *tetherSup) readyWays() []readyWay {
 			l.Close()
 			return fmt.Sprintf("READY_HTTP_PORT: %d", port), fmt.Sprintf("{http: \"http://127.0.0.1:%d/\"}", port), nil
 		}),
+		// The variable only marks the way in the agent's environment.
+		way("log", func() (string, string, error) { return "READY_LOG: 1", `{log: "^ready$"}`, nil }),
 	}
 }
 
