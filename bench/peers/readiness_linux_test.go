@@ -98,7 +98,9 @@ func (s *tetherSup) readyWays() []readyWay {
 		}),
 		// The variable only marks the way in the agent's environment.
 		way("log", func() (string, string, error) { return "READY_LOG: 1", `{log: "^ready$"}`, nil }),
-		way("fd", func() (string, string, error) { return fmt.Sprintf("READY_FD: %d", s6ReadyFD), fmt.Sprintf("{fd: %d}", s6ReadyFD), nil }),
+		way("fd", func() (string, string, error) {
+			return fmt.Sprintf("READY_FD: %d", s6ReadyFD), fmt.Sprintf("{fd: %d}", s6ReadyFD), nil
+		}),
 	}
 }
 
