@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testdir"
 	"github.com/tether-dev/tether/platform"
 )
 
 // A record read back is the record written, its agents decoded apart
 // from the rest; agents that do not decode are an unusable record, named.
 func TestHandoverRecordRoundTrip(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	rec := &handoverRecord{Version: HandoverVersion, PID: os.Getpid(), Profile: "p",
 		Config: handoverConfig{Path: "agents.yaml", Source: []byte("agents: []\n")},
 		Agents: []agentHandover{
