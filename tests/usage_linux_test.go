@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"strings"
@@ -11,30 +10,6 @@ import (
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/internal/testproc"
 )
-
-// usageRow is a row of status --json with its usage.
-type usageRow struct {
-	ID    string     `json:"id"`
-	State api.State  `json:"state"`
-	Usage *api.Usage `json:"usage"`
-}
-
-// usageRows runs status --json and returns each agent's row.
-func (w *world) usageRows() map[string]usageRow {
-	w.t.Helper()
-	r := w.mustRun("status", "--json")
-	var out struct {
-		Agents []usageRow `json:"agents"`
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
-		w.t.Fatalf("status --json: %v\n%s", err, r.stdout)
-	}
-	rows := map[string]usageRow{}
-	for _, a := range out.Agents {
-		rows[a.ID] = a
-	}
-	return rows
-}
 
 // TestStatusShowsWhatAgentsCost: status --json and the table show the CPU
 // time and memory of an agent's whole tree (a parent and a child that
@@ -56,9 +31,9 @@ func TestStatusShowsWhatAgentsCost(t *testing.T) {
 	began := time.Now()
 	w.waitState("default", "burner", api.StateRunning)
 
-	var row usageRow
+	var row statusRow
 	if !testproc.UntilEvery(20*time.Second, 100*time.Millisecond, func() bool {
-		row = w.usageRows()["burner"]
+		row = w.status("default")["burner"]
 		u := row.Usage
 		return u != nil && u.Procs == 2 && u.CPUSeconds >= 0.5 && u.MemoryBytes >= 2*burnHalf
 	}) {
@@ -75,7 +50,7 @@ func TestStatusShowsWhatAgentsCost(t *testing.T) {
 		t.Errorf("source %q, want processes or cgroup", u.Source)
 	}
 	t.Logf("burner: %.2f s CPU, %d MiB, %d processes, by %s", u.CPUSeconds, u.MemoryBytes>>20, u.Procs, u.Source)
-	if idle := w.usageRows()["idle"]; idle.State != api.StateStopped || idle.Usage == nil || *idle.Usage != (api.Usage{}) {
+	if idle := w.status("default")["idle"]; idle.State != api.StateStopped || idle.Usage == nil || *idle.Usage != (api.Usage{}) {
 		t.Errorf("an agent that does not run: %+v %+v, want a zero usage", idle, idle.Usage)
 	}
 
@@ -100,12 +75,12 @@ func TestStatusShowsWhatAgentsCost(t *testing.T) {
 	if r := w.run(time.Minute, "service", "upgrade"); r.code != 0 {
 		t.Fatalf("service upgrade: exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}
-	if b := w.usageRows()["burner"]; b.State != api.StateRunning || b.Usage == nil || b.Usage.Procs != 2 || b.Usage.MemoryBytes < 2*burnHalf {
+	if b := w.status("default")["burner"]; b.State != api.StateRunning || b.Usage == nil || b.Usage.Procs != 2 || b.Usage.MemoryBytes < 2*burnHalf {
 		t.Errorf("after an upgrade: %+v %+v, want the running tree's two processes", b, b.Usage)
 	}
 
 	w.mustRun("stop", "burner")
-	if b := w.usageRows()["burner"]; b.State != api.StateStopped || b.Usage == nil || *b.Usage != (api.Usage{}) {
+	if b := w.status("default")["burner"]; b.State != api.StateStopped || b.Usage == nil || *b.Usage != (api.Usage{}) {
 		t.Errorf("after stop: %+v %+v, want a zero usage", b, b.Usage)
 	}
 }

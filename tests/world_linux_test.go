@@ -206,6 +206,7 @@ type statusRow struct {
 	Restarts    int        `json:"restarts"`
 	Error       *api.Error `json:"error"`
 	Status      string     `json:"status,omitempty"`
+	Usage       *api.Usage `json:"usage"` // status shows what each agent costs
 }
 
 func (w *world) waitState(profile, id string, state api.State) statusRow {
@@ -219,7 +220,7 @@ func (w *world) waitState(profile, id string, state api.State) statusRow {
 		}
 		for _, a := range st.Agents {
 			if a.ID == id && a.State == state {
-				row = statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error, a.Status}
+				row = statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error, a.Status, a.Usage}
 				return true
 			}
 		}
