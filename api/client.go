@@ -129,7 +129,7 @@ func (c *Client) action(ctx context.Context, path string, ids []string) (Results
 // Action posts req to path (PathStart, PathStop or PathRestart): Start,
 // Stop and Restart with the request's options, such as NoWait.
 func (c *Client) Action(ctx context.Context, path string, req IDsRequest) (Results, error) {
-	go prepareAnswer()
+	prepareAnswer()
 	var res Results
 	body, err := json.Marshal(req)
 	if err != nil {

@@ -17,7 +17,9 @@ import (
 // the service's answer had come: about 0.3 ms of "tether start" between
 // the agent's READY=1 and the command's return. An action's answer comes
 // only once the agents are up or down, so the work is done by then.
-var prepareAnswer = sync.OnceFunc(func() {
+var prepareAnswer = sync.OnceFunc(func() { go readSampleAnswer() })
+
+func readSampleAnswer() {
 	answer := sampleHead + strconv.Itoa(len(sampleBody)) + "\r\n\r\n" + sampleBody
 	resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(answer)), nil)
 	if err != nil {
@@ -25,7 +27,7 @@ var prepareAnswer = sync.OnceFunc(func() {
 	}
 	var res Results
 	_ = json.NewDecoder(resp.Body).Decode(&res)
-})
+}
 
 // sampleHead is the head of an answer as the service writes it, up to its
 // length.
@@ -38,7 +40,6 @@ const sampleHead = "HTTP/1.1 200 OK\r\n" +
 // sampleBody sets every field of Results, nested ones included, so that
 // its decode builds the decoder of every type in it
 // (TestSampleBodySetsEveryField holds it to that).
-
 const sampleBody = `{"results":[{"id":"a","agent":{"id":"a","identity":"a","state":"running",` +
 	`"enabled":true,"pid":2,"guardian_pid":1,"since":"2026-12-01T12:00:00.000000001Z","restarts":1,` +
 	`"error":{"code":"crash_loop","message":"m","left":[{"pid":3,"state":"D"}],"last":{"code":"exit","message":"m"}},` +

@@ -144,7 +144,6 @@ func inherited(rec *handoverRecord, p Paths) (*inheritance, error) {
 	if err := setCloseOnExec(rec.descriptors(), true); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrHandoverRecord, err)
 	}
-	discard := rec.Discard
 	lock := os.NewFile(rec.Lock, "service.lock")
 	// The lock goes with the open file, which this process still has:
 	// taking it again succeeds at once, and proves it.
@@ -165,7 +164,7 @@ func inherited(rec *handoverRecord, p Paths) (*inheritance, error) {
 	// This service removes the socket when it stops, as the one before
 	// would have.
 	ul.SetUnlinkOnClose(true)
-	return &inheritance{lock: lock, listener: ul, discard: discard}, nil
+	return &inheritance{lock: lock, listener: ul, discard: rec.Discard}, nil
 }
 
 // prepared and tookOver tell the service before nothing: it is this
