@@ -95,11 +95,19 @@ func runHelper(args []string) int {
 			mem[n%len(mem)]++
 		}
 	case "handles":
-		// Says, for each handle value given, whether it is valid here.
+		// Says, for each handle value given, whether it is an inherited
+		// handle here: valid and inheritable. Validity alone would not do:
+		// the helper's own runtime opens handles, and one of them can take
+		// the value, but none of those is inheritable. "stdout" names the
+		// standard output handle.
 		for _, a := range args {
 			v, _ := strconv.ParseUint(a, 0, 64)
-			valid, _ := HandleInheritable(uintptr(v))
-			fmt.Printf("%s %v\n", a, valid)
+			if a == "stdout" {
+				h, _ := windows.GetStdHandle(windows.STD_OUTPUT_HANDLE)
+				v = uint64(h)
+			}
+			valid, inherit := HandleInheritable(uintptr(v))
+			fmt.Printf("%s %v\n", a, valid && inherit)
 		}
 		return 0
 	case "echo":

@@ -20,7 +20,8 @@ var errTest = errors.New("test error")
 func isJobExists(err error) bool { return errors.Is(err, ErrJobExists) }
 
 // A process started in a job inherits its standard handles and nothing
-// else, not even a handle marked inheritable.
+// else, not even a handle marked inheritable. The helper's own standard
+// output shows it sees an inherited handle when there is one.
 func TestStartInJobInheritsOnlyStandardHandles(t *testing.T) {
 	sa := &windows.SecurityAttributes{Length: uint32(unsafe.Sizeof(windows.SecurityAttributes{})), InheritHandle: 1}
 	ev, err := windows.CreateEvent(sa, 1, 0, nil)
@@ -42,7 +43,7 @@ func TestStartInJobInheritsOnlyStandardHandles(t *testing.T) {
 	defer null.Close()
 	arg := fmt.Sprintf("%#x", uintptr(ev))
 	p, err := StartInJob(SpawnSpec{
-		Path: testproc.Executable(), Argv: testproc.Argv("helper", "handles", arg), Env: os.Environ(),
+		Path: testproc.Executable(), Argv: testproc.Argv("helper", "handles", "stdout", arg), Env: os.Environ(),
 		Stdin: null, Stdout: out, Stderr: out,
 	}, job)
 	if err != nil {
@@ -55,7 +56,7 @@ func TestStartInJobInheritsOnlyStandardHandles(t *testing.T) {
 		t.Fatal("helper did not exit")
 	}
 	b, _ := os.ReadFile(outPath)
-	if got, want := strings.TrimSpace(string(b)), arg+" false"; got != want {
+	if got, want := strings.TrimSpace(string(b)), "stdout true\n"+arg+" false"; got != want {
 		t.Fatalf("helper said %q, want %q", got, want)
 	}
 }
