@@ -1,11 +1,13 @@
 package service
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/tether-dev/tether/api"
@@ -26,11 +28,20 @@ import (
 // before it hands over (handover-check) and writes the newest of those
 // it can, so a successor never meets a record it cannot read, and a
 // binary of an older version can still take over. Version 2 added
-// Discard.
+// Discard. Version 3 writes the record in lines (agentsApart): the record
+// without its agents, the agents, and the config in the parsed form of
+// the new binary (Parsed), so that the successor reads the rest without
+// scanning the agents, decodes the agents beside the config, and need not
+// parse the config again.
 const (
-	HandoverVersion    = 2
+	HandoverVersion    = 3
 	MinHandoverVersion = 1
 )
+
+// agentsApart is the first record version written in lines: the record
+// but its agents, the agents, and the parsed config if there is one,
+// each a line of compact JSON (which has no newline of its own).
+const agentsApart = 3
 
 // handoverEnv names the record in a successor's environment; "tether
 // service run" started with it takes over instead of starting afresh.
@@ -72,6 +83,12 @@ type handoverRecord struct {
 	// handed over so that the execve does not close them and make the
 	// successor wait before it serves, they are closed once it serves.
 	Discard []uintptr `json:"discard,omitempty"`
+	// Parsed (version 3) is Config in the parsed form of the build
+	// ParsedBy (see config.ParsedForm): a successor of that build reads
+	// it instead of parsing Config, any other parses Config. It is the
+	// record's third line.
+	Parsed   json.RawMessage `json:"-"`
+	ParsedBy string          `json:"parsed_by,omitempty"`
 }
 
 type handoverConfig struct {
@@ -84,7 +101,7 @@ func handoverPath(stateDir string) string { return filepath.Join(stateDir, hando
 
 // writeHandover writes rec to the state directory and returns its path.
 func writeHandover(stateDir string, rec *handoverRecord) (string, error) {
-	b, err := json.Marshal(rec)
+	b, err := encodeHandover(rec)
 	if err != nil {
 		return "", err
 	}
@@ -114,6 +131,35 @@ func writeHandover(stateDir string, rec *handoverRecord) (string, error) {
 	return path, nil
 }
 
+// encodeHandover encodes rec as its version is written: from agentsApart
+// on, in lines.
+func encodeHandover(rec *handoverRecord) ([]byte, error) {
+	if rec.Version < agentsApart {
+		return json.Marshal(rec)
+	}
+	// The outer Agents, nil and omitted, hides the record's own.
+	b, err := json.Marshal(struct {
+		*handoverRecord
+		Agents *struct{} `json:"agents,omitempty"`
+	}{handoverRecord: rec})
+	if err != nil {
+		return nil, err
+	}
+	agents, err := json.Marshal(rec.Agents)
+	if err != nil {
+		return nil, err
+	}
+	b = slices.Concat(b, []byte("\n"), agents, []byte("\n"))
+	if len(rec.Parsed) > 0 {
+		var parsed bytes.Buffer
+		if err := json.Compact(&parsed, rec.Parsed); err != nil {
+			return nil, fmt.Errorf("the parsed config: %w", err)
+		}
+		b = append(append(b, parsed.Bytes()...), '\n')
+	}
+	return b, nil
+}
+
 // ErrHandoverRecord: the record named by handoverEnv could not be used.
 var ErrHandoverRecord = errors.New("unusable handover record")
 
@@ -133,16 +179,41 @@ func readHandover(path, profile string) (*handoverRecord, *recordAgents, error) 
 		*handoverRecord
 		Agents json.RawMessage `json:"agents"`
 	}{handoverRecord: &rec}
-	if err := json.Unmarshal(b, &head); err != nil {
+	// The first JSON value: the whole record before agentsApart, its
+	// first line from then on.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&head); err != nil {
 		return nil, nil, fmt.Errorf("%w %s: %v", ErrHandoverRecord, path, err)
+	}
+	rest := bytes.TrimSpace(b[dec.InputOffset():])
+	var lines [][]byte
+	if len(rest) > 0 {
+		lines = bytes.Split(rest, []byte("\n"))
 	}
 	switch {
 	case rec.Version < MinHandoverVersion || rec.Version > HandoverVersion:
 		return nil, nil, fmt.Errorf("%w %s: version %d; this tether reads %d to %d", ErrHandoverRecord, path, rec.Version, MinHandoverVersion, HandoverVersion)
 	case rec.Profile != profile:
 		return nil, nil, fmt.Errorf("%w %s: written for profile %q, not %q", ErrHandoverRecord, path, rec.Profile, profile)
+	case rec.Version < agentsApart && len(rest) > 0:
+		return nil, nil, fmt.Errorf("%w %s: version %d with %d bytes after the record", ErrHandoverRecord, path, rec.Version, len(rest))
+	case rec.Version >= agentsApart && head.Agents != nil:
+		return nil, nil, fmt.Errorf("%w %s: version %d with its agents inside the record", ErrHandoverRecord, path, rec.Version)
+	case rec.Version >= agentsApart && len(lines) == 0:
+		return nil, nil, fmt.Errorf("%w %s: version %d without its agents after the record", ErrHandoverRecord, path, rec.Version)
+	case len(lines) > 2:
+		return nil, nil, fmt.Errorf("%w %s: %d lines after the record, want the agents and the parsed config", ErrHandoverRecord, path, len(lines))
 	}
-	return &rec, &recordAgents{path: path, raw: head.Agents}, nil
+	raw := head.Agents
+	if rec.Version >= agentsApart {
+		// Left to decodeAgents, and the parsed config to config, which
+		// find out whether they are JSON.
+		raw = lines[0]
+		if len(lines) == 2 {
+			rec.Parsed = lines[1]
+		}
+	}
+	return &rec, &recordAgents{path: path, raw: raw}, nil
 }
 
 // recordAgents are a record's agents as read, not yet decoded.
@@ -166,6 +237,12 @@ func (rec *handoverRecord) decodeAgents(ra *recordAgents) error {
 // had parsed it.
 func (rec *handoverRecord) config() (*config.Config, error) {
 	name := rec.Config.Path
+	if len(rec.Parsed) > 0 && rec.ParsedBy != "" && rec.ParsedBy == selfBuild() {
+		if cfg, err := config.FromParsedForm(name, rec.Config.Source, rec.Parsed); err == nil {
+			return cfg, nil
+		}
+		// The source says the same, more slowly.
+	}
 	cfg, err := config.Parse(name, rec.Config.Source)
 	if err != nil {
 		return nil, fmt.Errorf("the config handed over: %w", err)

@@ -197,6 +197,10 @@ type successorCheck struct {
 	Protocol [2]int `json:"protocol"` // the guardian protocol versions it speaks
 	// Error says why it cannot take over; empty: it can.
 	Error string `json:"error,omitempty"`
+	// Parsed is the offered config in the parsed form of this build
+	// (config.ParsedForm), for its successor to read instead of parsing
+	// the config again (from handover record version 3 on).
+	Parsed json.RawMessage `json:"parsed,omitempty"`
 }
 
 // handoverOffer is what the running service tells the new binary.
@@ -218,9 +222,7 @@ type handoverOffer struct {
 func HandoverCheck(p Paths, version string, stdin io.Reader, stdout io.Writer) int {
 	ans := successorCheck{Version: version, Handover: [2]int{MinHandoverVersion, HandoverVersion},
 		Protocol: [2]int{guardian.MinProtocolVersion, guardian.ProtocolVersion}}
-	if exe, err := selfExecutable(); err == nil {
-		ans.Build, _ = BuildOf(exe)
-	}
+	ans.Build = selfBuild()
 	var offer handoverOffer
 	dec := json.NewDecoder(io.LimitReader(stdin, 16<<20))
 	var problems []string
@@ -241,8 +243,10 @@ func HandoverCheck(p Paths, version string, stdin io.Reader, stdout io.Writer) i
 	}
 	if len(problems) == 0 {
 		rec := handoverRecord{Config: offer.Config}
-		if _, err := rec.config(); err != nil {
+		if cfg, err := rec.config(); err != nil {
 			problems = append(problems, err.Error())
+		} else {
+			ans.Parsed, _ = cfg.ParsedForm()
 		}
 	}
 	ans.Error = strings.Join(problems, "; ")
@@ -344,6 +348,17 @@ func selfExecutable() (string, error) {
 	return os.Executable()
 }
 
+// selfBuild is BuildOf the file this process runs, or "" when it cannot
+// be read.
+func selfBuild() string {
+	exe, err := selfExecutable()
+	if err != nil {
+		return ""
+	}
+	b, _ := BuildOf(exe)
+	return b
+}
+
 func newUpgradeID() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -398,7 +413,8 @@ func (u *upgrader) upgrade(call upgradeCall) {
 		u.logf("upgrade %s to %s: %v; the service goes on as it was", up.ID, target, err)
 	}
 	beginSteps(began, nil)
-	check, err := checkSuccessor(context.Background(), target, globalArgs(u.p), u.c.offer())
+	offer := u.c.offer()
+	check, err := checkSuccessor(context.Background(), target, globalArgs(u.p), offer)
 	if err != nil {
 		fail(err)
 		call.reply <- upgradeReply{err: up.Error}
@@ -415,14 +431,23 @@ func (u *upgrader) upgrade(call upgradeCall) {
 	u.c.setUpgrade(up)
 	u.logf("upgrade %s: handing over to %s (tether %s, build %s)", up.ID, target, check.Version, check.Build)
 	call.reply <- upgradeReply{ans: api.UpgradeAnswer{Upgrade: up}}
-	if err := u.handOver(target, up, version); err != nil {
+	parsed := parsedConfig{source: offer.Config, form: check.Parsed, build: check.Build}
+	if err := u.handOver(target, up, version, parsed); err != nil {
 		fail(err)
 	}
 }
 
+// parsedConfig is a config in the parsed form of the build that parsed
+// it, as the new binary's check answered it.
+type parsedConfig struct {
+	source handoverConfig // what was parsed
+	form   []byte
+	build  string
+}
+
 // handOver makes steps 2 to 5; it returns only on failure, with the
 // service as it was.
-func (u *upgrader) handOver(target string, up api.Upgrade, version int) (err error) {
+func (u *upgrader) handOver(target string, up api.Upgrade, version int, parsed parsedConfig) (err error) {
 	pctx, cancel := context.WithTimeout(context.Background(), pauseTimeout)
 	defer cancel()
 	// A manager shows the service reloading until the successor says it
@@ -450,7 +475,7 @@ func (u *upgrader) handOver(target string, up api.Upgrade, version int) (err err
 		}
 	}()
 	stopAt("frozen")
-	rec := u.c.record(f, up, version)
+	rec := u.c.record(f, up, version, parsed)
 	return u.inherit.takeOver(target, rec, u.env, handoverPath(u.p.StateDir), func(rec *handoverRecord) error {
 		_, err := writeHandover(u.p.StateDir, rec)
 		return err
@@ -472,13 +497,17 @@ func (c *Controller) offer() handoverOffer {
 }
 
 // record builds the handover record of a frozen controller, of the
-// given version.
-func (c *Controller) record(f *frozen, up api.Upgrade, version int) *handoverRecord {
+// given version. It carries parsed when that is the config it runs.
+func (c *Controller) record(f *frozen, up api.Upgrade, version int, parsed parsedConfig) *handoverRecord {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	rec := &handoverRecord{Version: version, Written: time.Now().UTC(), PID: os.Getpid(),
 		Profile: c.opts.Paths.Profile, Upgrade: up,
 		Config: handoverConfig{Path: c.cfg.Path, Source: c.cfg.Source}}
+	if version >= agentsApart && len(parsed.form) > 0 && parsed.build != "" &&
+		parsed.source.Path == rec.Config.Path && bytes.Equal(parsed.source.Source, rec.Config.Source) {
+		rec.Parsed, rec.ParsedBy = parsed.form, parsed.build
+	}
 	for _, fa := range f.actors {
 		rec.Agents = append(rec.Agents, fa.state)
 	}
@@ -496,11 +525,7 @@ func (c *Controller) serviceInfo() api.Service {
 // ServiceInfo describes this process for Status: the binary it runs and
 // when it began to serve.
 func ServiceInfo(exe, version string) api.Service {
-	s := api.Service{Version: version, Executable: exe, Started: time.Now().UTC()}
-	if self, err := selfExecutable(); err == nil {
-		s.Build, _ = BuildOf(self)
-	}
-	return s
+	return api.Service{Version: version, Executable: exe, Started: time.Now().UTC(), Build: selfBuild()}
 }
 
 // handoverStep is when a step of a handover was reached, from the

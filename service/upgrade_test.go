@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/service/config"
 )
 
 // The record written is the newest version both sides read, so that a
@@ -63,5 +64,46 @@ func TestHandoverCheckVersions(t *testing.T) {
 		if ans.Handover != [2]int{MinHandoverVersion, HandoverVersion} {
 			t.Errorf("the check says it reads %v, want %d to %d", ans.Handover, MinHandoverVersion, HandoverVersion)
 		}
+		if ans.Build == "" || ans.Build != selfBuild() {
+			t.Errorf("the check says it is build %q, and this binary is %q", ans.Build, selfBuild())
+		}
+		if !c.ok {
+			continue
+		}
+		// What it parsed, for its successor to read.
+		parsed, err := config.FromParsedForm(cfg.Path, cfg.Source, ans.Parsed)
+		if err != nil || len(parsed.Agents) != 1 || parsed.Agents[0].ID != "a" {
+			t.Errorf("the check's parsed config %s: %+v, %v", ans.Parsed, parsed, err)
+		}
+	}
+}
+
+// A successor of the build that parsed the config reads its parsed form;
+// any other build parses the source.
+func TestHandoverConfigParsedForm(t *testing.T) {
+	// The form says one agent and the source none: which was read shows.
+	form := []byte(`[{"ID":"from-form","Identity":"from-form","Command":["x"]}]`)
+	rec := handoverRecord{Config: handoverConfig{Path: "agents.yaml", Source: []byte("agents: []\n")}, Parsed: form}
+	for _, c := range []struct {
+		by   string
+		want int
+	}{
+		{selfBuild(), 1},
+		{"another-build", 0},
+		{"", 0},
+	} {
+		rec.ParsedBy = c.by
+		cfg, err := rec.config()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cfg.Agents) != c.want || cfg.Path != "agents.yaml" || string(cfg.Source) != "agents: []\n" {
+			t.Errorf("parsed by %q: %+v, want %d agents", c.by, cfg, c.want)
+		}
+	}
+	// A form that does not decode: the source is parsed.
+	rec.Parsed, rec.ParsedBy = []byte(`{`), selfBuild()
+	if cfg, err := rec.config(); err != nil || len(cfg.Agents) != 0 {
+		t.Errorf("a broken form: %+v, %v; want the source's config", cfg, err)
 	}
 }
