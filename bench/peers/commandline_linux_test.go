@@ -20,7 +20,7 @@ type cliStarter interface {
 
 // measureCLI times startReps command-line starts of the polite agent, in
 // a lifetime of their own, as the first-process row does for the other
-// path: the scans begin once the command has exited.
+// path.
 func measureCLI(t *testing.T, h *harness, s supervisor, r *results) {
 	c, ok := s.(cliStarter)
 	if !ok {
@@ -38,7 +38,7 @@ func measureCLI(t *testing.T, h *harness, s supervisor, r *results) {
 	defer endLifetime(h, s)
 	tag := s.name() + "-polite"
 	for range startReps {
-		begin := time.Now()
+		begin, beginMono := time.Now(), monoNow()
 		if err := c.cliStart("polite"); err != nil {
 			r.fail(t, s, what, err)
 			return
@@ -49,6 +49,7 @@ func measureCLI(t *testing.T, h *harness, s supervisor, r *results) {
 			r.fail(t, s, what, err)
 			return
 		}
+		first = h.firstExec(tag, beginMono, first)
 		r.cliSpawn = append(r.cliSpawn, first)
 		t.Logf("%s: command-line start exited after %.1f ms, first process at %.1f ms", s.name(), ms(exited), ms(first))
 		if err := s.stopAgent("polite"); err != nil {

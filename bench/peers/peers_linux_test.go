@@ -71,6 +71,9 @@ const (
 	startReps = 21
 	// idleEnv sets the idle period of the wakeup row.
 	idleEnv = "PEERS_IDLE"
+	// onlyEnv, a comma-separated list of names, measures those
+	// supervisors alone.
+	onlyEnv = "PEERS_ONLY"
 	// exeEnv names a tether binary to measure instead of the one built
 	// from this tree (a build with a candidate fix, go build -overlay).
 	exeEnv = "PEERS_TETHER"
@@ -121,11 +124,14 @@ type agentSpec struct {
 
 // harness owns every process and directory of the run.
 type harness struct {
-	t    *testing.T
-	dir  string
-	mu   sync.Mutex       // held across starts and reaps, see reapZombies
-	cmds map[int]struct{} // children waited for by exec.Cmd
-	wg   sync.WaitGroup
+	t   *testing.T
+	dir string
+	// execs times the agents' first processes; nil where the kernel's
+	// process events cannot be read (not root), and the scans do.
+	execs *execWatch
+	mu    sync.Mutex       // held across starts and reaps, see reapZombies
+	cmds  map[int]struct{} // children waited for by exec.Cmd
+	wg    sync.WaitGroup
 }
 
 func newHarness(t *testing.T) *harness {
@@ -134,6 +140,12 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, dir: dir, cmds: map[int]struct{}{}}
+	if w, err := watchExecs(); err != nil {
+		t.Logf("the first-process rows fall back to /proc scans: %v", err)
+	} else {
+		h.execs = w
+		t.Cleanup(w.close)
+	}
 	t.Cleanup(func() {
 		if err := os.RemoveAll(dir); err != nil {
 			t.Errorf("removing %s: %v", dir, err)
@@ -241,6 +253,21 @@ func (h *harness) killAll() int {
 	h.wg.Wait()
 	h.reapZombies()
 	return len(killed)
+}
+
+// firstExec is when the first process of tag began after beginMono, by
+// the kernel's exec events, or scanned (when the first scan saw one) if
+// there are none.
+func (h *harness) firstExec(tag string, beginMono int64, scanned time.Duration) time.Duration {
+	if h.execs == nil {
+		return scanned
+	}
+	d, ok := h.execs.first(tag, beginMono)
+	if !ok {
+		h.t.Logf("no exec event of %s: the scans' %.1f ms counts", tag, ms(scanned))
+		return scanned
+	}
+	return d
 }
 
 // member is a live process of an agent tree.
@@ -522,7 +549,7 @@ func measure(t *testing.T, h *harness, s supervisor, idle time.Duration) *result
 			n = startReps
 		}
 		for i := range n {
-			begin := time.Now()
+			begin, beginMono := time.Now(), monoNow()
 			if err := s.startAgents(mode); err != nil {
 				fail("start "+mode, err)
 				break
@@ -533,6 +560,7 @@ func measure(t *testing.T, h *harness, s supervisor, idle time.Duration) *result
 				fail("start "+mode, err)
 				break
 			}
+			first = h.firstExec(tag(mode), beginMono, first)
 			d := time.Since(begin)
 			if mode == "polite" {
 				r.start = append(r.start, d)
@@ -732,6 +760,13 @@ func TestPeers(t *testing.T) {
 		newS6(h),
 		newPM2(h, pm2),
 		newProcessCompose(h, pc),
+	}
+	if only := os.Getenv(onlyEnv); only != "" {
+		names := strings.Split(only, ",")
+		sups = slices.DeleteFunc(sups, func(s supervisor) bool { return !slices.Contains(names, s.name()) })
+		if len(sups) == 0 {
+			t.Fatalf("%s=%q names none of tether, supervisord, s6, pm2, process-compose", onlyEnv, only)
+		}
 	}
 	var res []*results
 	for _, s := range sups {
