@@ -65,9 +65,13 @@ func TestParsedFormRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got, cfg) {
 		t.Errorf("read back from the parsed form:\n got %+v\nwant %+v", got, cfg)
 	}
-	// Every field of Agent is set in some agent above.
+	// Every field of Agent is set in some agent above (a watchdog needs
+	// notify readiness, which Windows refuses).
 	typ := reflect.TypeFor[Agent]()
 	for i := range typ.NumField() {
+		if runtime.GOOS == "windows" && typ.Field(i).Name == "Watchdog" {
+			continue
+		}
 		set := false
 		for _, a := range cfg.Agents {
 			set = set || !reflect.ValueOf(a).Field(i).IsZero()
