@@ -126,9 +126,10 @@ type agentSpec struct {
 type harness struct {
 	t   *testing.T
 	dir string
-	// execs times the agents' first processes; nil where the kernel's
-	// process events cannot be read (not root), and the scans do.
-	execs *execWatch
+	// procs times the agents' first processes and their trees' ends;
+	// nil where the kernel's process events cannot be read (not root),
+	// and the scans do.
+	procs *procWatch
 	mu    sync.Mutex       // held across starts and reaps, see reapZombies
 	cmds  map[int]struct{} // children waited for by exec.Cmd
 	wg    sync.WaitGroup
@@ -140,10 +141,10 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, dir: dir, cmds: map[int]struct{}{}}
-	if w, err := watchExecs(); err != nil {
+	if w, err := watchProcs(); err != nil {
 		t.Logf("the first-process rows fall back to /proc scans: %v", err)
 	} else {
-		h.execs = w
+		h.procs = w
 		t.Cleanup(w.close)
 	}
 	t.Cleanup(func() {
@@ -259,12 +260,42 @@ func (h *harness) killAll() int {
 // the kernel's exec events, or scanned (when the first scan saw one) if
 // there are none.
 func (h *harness) firstExec(tag string, beginMono int64, scanned time.Duration) time.Duration {
-	if h.execs == nil {
+	if h.procs == nil {
 		return scanned
 	}
-	d, ok := h.execs.first(tag, beginMono)
+	d, ok := h.procs.first(tag, beginMono)
 	if !ok {
 		h.t.Logf("no exec event of %s: the scans' %.1f ms counts", tag, ms(scanned))
+		return scanned
+	}
+	return d
+}
+
+// wholeTree is when the last of tag's three roles began after
+// beginMono, by the kernel's exec events, or scanned (when the scans
+// first saw the tree whole) if there are none.
+func (h *harness) wholeTree(tag string, beginMono int64, scanned time.Duration) time.Duration {
+	if h.procs == nil {
+		return scanned
+	}
+	d, ok := h.procs.whole(tag, beginMono)
+	if !ok {
+		h.t.Logf("no exec events of %s's whole tree: the scans' %.1f ms counts", tag, ms(scanned))
+		return scanned
+	}
+	return d
+}
+
+// lastExit is when the last process of tag ended after beginMono, by
+// the kernel's exit events, or scanned (when a scan first found none
+// left) if there are none.
+func (h *harness) lastExit(tag string, beginMono int64, scanned time.Duration) time.Duration {
+	if h.procs == nil {
+		return scanned
+	}
+	d, ok := h.procs.lastExit(tag, beginMono)
+	if !ok {
+		h.t.Logf("no exit events of %s: the scans' %.1f ms counts", tag, ms(scanned))
 		return scanned
 	}
 	return d
@@ -561,7 +592,7 @@ func measure(t *testing.T, h *harness, s supervisor, idle time.Duration) *result
 				break
 			}
 			first = h.firstExec(tag(mode), beginMono, first)
-			d := time.Since(begin)
+			d := h.wholeTree(tag(mode), beginMono, time.Since(begin))
 			if mode == "polite" {
 				r.start = append(r.start, d)
 				r.spawn = append(r.spawn, first)
@@ -571,7 +602,7 @@ func measure(t *testing.T, h *harness, s supervisor, idle time.Duration) *result
 			// leaves processes behind: it will not do better on the
 			// next try. The other stops just clean up.
 			timed := i < reps && r.stopLeft[mode] == 0
-			begin = time.Now()
+			begin, beginMono = time.Now(), monoNow()
 			errc := make(chan error, 1)
 			go func() { errc <- s.stopAgent(mode) }()
 			if timed {
@@ -582,7 +613,7 @@ func measure(t *testing.T, h *harness, s supervisor, idle time.Duration) *result
 				if left > 0 {
 					r.stopLeft[mode] = left
 				} else {
-					r.stop[mode] = append(r.stop[mode], d)
+					r.stop[mode] = append(r.stop[mode], h.lastExit(tag(mode), beginMono, d))
 				}
 			}
 			if err := <-errc; err != nil {
