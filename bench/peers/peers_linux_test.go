@@ -256,46 +256,30 @@ func (h *harness) killAll() int {
 	return len(killed)
 }
 
-// firstExec is when the first process of tag began after beginMono, by
-// the kernel's exec events, or scanned (when the first scan saw one) if
-// there are none.
+// The moments of a start or a stop, after beginMono, by the kernel's
+// process events (see procWatch), or scanned (when the /proc scans saw
+// it) where there are none: firstExec, the first process of tag;
+// wholeTree, the last of its tree's three roles to begin; lastExit, the
+// last of its processes to end.
 func (h *harness) firstExec(tag string, beginMono int64, scanned time.Duration) time.Duration {
-	if h.procs == nil {
-		return scanned
-	}
-	d, ok := h.procs.first(tag, beginMono)
-	if !ok {
-		h.t.Logf("no exec event of %s: the scans' %.1f ms counts", tag, ms(scanned))
-		return scanned
-	}
-	return d
+	return h.byEvents("the first exec of "+tag, scanned, func(w *procWatch) (time.Duration, bool) { return w.first(tag, beginMono) })
 }
 
-// wholeTree is when the last of tag's three roles began after
-// beginMono, by the kernel's exec events, or scanned (when the scans
-// first saw the tree whole) if there are none.
 func (h *harness) wholeTree(tag string, beginMono int64, scanned time.Duration) time.Duration {
-	if h.procs == nil {
-		return scanned
-	}
-	d, ok := h.procs.whole(tag, beginMono)
-	if !ok {
-		h.t.Logf("no exec events of %s's whole tree: the scans' %.1f ms counts", tag, ms(scanned))
-		return scanned
-	}
-	return d
+	return h.byEvents("the whole tree of "+tag, scanned, func(w *procWatch) (time.Duration, bool) { return w.whole(tag, beginMono) })
 }
 
-// lastExit is when the last process of tag ended after beginMono, by
-// the kernel's exit events, or scanned (when a scan first found none
-// left) if there are none.
 func (h *harness) lastExit(tag string, beginMono int64, scanned time.Duration) time.Duration {
+	return h.byEvents("the last exit of "+tag, scanned, func(w *procWatch) (time.Duration, bool) { return w.lastExit(tag, beginMono) })
+}
+
+func (h *harness) byEvents(what string, scanned time.Duration, of func(*procWatch) (time.Duration, bool)) time.Duration {
 	if h.procs == nil {
 		return scanned
 	}
-	d, ok := h.procs.lastExit(tag, beginMono)
+	d, ok := of(h.procs)
 	if !ok {
-		h.t.Logf("no exit events of %s: the scans' %.1f ms counts", tag, ms(scanned))
+		h.t.Logf("no process events for %s: the scans' %.1f ms counts", what, ms(scanned))
 		return scanned
 	}
 	return d
