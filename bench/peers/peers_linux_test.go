@@ -142,7 +142,7 @@ func newHarness(t *testing.T) *harness {
 	}
 	h := &harness{t: t, dir: dir, cmds: map[int]struct{}{}}
 	if w, err := watchProcs(); err != nil {
-		t.Logf("the first-process rows fall back to /proc scans: %v", err)
+		t.Logf("the start and stop rows fall back to /proc scans: %v", err)
 	} else {
 		h.procs = w
 		t.Cleanup(w.close)
@@ -304,18 +304,8 @@ func scan(prefix string) ([]member, error) {
 		if p.Zombie() {
 			continue
 		}
-		env, err := os.ReadFile("/proc/" + strconv.Itoa(p.Pid) + "/environ")
-		if err != nil {
-			continue
-		}
-		var m member
-		for kv := range strings.SplitSeq(string(env), "\x00") {
-			if v, ok := strings.CutPrefix(kv, tagEnv+"="); ok {
-				m.tag = v
-			} else if v, ok := strings.CutPrefix(kv, "ROLE="); ok {
-				m.role = v
-			}
-		}
+		m := member{}
+		m.tag, m.role = tagOf(p.Pid)
 		if m.tag != "" && strings.HasPrefix(m.tag, prefix) {
 			m.Proc = p
 			out = append(out, m)

@@ -64,7 +64,7 @@ const (
 	cnMsgLen          = 20
 )
 
-// watchProcs starts listening for exec events.
+// watchProcs starts listening for process events.
 func watchProcs() (*procWatch, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_CONNECTOR)
 	if err != nil {
@@ -114,13 +114,13 @@ func (w *procWatch) read() {
 				break
 			}
 			ev := b[nlmsgHdrLen:l]
-			b = b[(l+3)&^3:]
+			b = b[min((l+3)&^3, len(b)):]
 			// cn_msg, then proc_event: what, cpu, timestamp_ns, then
-			// for an exec the pid and the tgid.
+			// the event's data, which for an exec and an exit begins
+			// with the pid and the tgid.
 			if len(ev) < cnMsgLen+24 || le.Uint32(ev) != cnIdxProc {
 				continue
 			}
-			// Both events begin with the pid and the tgid.
 			pe := ev[cnMsgLen:]
 			what, ts := le.Uint32(pe), int64(le.Uint64(pe[8:]))
 			pid, tgid := int(le.Uint32(pe[16:])), int(le.Uint32(pe[20:]))
@@ -144,7 +144,8 @@ func (w *procWatch) read() {
 	}
 }
 
-// tagOf is the tag and the role in pid's environ, or "".
+// tagOf is the tag and the role in pid's environ, or "" (the scans
+// read them the same way).
 func tagOf(pid int) (tag, role string) {
 	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {

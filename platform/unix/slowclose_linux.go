@@ -23,7 +23,7 @@ func noteSlowClose(fd uintptr) {
 	slowClose.fds[fd] = struct{}{}
 }
 
-// closeSlow closes a descriptor noted by noteSlowClose, through f: the
+// closeSlow closes a descriptor noted by noteSlowClose, with close: the
 // note goes first, under the lock HoldSlowToClose takes, so a descriptor
 // it returned stays this one until it is released.
 func closeSlow(fd uintptr, close func() error) error {
