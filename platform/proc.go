@@ -31,4 +31,16 @@ func Alive(r Ref) bool { return alive(r) }
 // process's own child: a process that adopts orphans (the service on
 // Linux, a child subreaper) reaps every child it did not start this way,
 // and would take cmd's exit status from its Wait.
-func RunChild(cmd *exec.Cmd) error { return runChild(cmd) }
+func RunChild(cmd *exec.Cmd) error {
+	if err := StartChild(cmd); err != nil {
+		return err
+	}
+	return WaitChild(cmd)
+}
+
+// StartChild starts cmd and counts it as this process's own child (see
+// RunChild) until WaitChild, which must be called once it has started.
+func StartChild(cmd *exec.Cmd) error { return startChild(cmd) }
+
+// WaitChild waits for a child StartChild started, and ends its count.
+func WaitChild(cmd *exec.Cmd) error { return waitChild(cmd) }

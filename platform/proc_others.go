@@ -19,5 +19,7 @@ func alive(Ref) bool { return false }
 
 func refOf(int) (Ref, error) { return Ref{}, unsupported("processes") }
 
-// runChild: no process here adopts orphans.
-func runChild(cmd *exec.Cmd) error { return cmd.Run() }
+// startChild and waitChild: no process here adopts orphans.
+func startChild(cmd *exec.Cmd) error { return cmd.Start() }
+
+func waitChild(cmd *exec.Cmd) error { return cmd.Wait() }

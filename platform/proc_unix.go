@@ -29,4 +29,9 @@ func refOf(pid int) (Ref, error) {
 	return p.Ref(), err
 }
 
-func runChild(cmd *exec.Cmd) error { return punix.RunChild(cmd) }
+func startChild(cmd *exec.Cmd) error { return punix.StartCmd(cmd) }
+
+func waitChild(cmd *exec.Cmd) error {
+	defer punix.ForgetChild(cmd.Process.Pid)
+	return cmd.Wait()
+}

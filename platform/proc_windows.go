@@ -23,5 +23,7 @@ func alive(r Ref) bool { return pwin.Alive(r) }
 
 func refOf(pid int) (Ref, error) { return pwin.RefOf(pid) }
 
-// runChild: no process here adopts orphans.
-func runChild(cmd *exec.Cmd) error { return cmd.Run() }
+// startChild and waitChild: no process here adopts orphans.
+func startChild(cmd *exec.Cmd) error { return cmd.Start() }
+
+func waitChild(cmd *exec.Cmd) error { return cmd.Wait() }

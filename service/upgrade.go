@@ -30,7 +30,10 @@ import (
 //     what would be handed over (the record's version, the guardians'
 //     protocol versions, the config); it answers whether it can take it
 //     and with which build. A binary that does not run or cannot take it
-//     is refused here, and nothing else happens (code upgrade).
+//     is refused here, and nothing else happens (code upgrade). The
+//     handover goes on as soon as the answer is read; the check's exit
+//     is waited for before the exec, and a check that did not exit 0
+//     fails the handover there.
 //  2. pause: the API stops accepting (clients queue in the listener's
 //     backlog), event streams end with a handover event, and the
 //     requests in progress are waited for.
@@ -203,6 +206,23 @@ type successorCheck struct {
 	Parsed json.RawMessage `json:"parsed,omitempty"`
 }
 
+// encode is the answer as one line of JSON. The parsed form, already
+// JSON as compact as encoding/json writes it (config.ParsedForm), is
+// written as it is: encoding it as a json.RawMessage would scan it twice
+// more.
+func (c successorCheck) encode() []byte {
+	parsed := c.Parsed
+	c.Parsed = nil
+	b, err := json.Marshal(c)
+	if err != nil || len(parsed) == 0 {
+		return append(b, '\n')
+	}
+	// b is an object with fields: its closing brace gives way to one more.
+	b = append(b[:len(b)-1], `,"parsed":`...)
+	b = append(b, parsed...)
+	return append(b, "}\n"...)
+}
+
 // handoverOffer is what the running service tells the new binary.
 type handoverOffer struct {
 	// Handover is the oldest record version this service writes: it
@@ -250,7 +270,7 @@ func HandoverCheck(p Paths, version string, stdin io.Reader, stdout io.Writer) i
 		}
 	}
 	ans.Error = strings.Join(problems, "; ")
-	_ = json.NewEncoder(stdout).Encode(ans)
+	_, _ = stdout.Write(ans.encode())
 	if ans.Error != "" {
 		return 1
 	}
@@ -258,47 +278,69 @@ func HandoverCheck(p Paths, version string, stdin io.Reader, stdout io.Writer) i
 }
 
 // checkSuccessor runs exe's handover-check with offer and returns its
-// answer, or why exe cannot take over.
-func checkSuccessor(ctx context.Context, exe string, globalArgs []string, offer handoverOffer) (successorCheck, error) {
+// answer as soon as it has been read, and the wait for the check's exit,
+// which the caller must call once (the process exits right after its
+// answer; the handover goes on meanwhile, and fails if the check did not
+// end well after all).
+func checkSuccessor(ctx context.Context, exe string, globalArgs []string, offer handoverOffer) (successorCheck, func() error, error) {
 	var ans successorCheck
+	none := func() error { return nil }
 	fi, err := os.Stat(exe)
 	switch {
 	case err != nil:
-		return ans, err
+		return ans, none, err
 	case !fi.Mode().IsRegular():
-		return ans, fmt.Errorf("%s is not a regular file", exe)
+		return ans, none, fmt.Errorf("%s is not a regular file", exe)
 	case runtime.GOOS != "windows" && fi.Mode().Perm()&0o111 == 0:
-		return ans, fmt.Errorf("%s is not executable (mode %v)", exe, fi.Mode().Perm())
+		return ans, none, fmt.Errorf("%s is not executable (mode %v)", exe, fi.Mode().Perm())
 	}
 	in, err := json.Marshal(offer)
 	if err != nil {
-		return ans, err
+		return ans, none, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
-	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, slices.Concat(globalArgs, []string{"service", "handover-check"})...)
 	cmd.Stdin = bytes.NewReader(in)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &limitedWriter{w: &stderr, n: 4096}
+	var stderr bytes.Buffer
+	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
 	cmd.WaitDelay = time.Second
-	runErr := platform.RunChild(cmd)
-	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &ans); err != nil {
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		cancel()
+		return ans, none, err
+	}
+	if err := platform.StartChild(cmd); err != nil {
+		cancel()
+		return ans, none, fmt.Errorf("%s cannot take over: %w", exe, err)
+	}
+	// What it wrote, kept for the message when it is not an answer.
+	var out bytes.Buffer
+	decodeErr := json.NewDecoder(io.TeeReader(io.LimitReader(stdout, 16<<20), &out)).Decode(&ans)
+	wait := sync.OnceValue(func() error {
+		defer cancel()
+		return platform.WaitChild(cmd)
+	})
+	if decodeErr != nil {
+		runErr := wait()
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
-			msg = strings.TrimSpace(stdout.String())
+			msg = strings.TrimSpace(out.String())
 		}
 		if runErr == nil {
 			runErr = errors.New("it answered no handover check")
 		}
-		return ans, fmt.Errorf("%s cannot take over (is it a tether that knows handover-check?): %v: %.300s", exe, runErr, msg)
+		return ans, none, fmt.Errorf("%s cannot take over (is it a tether that knows handover-check?): %v: %.300s", exe, runErr, msg)
 	}
 	if ans.Error != "" {
-		return ans, fmt.Errorf("%s (tether %s) cannot take over: %s", exe, ans.Version, ans.Error)
+		_ = wait()
+		return ans, none, fmt.Errorf("%s (tether %s) cannot take over: %s", exe, ans.Version, ans.Error)
 	}
-	if runErr != nil {
-		return ans, fmt.Errorf("%s: handover check: %v", exe, runErr)
-	}
-	return ans, nil
+	return ans, func() error {
+		if err := wait(); err != nil {
+			return fmt.Errorf("%s: handover check: %v", exe, err)
+		}
+		return nil
+	}, nil
 }
 
 // recordVersion is the version of the record to write for a successor
@@ -414,7 +456,7 @@ func (u *upgrader) upgrade(call upgradeCall) {
 	}
 	beginSteps(began, nil)
 	offer := u.c.offer()
-	check, err := checkSuccessor(context.Background(), target, globalArgs(u.p), offer)
+	check, checked, err := checkSuccessor(context.Background(), target, globalArgs(u.p), offer)
 	if err != nil {
 		fail(err)
 		call.reply <- upgradeReply{err: up.Error}
@@ -423,6 +465,7 @@ func (u *upgrader) upgrade(call upgradeCall) {
 	up.To = check.Build
 	version, err := recordVersion(check)
 	if err != nil {
+		_ = checked()
 		fail(fmt.Errorf("%s (tether %s) %w", target, check.Version, err))
 		call.reply <- upgradeReply{err: up.Error}
 		return
@@ -432,7 +475,7 @@ func (u *upgrader) upgrade(call upgradeCall) {
 	u.logf("upgrade %s: handing over to %s (tether %s, build %s)", up.ID, target, check.Version, check.Build)
 	call.reply <- upgradeReply{ans: api.UpgradeAnswer{Upgrade: up}}
 	parsed := parsedConfig{source: offer.Config, form: check.Parsed, build: check.Build}
-	if err := u.handOver(target, up, version, parsed); err != nil {
+	if err := u.handOver(target, up, version, parsed, checked); err != nil {
 		fail(err)
 	}
 }
@@ -446,8 +489,10 @@ type parsedConfig struct {
 }
 
 // handOver makes steps 2 to 5; it returns only on failure, with the
-// service as it was.
-func (u *upgrader) handOver(target string, up api.Upgrade, version int, parsed parsedConfig) (err error) {
+// service as it was. checked waits for the end of the new binary's
+// check, whose answer came before: it must have ended well before the
+// exec.
+func (u *upgrader) handOver(target string, up api.Upgrade, version int, parsed parsedConfig, checked func() error) (err error) {
 	pctx, cancel := context.WithTimeout(context.Background(), pauseTimeout)
 	defer cancel()
 	// A manager shows the service reloading until the successor says it
@@ -476,6 +521,9 @@ func (u *upgrader) handOver(target string, up api.Upgrade, version int, parsed p
 	}()
 	stopAt("frozen")
 	rec := u.c.record(f, up, version, parsed)
+	if err := checked(); err != nil {
+		return err
+	}
 	return u.inherit.takeOver(target, rec, u.env, handoverPath(u.p.StateDir), func(rec *handoverRecord) error {
 		_, err := writeHandover(u.p.StateDir, rec)
 		return err

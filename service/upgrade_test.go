@@ -107,3 +107,22 @@ func TestHandoverConfigParsedForm(t *testing.T) {
 		t.Errorf("a broken form: %+v, %v; want the source's config", cfg, err)
 	}
 }
+
+// The check's answer is what encoding/json would write, the parsed form
+// included as it is.
+func TestSuccessorCheckEncode(t *testing.T) {
+	for _, c := range []successorCheck{
+		{Version: "v1", Build: "b", Handover: [2]int{1, 3}, Protocol: [2]int{1, 2}},
+		{Version: "v1", Build: "b", Handover: [2]int{1, 3}, Protocol: [2]int{1, 2}, Error: "no"},
+		{Version: "v1", Handover: [2]int{1, 3}, Parsed: json.RawMessage(`[{"ID":"a","Command":["x","y"]}]`)},
+	} {
+		want, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := c.encode()
+		if string(got) != string(want)+"\n" {
+			t.Errorf("%+v: encoded\n%s\nwant\n%s", c, got, want)
+		}
+	}
+}
