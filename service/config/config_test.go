@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -542,6 +543,39 @@ func TestFingerprint(t *testing.T) {
 	} {
 		if parse("agents:\n"+changed).Fingerprint() == base {
 			t.Errorf("a changed entry has the same fingerprint:\n%s", changed)
+		}
+	}
+}
+
+// idSpec and nameSpec say what an id and a variable name are, as the
+// errors and the docs say it; validID and validName must agree.
+var (
+	idSpec   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$`)
+	nameSpec = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+func TestValidIDAndNameMatchTheirSpec(t *testing.T) {
+	// Every string of up to three bytes from an alphabet with each
+	// class's edges and its neighbours, and lengths around the limit.
+	alphabet := []byte("09azAZ._@-/:`{[ \x00\x7f\xc3\xa9+")
+	cases := []string{strings.Repeat("a", MaxIDLen), strings.Repeat("a", MaxIDLen+1), "a" + strings.Repeat(".", MaxIDLen-1), "é"}
+	var grow func(prefix string, n int)
+	grow = func(prefix string, n int) {
+		cases = append(cases, prefix)
+		if n == 0 {
+			return
+		}
+		for _, c := range alphabet {
+			grow(prefix+string(c), n-1)
+		}
+	}
+	grow("", 3)
+	for _, s := range cases {
+		if got, want := validID(s), idSpec.MatchString(s); got != want {
+			t.Errorf("validID(%q) = %v, want %v", s, got, want)
+		}
+		if got, want := validName(s), nameSpec.MatchString(s); got != want {
+			t.Errorf("validName(%q) = %v, want %v", s, got, want)
 		}
 	}
 }

@@ -145,7 +145,7 @@ func parseEnv(text string) (vars []envVar, line int, msg string) {
 			return nil, line, "not a KEY=VALUE line (and not a # comment)"
 		}
 		name = strings.TrimRight(name, " \t")
-		if !namePattern().MatchString(name) {
+		if !validName(name) {
 			return nil, line, "the name before '=' is not a valid variable name: use letters, digits and '_', not starting with a digit"
 		}
 		value = strings.TrimSpace(value)

@@ -236,7 +236,7 @@ func checkConfig(t *testing.T, cfg *Config, lines int) {
 			t.Errorf("%+v: id or identity given twice", a)
 		}
 		ids[a.ID], identities[a.Identity] = true, true
-		if !idPattern().MatchString(a.ID) {
+		if !idSpec.MatchString(a.ID) {
 			t.Errorf("%+v: invalid id", a)
 		}
 		if err := identity.Validate(a.Identity); err != nil {
@@ -251,7 +251,7 @@ func checkConfig(t *testing.T, cfg *Config, lines int) {
 			}
 		}
 		for k, v := range a.Env {
-			if !namePattern().MatchString(k) || hasNUL(v) {
+			if !nameSpec.MatchString(k) || hasNUL(v) {
 				t.Errorf("%+v: invalid env %q=%q", a, k, v)
 			}
 		}
@@ -355,7 +355,7 @@ func FuzzEnvFile(f *testing.F) {
 		// the same.
 		var b strings.Builder
 		for _, v := range vars {
-			if !namePattern().MatchString(v.name) || hasNUL(v.value) || strings.Contains(v.value, "\n") {
+			if !nameSpec.MatchString(v.name) || hasNUL(v.value) || strings.Contains(v.value, "\n") {
 				t.Errorf("invalid variable %q=%q", v.name, v.value)
 			}
 			fmt.Fprintf(&b, "%s=\"%s\"\n", v.name, v.value)

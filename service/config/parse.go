@@ -20,13 +20,46 @@ import (
 
 var (
 	// Compiled on first use: every exec of the binary (each guardian,
-	// each command) would otherwise pay for them at start.
-	idPattern   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$`) })
-	namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
+	// each command) would otherwise pay for it at start.
 	// yaml.v3 reports syntax errors only as text, "yaml: line N: ...";
 	// this reads the line number back out so it can be a field.
 	yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line ([0-9]+): (?s:(.*))$`) })
 )
+
+// strTag is the tag of a YAML string scalar, quoted or plain.
+const strTag = "!!str"
+
+// validID reports whether s is an id: 1 to MaxIDLen letters, digits,
+// '.', '_', '@' or '-', starting with a letter or digit (ASCII only).
+func validID(s string) bool {
+	if s == "" || len(s) > MaxIDLen || !isAlnum(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && c != '.' && c != '_' && c != '@' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// validName reports whether s is an environment variable's name:
+// letters, digits and '_', not starting with a digit (ASCII only).
+func validName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
 
 // The keys an agent entry may have.
 const (
@@ -266,7 +299,7 @@ func (p *parser) agentID(a *parsedAgent, e entry) {
 	case !good:
 	case s == "":
 		p.errorf(kv.val.Line, e.k(keyID), "is empty; every agent needs an id")
-	case !idPattern().MatchString(s):
+	case !validID(s):
 		p.errorf(kv.val.Line, e.k(keyID), "%s is not a valid id: use 1 to %d letters, digits, '.', '_', '@' or '-', starting with a letter or digit", short(s), MaxIDLen)
 	default:
 		a.ID = s
@@ -431,7 +464,7 @@ func (p *parser) env(kv pair, key string) map[string]string {
 	env := map[string]string{}
 	for _, e := range p.pairs(m, key, 0) {
 		k := key + "." + e.name
-		if !namePattern().MatchString(e.name) {
+		if !validName(e.name) {
 			p.errorf(e.key.Line, k, "%s is not a valid variable name: use letters, digits and '_', not starting with a digit", short(e.name))
 			continue
 		}
@@ -503,6 +536,9 @@ func (p *parser) str(kv pair, key string) (string, bool) {
 	}
 	if isNull(v) {
 		return "", true
+	}
+	if v.ShortTag() == strTag {
+		return v.Value, true
 	}
 	var s string
 	if err := v.Decode(&s); err != nil {
