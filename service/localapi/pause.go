@@ -54,7 +54,7 @@ func (s *Server) Pause(ctx context.Context, handover bool) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Millisecond):
+		case <-g.changed:
 		}
 	}
 	return nil

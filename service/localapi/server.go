@@ -148,11 +148,14 @@ type generation struct {
 
 	mu    sync.Mutex
 	conns map[net.Conn]http.ConnState
+	// changed has a token when a connection changed state since a
+	// Pause last looked: it waits on it, not on a clock.
+	changed chan struct{}
 }
 
 func (s *Server) newGeneration() *generation {
 	g := &generation{ln: pausable(s.l), closing: make(chan struct{}), served: make(chan struct{}),
-		conns: map[net.Conn]http.ConnState{}}
+		conns: map[net.Conn]http.ConnState{}, changed: make(chan struct{}, 1)}
 	g.hs = &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -185,6 +188,10 @@ func (g *generation) track(c net.Conn, st http.ConnState) {
 		delete(g.conns, c)
 	} else {
 		g.conns[c] = st
+	}
+	select {
+	case g.changed <- struct{}{}:
+	default:
 	}
 }
 
