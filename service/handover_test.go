@@ -2,9 +2,12 @@ package service
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/tether-dev/tether/api"
@@ -97,5 +100,58 @@ func TestHandoverRecordRoundTrip(t *testing.T) {
 		if err := got.decodeAgents(agents); !errors.Is(err, ErrHandoverRecord) {
 			t.Errorf("%s: agents that do not decode: %v, want ErrHandoverRecord", body, err)
 		}
+	}
+}
+
+// The agents' line is one JSON array, whatever reads it; this binary
+// decodes its elements side by side, and reads a line of any writer.
+func TestHandoverAgentsSideBySide(t *testing.T) {
+	var agents []agentHandover
+	for i := range 7 {
+		id := fmt.Sprintf("a%d", i)
+		agents = append(agents, agentHandover{ID: id, Want: i%2 == 0,
+			Row:    api.Agent{ID: id, State: api.StateRunning, PID: 100 + i, Error: &api.Error{Code: api.CodeSpawn, Message: "a tab\there, a comma,\tand a line\nend"}},
+			Tether: &tetherHandover{Conn: uintptr(9 + i), Version: 2, Pending: []byte("{\"type\":\t")}})
+	}
+	line, err := encodeAgents(agents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(line, []byte(agentsSep)); n != len(agents)-1 || bytes.ContainsAny(line, "\n") {
+		t.Errorf("%d separators in %s, want %d and no line end", n, line, len(agents)-1)
+	}
+	// Written before: one plain array.
+	plain, err := json.Marshal(agents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []agentHandover
+	if err := json.Unmarshal(plain, &want); err != nil {
+		t.Fatal(err)
+	}
+	// An element with a tab of its own after a comma: the split
+	// breaks it, and the line is read whole.
+	spaced := []byte(`[{"id":"a0",` + "\t" + `"want":true},` + "\t" + `{"id":"a1"}]`)
+	for name, raw := range map[string][]byte{"side by side": line, "plain": plain, "spaced": spaced} {
+		var asArray []agentHandover
+		if err := json.Unmarshal(raw, &asArray); err != nil {
+			t.Errorf("%s: not a JSON array: %v", name, err)
+		}
+		rec := &handoverRecord{}
+		if err := rec.decodeAgents(&recordAgents{path: "r", raw: raw}); err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if !reflect.DeepEqual(rec.Agents, asArray) {
+			t.Errorf("%s: decoded\n%+v\nwant\n%+v", name, rec.Agents, asArray)
+		}
+		if name != "spaced" && !reflect.DeepEqual(rec.Agents, want) {
+			t.Errorf("%s: decoded\n%+v\nwant\n%+v", name, rec.Agents, want)
+		}
+	}
+	// A broken element is an unusable record, split or not.
+	broken := bytes.Replace(line, []byte(`"id":"a3"`), []byte(`"id":a3`), 1)
+	if err := (&handoverRecord{}).decodeAgents(&recordAgents{path: "r", raw: broken}); !errors.Is(err, ErrHandoverRecord) {
+		t.Errorf("a broken element: %v, want ErrHandoverRecord", err)
 	}
 }
