@@ -56,6 +56,10 @@ var stateSeeds = []string{
 	`{"version": 2, "agents": {"a": {"enabled": true, "parked": {"since": "2026-01-02T03:04:05Z", "code": "crash_loop", "message": "ended 6 times", "config": "f00d", "last": {"code": "exited", "message": "exit status 1"}}}}}`,
 	`{"version": 1, "agents": {"a": {"parked": {"since": "2026-01-02T03:04:05Z", "code": "crash_loop", "message": "m", "config": "c"}}}}`,
 	`{"version": 3, "agents": {}}`,
+	// As Update writes them: read without the walk.
+	"{\n  \"version\": 2,\n  \"agents\": {}\n}\n",
+	"{\n  \"version\": 2,\n  \"agents\": {\n    \"a\": {\n      \"enabled\": true,\n      \"last_run\": {\n        \"started\": \"2026-01-02T03:04:05Z\",\n        \"pid\": 7\n      }\n    }\n  },\n  \"intent_seq\": 3\n}\n",
+	"{\n  \"version\": 2,\n  \"agents\": null\n}\n",
 	"[]",
 	"null",
 	"{\"version\": 1, \"agents\": {\"\xff\\ud800\": {}}}",
@@ -78,6 +82,13 @@ func FuzzDecodeState(f *testing.F) {
 			checkCorrupt(t, err, path, data)
 		} else {
 			checkDecoded(t, data, st)
+		}
+		// What is read without the walk, the walk reads the same.
+		if fast, ok := asWritten(data); ok {
+			walked, werr := walkDecode(path, data)
+			if werr != nil || !reflect.DeepEqual(fast, walked) {
+				t.Fatalf("read as written: %+v; the walk: %+v, %v", fast, walked, werr)
+			}
 		}
 		checkStateOnDisk(t, dir, data, st, err)
 	})

@@ -21,7 +21,6 @@ package state
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -253,11 +252,10 @@ func (s *Store) Update(fn func(*State)) error {
 	if next.Agents == nil {
 		next.Agents = map[string]Agent{}
 	}
-	data, err := json.MarshalIndent(next, "", "  ")
+	data, err := encode(next)
 	if err != nil {
 		return fmt.Errorf("state not saved: %w", err)
 	}
-	data = append(data, '\n')
 	// What is written decodes back to next (the round trip is tested):
 	// it is not decoded again here, which would cost more than the write.
 	renamed, err := writeFile(s.dir, s.path, data)

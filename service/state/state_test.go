@@ -1,7 +1,9 @@
 package state
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -413,5 +415,42 @@ func TestStaleTempFileIsIgnored(t *testing.T) {
 	}
 	if names := dirNames(t, dir); !reflect.DeepEqual(names, []string{FileName}) {
 		t.Errorf("files after a write: %v, want only %s", names, FileName)
+	}
+}
+
+// The file Update writes is read without the walk; one that says the
+// same in another spelling, or that the walk refuses, is not.
+func TestStateReadAsWritten(t *testing.T) {
+	st := State{Version: Version, IntentSeq: 4, Agents: map[string]Agent{
+		"a": {Enabled: true, LastRun: &Run{Started: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), PID: 7, Exit: "exit status 1"}},
+		"b": {Parked: &Parked{Since: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Code: api.CodeCrashLoop, Message: "m", Config: "c"}},
+	}}
+	data, err := encode(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := asWritten(data); !ok || !reflect.DeepEqual(got, st) {
+		t.Errorf("the file as written: %+v, %v; want %+v read without the walk", got, ok, st)
+	}
+	compact, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, other := range map[string][]byte{
+		"another spelling":   compact,
+		"an older version":   bytes.Replace(data, []byte(`"version": 2`), []byte(`"version": 1`), 1),
+		"a key given twice":  bytes.Replace(data, []byte(`"intent_seq": 4`), []byte(`"intent_seq": 4, "intent_seq": 4`), 1),
+		"a key in capitals":  bytes.Replace(data, []byte(`"enabled"`), []byte(`"Enabled"`), 1),
+		"no agents":          []byte("{\n  \"version\": 2,\n  \"agents\": null\n}\n"),
+		"trailing data":      append(bytes.Clone(data), "{}\n"...),
+		"without a line end": bytes.TrimSuffix(data, []byte("\n")),
+	} {
+		if _, ok := asWritten(other); ok {
+			t.Errorf("%s: read without the walk:\n%s", name, other)
+		}
+	}
+	// The walk reads the other spelling as the same state.
+	if got, err := decode("p", compact); err != nil || !reflect.DeepEqual(got, st) {
+		t.Errorf("the compact file: %+v, %v; want %+v", got, err, st)
 	}
 }
