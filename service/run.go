@@ -100,9 +100,19 @@ func Run(p Paths, exe, version string, stderr io.Writer) int {
 		c.setUpgrade(up)
 		stopAt("serving")
 		b.inherit.served()
-		attachAll(p, b, logf)
-		restoreGC()
-		logf("profile %q taken over on %s (upgrade %s in %v: %s) with %d agent(s) from %s", p.Profile, p.Socket, up.ID, up.Took.Round(time.Microsecond), formatSteps(stepList()), len(b.cfg.Agents), b.cfg.Path)
+		// The clients that queued during the handover are answered
+		// first: the guardians' tethers are made sessions once the
+		// first answer is out, or after attachWait (an actor's
+		// commands wait for its session meanwhile).
+		go func() {
+			select {
+			case <-srv.Answered():
+			case <-time.After(attachWait):
+			}
+			attachAll(p, b, logf)
+			restoreGC()
+			logf("profile %q taken over on %s (upgrade %s in %v: %s) with %d agent(s) from %s", p.Profile, p.Socket, up.ID, up.Took.Round(time.Microsecond), formatSteps(stepList()), len(b.cfg.Agents), b.cfg.Path)
+		}()
 	} else {
 		logf("profile %q serving on %s with %d agent(s) from %s", p.Profile, p.Socket, len(b.cfg.Agents), b.cfg.Path)
 	}
@@ -359,9 +369,12 @@ func attachAll(p Paths, b *beginning, logf func(string, ...any)) {
 	}()
 }
 
-// A successor on Unix sends attach announceDelay after it serves, to
-// announceBatch guardians at a time.
+// A successor makes sessions of the tethers handed over once it has
+// answered a first request, or attachWait after it serves; on Unix it
+// sends attach announceDelay after that, to announceBatch guardians at a
+// time.
 const (
+	attachWait    = 5 * time.Millisecond
 	announceDelay = 100 * time.Millisecond
 	announceBatch = 16
 )

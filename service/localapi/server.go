@@ -110,6 +110,9 @@ type Server struct {
 	peerOf func(net.Conn) peer
 
 	routes map[string]route
+
+	answered     chan struct{} // closed once the first request is answered
+	answeredOnce sync.Once
 }
 
 type route struct {
@@ -120,7 +123,7 @@ type route struct {
 // New returns a server of b on l, a listener of platform.Listen. It
 // serves nothing until Serve.
 func New(b Backend, l net.Listener) *Server {
-	s := &Server{b: b, l: l, peerOf: peerOf, final: make(chan struct{})}
+	s := &Server{b: b, l: l, peerOf: peerOf, final: make(chan struct{}), answered: make(chan struct{})}
 	s.self, s.selfErr = platform.CurrentUser()
 	s.routes = map[string]route{
 		api.PathStatus:  {http.MethodGet, s.status},
@@ -286,7 +289,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rt.h(w, r)
+	s.answeredOnce.Do(func() { close(s.answered) })
 }
+
+// Answered is closed once the server has answered its first request (an
+// event stream's answer is its end).
+func (s *Server) Answered() <-chan struct{} { return s.answered }
 
 // refusal says why r may not be served, or "" when it may.
 func (s *Server) refusal(r *http.Request) string {

@@ -731,3 +731,21 @@ func TestPeerRefused(t *testing.T) {
 	_, err = api.NewClient(lost.path).Status(ctx)
 	wantAPIError(t, "Status when the service cannot tell its user", err, api.CodeForbidden)
 }
+
+// Answered is closed by the first answer, not before.
+func TestAnswered(t *testing.T) {
+	ts := serve(t, newFake())
+	select {
+	case <-ts.srv.Answered():
+		t.Fatal("answered before any request")
+	default:
+	}
+	if _, err := api.NewClient(ts.path).Status(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ts.srv.Answered():
+	case <-time.After(waitLimit):
+		t.Fatal("not answered after a status")
+	}
+}
