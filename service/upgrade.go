@@ -55,6 +55,7 @@ import (
 // Bounds of an upgrade's steps.
 const (
 	checkTimeout    = 10 * time.Second
+	checkExitWait   = 2 * time.Second // for the check's exit, once the handover (the API paused) needs it
 	pauseTimeout    = 10 * time.Second
 	freezeTimeout   = 30 * time.Second
 	takeoverTimeout = 30 * time.Second
@@ -316,10 +317,10 @@ func checkSuccessor(ctx context.Context, exe string, globalArgs []string, offer 
 	// What it wrote, kept for the message when it is not an answer.
 	var out bytes.Buffer
 	decodeErr := json.NewDecoder(io.TeeReader(io.LimitReader(stdout, 16<<20), &out)).Decode(&ans)
-	wait := sync.OnceValue(func() error {
+	wait := func() error {
 		defer cancel()
 		return platform.WaitChild(cmd)
-	})
+	}
 	if decodeErr != nil {
 		runErr := wait()
 		msg := strings.TrimSpace(stderr.String())
@@ -335,8 +336,20 @@ func checkSuccessor(ctx context.Context, exe string, globalArgs []string, offer 
 		_ = wait()
 		return ans, none, fmt.Errorf("%s (tether %s) cannot take over: %s", exe, ans.Version, ans.Error)
 	}
+	// The exit is waited for meanwhile, and for checkExitWait at most
+	// once the handover needs it: the API is paused by then.
+	exited := make(chan error, 1)
+	go func() { exited <- wait() }()
 	return ans, func() error {
-		if err := wait(); err != nil {
+		var err error
+		select {
+		case err = <-exited:
+		case <-time.After(checkExitWait):
+			cancel() // kills it
+			<-exited
+			err = fmt.Errorf("it answered, and had not exited %v later", checkExitWait)
+		}
+		if err != nil {
 			return fmt.Errorf("%s: handover check: %v", exe, err)
 		}
 		return nil

@@ -220,8 +220,8 @@ func TestUpgradeRestartsNoAgent(t *testing.T) {
 // An upgrade that cannot be made leaves the service as it was and says
 // why: a binary that is not there, not executable, not a tether, a
 // tether that cannot take over (it reads no handover of this version),
-// or a check that answers yes and then does not exit 0 (the handover
-// goes on from the answer, and stops at the exit: before the exec).
+// or a check that answers yes and then does not exit 0, or does not exit
+// (the handover goes on from the answer, and stops before the exec).
 func TestUpgradeRefused(t *testing.T) {
 	w, svc, m := upgradeWorld(t, time.Second)
 	c := w.client("default")
@@ -246,6 +246,7 @@ exit 1
 		{"not a tether", script("other", "#!/bin/sh\necho hello\n", 0o700), "cannot take over"},
 		{"a tether that cannot", script("future", future, 0o700), "reads 7 to 7"},
 		{"a check that fails after its answer", script("liar", fmt.Sprintf("#!/bin/sh\n%q \"$@\"\nexit 3\n", tether), 0o700), "handover check: exit status 3"},
+		{"a check that does not exit after its answer", script("lingering", fmt.Sprintf("#!/bin/sh\n%q \"$@\"\nexec sleep 60\n", tether), 0o700), "had not exited"},
 	} {
 		r := w.run(time.Minute, "service", "upgrade", c.path)
 		if r.code != 1 || !strings.Contains(r.stderr, c.want) {
