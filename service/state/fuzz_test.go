@@ -143,11 +143,11 @@ func checkDecoded(t *testing.T, data []byte, st State) {
 // encodeState encodes st as Update writes it.
 func encodeState(t *testing.T, st State) []byte {
 	t.Helper()
-	data, err := json.MarshalIndent(st, "", "  ")
+	data, err := encode(st)
 	if err != nil {
 		t.Fatalf("encoding %+v: %v", st, err)
 	}
-	return append(data, '\n')
+	return data
 }
 
 // checkStateOnDisk puts data in dir as the state file and checks that Read
