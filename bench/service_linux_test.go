@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,12 +45,6 @@ const (
 // the service it measures on a small machine.
 const statusEvery = 10 * time.Millisecond
 
-// downEvery is the period of the loop that watches the cleanup after the
-// service's SIGKILL, slept in nanosleep (see pollEvery). Hundreds of
-// guardians tear down at once on few cores: a tighter loop would compete
-// with them.
-var downEvery = unix.NsecToTimespec(int64(time.Millisecond))
-
 // startGap is the pause before each start of the probe (see
 // BenchmarkService).
 const startGap = 100 * time.Millisecond
@@ -77,7 +70,7 @@ const upLimit = 60 * time.Second
 //   - down-ms: from just before the service is SIGKILLed until every
 //     process of every agent tree is dead (zombies count as dead), every
 //     private directory is removed and every identity lock is free, each
-//     checked every millisecond; down-tree-ms, down-dirs-ms and
+//     seen as it happens (see killAndWatchEach); down-tree-ms, down-dirs-ms and
 //     down-locks-ms: when each part alone was seen done.
 //
 // Each iteration, with all the agents running, starts the probe through
@@ -717,26 +710,12 @@ type downTimes struct {
 	tree, dirs, locks, all time.Duration
 }
 
-// killAndWatch SIGKILLs the service and checks every downEvery until every
+// killAndWatch SIGKILLs the service and watches until every
 // tree is dead, the private root is empty and every identity lock is
 // free. Before the kill it checks that each of these is held or present.
 func (s *svc) killAndWatch(trees []tree, within time.Duration) (downTimes, error) {
 	t, err := s.killAndWatchEach(trees, within)
 	return downTimes{tree: t.treeLast, dirs: t.dirs, locks: t.locks, all: t.all}, err
-}
-
-// dirEntries counts the entries of dir.
-func dirEntries(dir string) (int, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	names, err := f.Readdirnames(-1)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return 0, err
-	}
-	return len(names), nil
 }
 
 // finish reaps the killed service and the guardians it left to this

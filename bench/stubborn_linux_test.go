@@ -37,8 +37,8 @@ const stubbornStopTimeout = time.Second
 // within the stop timeout plus 100 ms of the kill.
 //
 // Each iteration is one service lifetime in the same world: start the
-// service, wait until every agent runs, SIGKILL it, and watch (every
-// millisecond, as BenchmarkService does) until everything is gone.
+// service, wait until every agent runs, SIGKILL it, and watch (as
+// BenchmarkService does, see killAndWatchEach) until everything is gone.
 //
 //   - down-p50-ms, down-max-ms: from just before the SIGKILL until every
 //     tree is dead, every private directory removed and every lock free;
@@ -126,22 +126,28 @@ func (w *svcWorld) stubbornLifetime(u *undo, exe string) (stubbornTimes, error) 
 }
 
 // killAndWatchEach is killAndWatch, telling apart the first tree to die
-// and the last. Three watchers look at once, each on a thread of its own
-// (real-time as root, see raisePriority; each sleeps a millisecond
-// between looks), so that none waits for another: the
-// trees in ppoll(2) on their pidfds; the private directories by name
-// (a listing of the private root would wait for that directory's lock
-// behind the guardians' removals); the locks by flock.
+// and the last. The watchers wait on events, not on a clock, so that
+// what they cost does not come out of the two cores whose work they
+// time: the trees in one ppoll(2) on the pidfds of every member not seen
+// dead; the private directories in an inotify watch of each identity's
+// directory, each event followed by a look at the remaining names in
+// order; each lock in a blocking flock of its own, which the kernel
+// grants when the guardian lets go. Every watcher is on a thread of its
+// own, real-time as root (see raisePriority), so that none waits for
+// the guardians it watches to be scheduled.
 func (s *svc) killAndWatchEach(trees []tree, within time.Duration) (stubbornTimes, error) {
 	var t stubbornTimes
-	// alive[i] holds the pidfds of tree i's members not yet seen dead.
-	alive := make([][]unix.PollFd, len(trees))
+	// fds holds a pidfd for every member of every tree, and treeOf the
+	// index of the tree each belongs to.
+	var fds []unix.PollFd
+	var treeOf []int
 	var procs []*proc
 	defer func() {
 		for _, p := range procs {
 			p.close()
 		}
 	}()
+	members := make([]int, len(trees)) // members of tree i not seen dead
 	for i, tr := range trees {
 		for _, m := range tr.members {
 			p, err := openProc(m.Ref())
@@ -149,127 +155,192 @@ func (s *svc) killAndWatchEach(trees []tree, within time.Duration) (stubbornTime
 				return t, fmt.Errorf("agent %s: %w", tr.id, err)
 			}
 			procs = append(procs, p)
-			alive[i] = append(alive[i], unix.PollFd{Fd: int32(p.fd), Events: unix.POLLIN})
+			fds = append(fds, unix.PollFd{Fd: int32(p.fd), Events: unix.POLLIN})
+			treeOf = append(treeOf, i)
+			members[i]++
 		}
 	}
-	var held []*os.File
-	defer func() {
-		for _, f := range held {
-			f.Close()
-		}
-	}()
-	for _, tr := range trees {
-		f, err := punix.OpenLockFile(filepath.Join(s.w.paths.lockDir, guardian.Key(identityOf(tr.id))+".lock"))
+	lockPaths := make([]string, len(trees))
+	for i, tr := range trees {
+		lockPaths[i] = filepath.Join(s.w.paths.lockDir, guardian.Key(identityOf(tr.id))+".lock")
+		f, err := punix.OpenLockFile(lockPaths[i])
 		if err != nil {
 			return t, err
 		}
-		held = append(held, f)
-		if err := punix.TryLock(f); !errors.Is(err, punix.ErrLocked) {
+		err = punix.TryLock(f)
+		f.Close()
+		if !errors.Is(err, punix.ErrLocked) {
 			return t, fmt.Errorf("the lock of %s is not held while it runs (TryLock: %v)", tr.id, err)
 		}
 	}
-	dirs, err := filepath.Glob(filepath.Join(s.w.paths.privateRoot, "*"))
-	if err != nil || len(dirs) != len(trees) {
-		return t, fmt.Errorf("%s holds %d entries, want one private directory per agent, %d (%v)", s.w.paths.privateRoot, len(dirs), len(trees), err)
+	found, err := guardian.PrivateDirs(s.w.paths.privateRoot)
+	if err != nil || len(found) != len(trees) {
+		return t, fmt.Errorf("%s holds %d private directories, want one per agent, %d (%v)", s.w.paths.privateRoot, len(found), len(trees), err)
 	}
-	locks := held
+	notify, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return t, fmt.Errorf("inotify: %w", err)
+	}
+	defer unix.Close(notify)
+	// Each in the directory of its identity: a watch of each.
+	var dirs []string
+	for _, d := range found {
+		dirs = append(dirs, d.Path)
+		if _, err := unix.InotifyAddWatch(notify, filepath.Dir(d.Path), unix.IN_DELETE|unix.IN_MOVED_FROM); err != nil {
+			return t, fmt.Errorf("inotify %s: %w", filepath.Dir(d.Path), err)
+		}
+	}
+
+	var left struct{ trees, dirs, locks int }
+	var leftMu sync.Mutex
+	left.trees, left.dirs, left.locks = len(trees), len(dirs), len(lockPaths)
+	// Each lock's watcher opens the file for itself and ends by closing
+	// it: one that is still blocked when the time is up (the test has
+	// failed then) takes the lock whenever it comes free, and lets go.
+	lockFree := make(chan time.Time, len(lockPaths))
+	lockReady := make(chan error, len(lockPaths))
+	for _, path := range lockPaths {
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			defer raisePriority()()
+			f, err := punix.OpenLockFile(path)
+			lockReady <- err
+			if err != nil {
+				return
+			}
+			defer f.Close()
+			for unix.Flock(int(f.Fd()), unix.LOCK_EX) == unix.EINTR {
+			}
+			lockFree <- time.Now()
+		}()
+	}
+	for range lockPaths {
+		if err := <-lockReady; err != nil {
+			return t, err
+		}
+	}
 
 	begin := time.Now()
 	end := begin.Add(within)
-	var left struct{ trees, dirs, locks int }
-	var leftMu sync.Mutex
-	left.trees, left.dirs, left.locks = len(trees), len(dirs), len(locks)
 	var wg sync.WaitGroup
-	// watch runs look on a thread of its own until it says it is done or
-	// the time is up; look waits at most downEvery.
-	watch := func(look func() (done bool)) {
+	// watch runs fn on a thread of its own.
+	watch := func(fn func()) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			defer raisePriority()()
-			for !look() && time.Now().Before(end) {
-			}
+			fn()
 		}()
 	}
-	nap := func() {
-		ts := downEvery
-		_ = unix.Nanosleep(&ts, nil)
+	// until is what is left of the time, for a ppoll.
+	until := func() (*unix.Timespec, bool) {
+		d := time.Until(end)
+		ts := unix.NsecToTimespec(int64(d))
+		return &ts, d > 0
 	}
-	// The trees: a ppoll on every pidfd not seen dead ends at the first
-	// death, or after downEvery.
-	living := len(trees)
-	watch(func() bool {
-		var all []unix.PollFd
-		for i := range alive {
-			if len(alive[i]) == 0 {
+	// The trees: each return of the ppoll says which members died.
+	watch(func() {
+		living := len(trees)
+		for len(fds) > 0 {
+			ts, ok := until()
+			if !ok {
+				return
+			}
+			if n, err := unix.Ppoll(fds, ts, nil); err != nil || n == 0 {
 				continue
 			}
-			if alive[i] = stillAlive(alive[i]); len(alive[i]) == 0 {
-				living--
-				at := time.Since(begin)
-				if t.treeFirst == 0 {
-					t.treeFirst = at
+			at := time.Since(begin)
+			kept := 0
+			for j, f := range fds {
+				if f.Revents == 0 {
+					fds[kept], treeOf[kept] = f, treeOf[j]
+					kept++
+					continue
 				}
-				if living == 0 {
-					t.treeLast = at
+				i := treeOf[j]
+				if members[i]--; members[i] == 0 {
+					living--
+					if t.treeFirst == 0 {
+						t.treeFirst = at
+					}
+					if living == 0 {
+						t.treeLast = at
+					}
 				}
 			}
-			all = append(all, alive[i]...)
+			fds, treeOf = fds[:kept], treeOf[:kept]
+			leftMu.Lock()
+			left.trees = living
+			leftMu.Unlock()
 		}
-		leftMu.Lock()
-		left.trees = living
-		leftMu.Unlock()
-		if len(all) == 0 {
-			return true
-		}
-		ts := downEvery
-		_, _ = unix.Ppoll(all, &ts, nil)
-		return false
 	})
-	// watchGone looks at the items of a list in order, each until it is
-	// gone, and notes when the last one was.
-	watchGone := func(n int, gone func(i int) bool, left *int, at *time.Duration) {
+	// The directories: a look at the names left after each batch of
+	// events (and once before the first).
+	watch(func() {
+		buf := make([]byte, 64<<10)
+		pfd := []unix.PollFd{{Fd: int32(notify), Events: unix.POLLIN}}
 		i := 0
-		watch(func() bool {
-			for i < n && gone(i) {
+		for {
+			for i < len(dirs) {
+				if _, err := os.Lstat(dirs[i]); !errors.Is(err, fs.ErrNotExist) {
+					break
+				}
 				i++
 			}
 			leftMu.Lock()
-			*left = n - i
+			left.dirs = len(dirs) - i
 			leftMu.Unlock()
-			if i == n {
-				*at = time.Since(begin)
-				return true
+			if i == len(dirs) {
+				t.dirs = time.Since(begin)
+				return
 			}
-			nap()
-			return false
-		})
-	}
-	watchGone(len(dirs), func(i int) bool {
-		_, err := os.Lstat(dirs[i])
-		return errors.Is(err, fs.ErrNotExist)
-	}, &left.dirs, &t.dirs)
-	watchGone(len(locks), func(i int) bool {
-		if punix.TryLock(locks[i]) != nil {
-			return false
+			ts, ok := until()
+			if !ok {
+				return
+			}
+			if n, err := unix.Ppoll(pfd, ts, nil); err != nil || n == 0 {
+				continue
+			}
+			for {
+				if n, err := unix.Read(notify, buf); n <= 0 || err != nil {
+					break
+				}
+			}
 		}
-		_ = punix.Unlock(locks[i])
-		return true
-	}, &left.locks, &t.locks)
+	})
+	// The locks: the last to come free.
+	watch(func() {
+		for range lockPaths {
+			select {
+			case at := <-lockFree:
+				t.locks = at.Sub(begin)
+				leftMu.Lock()
+				left.locks--
+				leftMu.Unlock()
+			case <-time.After(time.Until(end)):
+				return
+			}
+		}
+	})
 
 	if err := s.cmd.Process.Kill(); err != nil {
 		return t, fmt.Errorf("killing the service: %w", err)
 	}
 	t.killed = begin
+	var ru0, ru1 unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru0)
 	wg.Wait()
-	if t.treeLast == 0 || t.dirs == 0 || t.locks == 0 {
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru1)
+	fmt.Fprintf(os.Stderr, "watchers cpu: user %v sys %v\n", time.Duration(ru1.Utime.Nano()-ru0.Utime.Nano()), time.Duration(ru1.Stime.Nano()-ru0.Stime.Nano()))
+	if left.trees > 0 || left.dirs > 0 || left.locks > 0 {
 		return t, fmt.Errorf("%v after the service's SIGKILL: %d tree(s) alive, %d private dir(s) left, %d lock(s) held",
 			within, left.trees, left.dirs, left.locks)
 	}
-	if n, err := dirEntries(s.w.paths.privateRoot); err != nil || n != 0 {
-		return t, fmt.Errorf("%s holds %d entries after the cleanup (%v)", s.w.paths.privateRoot, n, err)
+	if left, err := guardian.PrivateDirs(s.w.paths.privateRoot); err != nil || len(left) != 0 {
+		return t, fmt.Errorf("%s holds %d private directories after the cleanup (%v)", s.w.paths.privateRoot, len(left), err)
 	}
 	t.all = max(t.treeLast, t.dirs, t.locks)
 	return t, nil
@@ -279,7 +350,7 @@ func (s *svc) killAndWatchEach(trees []tree, within time.Duration) (stubbornTime
 // the lowest real-time priority), as root, and returns what puts it
 // back. With hundreds of guardians runnable at once, a nice value alone
 // left the watchers whole tenths of a second behind what they watch;
-// they sleep between looks, so they take little.
+// they wake only on what they wait for, so they take little.
 func raisePriority() (undo func()) {
 	if os.Geteuid() != 0 {
 		return func() {}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/internal/logline"
 	"github.com/tether-dev/tether/platform"
 	punix "github.com/tether-dev/tether/platform/unix"
@@ -295,7 +296,7 @@ func (e *sandbox) killAndMeasure(profile string, a api.Agent, members []punix.Pr
 	deadline := begin.Add(10 * time.Second)
 	for {
 		ms, _ := tree.Members()
-		ents, _ := os.ReadDir(privRoot)
+		ents, _ := guardian.PrivateDirs(privRoot)
 		if len(ms) == 0 && len(ents) == 0 && e.lockFree() {
 			took := time.Since(begin)
 			_ = cmd.Wait()
@@ -387,10 +388,15 @@ func (e *sandbox) cleanup() error {
 	// Guardians of killed services were adopted here; wait for them.
 	reapOrphans(5 * time.Second)
 	var left []string
-	for _, pattern := range []string{"state/tether/*/private/*", "run/tether/*.sock"} {
-		m, _ := filepath.Glob(filepath.Join(e.dir, pattern))
-		left = append(left, m...)
+	roots, _ := filepath.Glob(filepath.Join(e.dir, "state/tether/*/private"))
+	for _, root := range roots {
+		dirs, _ := guardian.PrivateDirs(root)
+		for _, d := range dirs {
+			left = append(left, d.Path)
+		}
 	}
+	socks, _ := filepath.Glob(filepath.Join(e.dir, "run/tether/*.sock"))
+	left = append(left, socks...)
 	if err := os.RemoveAll(e.dir); err != nil {
 		return err
 	}

@@ -1,8 +1,6 @@
 package guardian
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -111,6 +109,9 @@ type osSteps interface {
 	ownerGone() <-chan struct{}
 	// settle runs a moment after ready, when the start is over.
 	settle()
+	// background lowers the guardian below every process with work to
+	// do, for what is left of a teardown once the identity is free.
+	background()
 	// watchOwner makes r the owner to watch from now on (attach: a new
 	// owner took the tether over); nil stops watching (the owner is
 	// gone). Unix watches the tether alone.
@@ -292,38 +293,6 @@ func (g *guardian) removeOldDir(prev *record) {
 			g.logf("removing the private directory %s left by an earlier tree: %v", d, err)
 		}
 	}
-}
-
-// randomName is the name of a new private directory for the identity of
-// key: the key, a dash and 32 hex digits.
-func randomName(key string) (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	return key + "-" + hex.EncodeToString(b[:]), nil
-}
-
-// PrivateDirKey returns the key (see Key) of the identity that a private
-// directory named name was made for, and false for a name no guardian
-// makes.
-func PrivateDirKey(name string) (string, bool) {
-	const suffix = 1 + 32 // "-" and the hex digits of randomName
-	if len(name) <= suffix || name[len(name)-suffix] != '-' {
-		return "", false
-	}
-	if _, err := hex.DecodeString(name[len(name)-32:]); err != nil {
-		return "", false
-	}
-	key := name[:len(name)-suffix]
-	// A key ends in a dash and 16 hex digits.
-	if len(key) <= 17 || key[len(key)-17] != '-' {
-		return "", false
-	}
-	if _, err := hex.DecodeString(key[len(key)-16:]); err != nil {
-		return "", false
-	}
-	return key, true
 }
 
 // agentEnv returns env with the keys of set replaced (compared as the
@@ -615,10 +584,18 @@ func (g *guardian) teardown(reason StopReason, begin time.Time, timeout time.Dur
 	if err := platform.RemoveAll(g.privateDir); err != nil {
 		c.Code, c.Message = CleanupPrivateDir, err.Error()
 	}
+	// The tree is gone and its directory too: the identity is free.
+	// What is left (the containment, empty now, and this process's
+	// own end) is nobody's wait; after the owner's death it gives way
+	// to the other guardians of that owner, which may not all have
+	// killed their trees yet (I2).
+	g.release()
+	if reason == ReasonOwnerLost {
+		g.background()
+	}
 	if err := g.removeContainment(); err != nil && c.Code == CleanupOK {
 		c.Code, c.Message = containmentCleanupCode, err.Error()
 	}
-	g.release()
 	c.Elapsed = Duration(time.Since(begin))
 	if c.Code == CleanupOK {
 		g.logf("stopped (%s) in %v: %d terminated, %d killed", reason, c.Elapsed.d(), c.Terminated, c.Killed)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -137,6 +138,16 @@ func redirectOutput(f *os.File) error {
 // sleeps, so it lets go of the pages that start-up touched (see
 // ReleaseExecutablePages).
 func (g *guardian) settle() { _ = punix.ReleaseExecutablePages() }
+
+// background moves the guardian to the idle class (see
+// punix.IdleClass): its containment's removal and its exit (the kernel's
+// teardown of its memory, most of what a guardian's end costs) then wait
+// until the other guardians of a dead owner have had the CPU for theirs.
+func (g *guardian) background() {
+	if err := punix.IdleClass(); err != nil {
+		g.logf("lowering the priority of what is left of the teardown: %v", err)
+	}
+}
 
 // prepareOS finds the guardian's own cgroup v2 (two files of /proc),
 // while the guardian waits for its request.
@@ -279,11 +290,25 @@ func (g *guardian) removeOld(prev *record) {
 	}
 }
 
+// cgroupPrefix starts the name of every agent's cgroup; the rest is the
+// name of its private directory.
+const cgroupPrefix = "tether-"
+
+// CgroupKey returns the key (see Key) of the identity that an agent's
+// cgroup named name was made for, and false for a name no guardian makes.
+func CgroupKey(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, cgroupPrefix)
+	if !ok {
+		return "", false
+	}
+	return PrivateDirKey(rest)
+}
+
 // contain creates the agent's cgroup on the strongest rung it can get
 // (see cgroupOrScope); without one the agent's session is its
 // containment.
 func (g *guardian) contain(name string, self *record) *failure {
-	if g.cgroup, g.scope = g.cgroupOrScope("tether-" + name); g.cgroup != nil {
+	if g.cgroup, g.scope = g.cgroupOrScope(cgroupPrefix + name); g.cgroup != nil {
 		self.Cgroup = g.cgroup.Path
 	}
 	return nil

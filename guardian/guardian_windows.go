@@ -151,6 +151,10 @@ func redirectOutput(f *os.File) error {
 
 func (g *guardian) settle() {}
 
+// background does nothing on Windows, where a dead owner's guardians have
+// not been measured to wait on one another.
+func (g *guardian) background() {}
+
 // prepareOS has nothing to do on Windows: the job is made per start.
 func (g *guardian) prepareOS() {}
 

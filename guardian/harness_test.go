@@ -242,12 +242,22 @@ func gone(path string) bool {
 	return errors.Is(err, os.ErrNotExist)
 }
 
-// privateDirs lists what is in the private root.
+// privateDirs lists the private directories below the private root, and
+// anything else in it that is not an identity's directory.
 func (e *world) privateDirs() []string {
-	ents, _ := os.ReadDir(e.priv)
 	var out []string
+	dirs, err := PrivateDirs(e.priv)
+	if err != nil {
+		e.t.Errorf("listing %s: %v", e.priv, err)
+	}
+	for _, d := range dirs {
+		out = append(out, d.Path)
+	}
+	ents, _ := os.ReadDir(e.priv)
 	for _, d := range ents {
-		out = append(out, d.Name())
+		if !IsKey(d.Name()) {
+			out = append(out, d.Name())
+		}
 	}
 	return out
 }

@@ -55,7 +55,7 @@ func TestHostileIdentities(t *testing.T) {
 		if dir := filepath.Dir(s.Ready().LockPath); dir != e.locks {
 			t.Errorf("lock %s is outside %s", s.Ready().LockPath, e.locks)
 		}
-		if dir := filepath.Dir(s.Ready().PrivateDir); dir != e.priv {
+		if dir := filepath.Dir(filepath.Dir(s.Ready().PrivateDir)); dir != e.priv {
 			t.Errorf("private dir %s is outside %s", s.Ready().PrivateDir, e.priv)
 		}
 		if _, err := os.Lstat(filepath.Join(e.dir, "x.lock")); err == nil {

@@ -52,7 +52,8 @@ func (g *guardian) start() *failure {
 	if err != nil {
 		return &failure{Code: CodeInternal, Message: err.Error()}
 	}
-	planned := filepath.Join(g.req.PrivateRoot, name)
+	parent := identityDir(g.req.PrivateRoot, g.key)
+	planned := filepath.Join(parent, name)
 	self := &record{Version: recordVersion, Identity: g.req.Identity, Profile: g.req.Profile,
 		Guardian: g.self, PrivateDir: planned, Since: g.since}
 	if fl := g.contain(name, self); fl != nil {
@@ -62,8 +63,10 @@ func (g *guardian) start() *failure {
 		return &failure{Code: CodeLock, Path: rec.f.Name(), Message: "writing the owner record: " + err.Error()}
 	}
 	g.own = self
-	if err := platform.SecureDir(g.req.PrivateRoot); err != nil {
-		return &failure{Code: CodePrivateDir, Path: g.req.PrivateRoot, Message: err.Error()}
+	for _, dir := range []string{g.req.PrivateRoot, parent} {
+		if err := platform.SecureDir(dir); err != nil {
+			return &failure{Code: CodePrivateDir, Path: dir, Message: err.Error()}
+		}
 	}
 	if err := platform.MkdirPrivate(planned); err != nil {
 		return &failure{Code: CodePrivateDir, Path: planned, Message: err.Error()}

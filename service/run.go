@@ -71,7 +71,7 @@ func Run(p Paths, exe, version string, stderr io.Writer) int {
 	}
 	if b.upgrade == nil {
 		// What earlier runs left; a successor's guardians all live on.
-		for _, note := range sweepPrivateDirs(p) {
+		for _, note := range slices.Concat(sweepPrivateDirs(p), sweepCgroups()) {
 			logf("%s", note)
 		}
 	}

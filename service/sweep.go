@@ -1,11 +1,7 @@
 package service
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 
 	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/platform"
@@ -20,31 +16,23 @@ import (
 // private directories. It returns one line per directory removed or left,
 // for the service's log.
 func sweepPrivateDirs(p Paths) []string {
-	entries, err := os.ReadDir(p.PrivateRoot)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return []string{fmt.Sprintf("looking for private directories left by earlier runs: %v", err)}
-	}
+	dirs, err := guardian.PrivateDirs(p.PrivateRoot)
 	var notes []string
-	for _, e := range entries {
-		key, ok := guardian.PrivateDirKey(e.Name())
-		if !ok || !e.IsDir() {
-			continue
-		}
-		path := filepath.Join(p.PrivateRoot, e.Name())
-		h, err := guardian.InspectKey(p.LockDir, key)
+	if err != nil {
+		notes = append(notes, fmt.Sprintf("looking for private directories left by earlier runs: %v", err))
+	}
+	for _, d := range dirs {
+		h, err := guardian.InspectKey(p.LockDir, d.Key)
 		switch {
 		case err != nil:
-			notes = append(notes, fmt.Sprintf("left the private directory %s as it is: its owner record cannot be read: %v", path, err))
-		case h != nil && h.PrivateDir == path:
+			notes = append(notes, fmt.Sprintf("left the private directory %s as it is: its owner record cannot be read: %v", d.Path, err))
+		case h != nil && h.PrivateDir == d.Path:
 			// A live guardian's.
 		default:
-			if err := platform.RemoveAll(path); err != nil {
-				notes = append(notes, fmt.Sprintf("could not remove the private directory %s left by an earlier run: %v", path, err))
+			if err := platform.RemoveAll(d.Path); err != nil {
+				notes = append(notes, fmt.Sprintf("could not remove the private directory %s left by an earlier run: %v", d.Path, err))
 			} else {
-				notes = append(notes, fmt.Sprintf("removed the private directory %s left by an earlier run", path))
+				notes = append(notes, fmt.Sprintf("removed the private directory %s left by an earlier run", d.Path))
 			}
 		}
 	}

@@ -153,7 +153,7 @@ func TestServiceLifecycle(t *testing.T) {
 	for _, s := range []string{"-a", "-b", "-c"} {
 		waitSessions(t, m+s, 0)
 	}
-	if left, _ := filepath.Glob(filepath.Join(w.dir, "state", "tether", "default", "private", "*")); len(left) > 0 {
+	if left := w.privateDirs("default"); len(left) > 0 {
 		t.Errorf("private dirs left: %v", left)
 	}
 }

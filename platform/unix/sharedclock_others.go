@@ -24,7 +24,3 @@ func OpenSharedClock(fd int, name string) *SharedClock { return nil }
 
 // Earliest returns now.
 func (c *SharedClock) Earliest(now time.Time, window time.Duration) time.Time { return now }
-
-// Yield does nothing outside Linux, where the wake of many processes at
-// once is not measured.
-func Yield() {}

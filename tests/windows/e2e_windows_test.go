@@ -327,12 +327,23 @@ func (w *world) identityFree() bool {
 	return true
 }
 
-// privateDirs lists what is left in the profile's private directories.
+// privateDirs lists what is left in the profile's private root: its
+// private directories, and anything but the identities' own directories.
 func (w *world) privateDirs(profile string) []string {
-	entries, _ := os.ReadDir(filepath.Join(w.base, "local", "tether", profile, "private"))
+	root := filepath.Join(w.base, "local", "tether", profile, "private")
+	dirs, err := guardian.PrivateDirs(root)
+	if err != nil {
+		w.t.Errorf("listing %s: %v", root, err)
+	}
 	var names []string
+	for _, d := range dirs {
+		names = append(names, d.Path)
+	}
+	entries, _ := os.ReadDir(root)
 	for _, e := range entries {
-		names = append(names, e.Name())
+		if _, ok := guardian.PrivateDirKey(e.Name()); !ok && !guardian.IsKey(e.Name()) {
+			names = append(names, e.Name())
+		}
 	}
 	return names
 }

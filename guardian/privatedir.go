@@ -1,0 +1,114 @@
+package guardian
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Private directories.
+//
+// Each identity has a directory of its own below the private root, named
+// by its key (see Key), and each run of the identity makes its private
+// directory in there, named by randomName:
+//
+//	<private root>/<key>/<key>-<32 hex digits>
+//
+// The identity's directory stays, empty, between runs, as its lock file
+// does. That is what lets hundreds of guardians whose owner died remove
+// their private directories at the same moment: a removal locks the
+// directory it removes from, and no two identities share that one. (With
+// every private directory in the root, the guardians queued on the root's
+// lock for a tenth of a second.) Guardians of earlier versions made their
+// private directories in the root itself; PrivateDirs finds both.
+
+// randomName is the name of a new private directory for the identity of
+// key: the key, a dash and 32 hex digits.
+func randomName(key string) (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return key + "-" + hex.EncodeToString(b[:]), nil
+}
+
+// identityDir is the directory below root that holds the private
+// directories of the identity of key.
+func identityDir(root, key string) string { return filepath.Join(root, key) }
+
+// PrivateDirKey returns the key (see Key) of the identity that a private
+// directory named name was made for, and false for a name no guardian
+// makes.
+func PrivateDirKey(name string) (string, bool) {
+	const suffix = 1 + 32 // "-" and the hex digits of randomName
+	if len(name) <= suffix || name[len(name)-suffix] != '-' {
+		return "", false
+	}
+	if _, err := hex.DecodeString(name[len(name)-32:]); err != nil {
+		return "", false
+	}
+	key := name[:len(name)-suffix]
+	if !IsKey(key) {
+		return "", false
+	}
+	return key, true
+}
+
+// IsKey reports whether name has the shape of a Key: something, a dash
+// and 16 hex digits (an identity's directory below the private root has).
+func IsKey(name string) bool {
+	if len(name) <= 17 || name[len(name)-17] != '-' {
+		return false
+	}
+	_, err := hex.DecodeString(name[len(name)-16:])
+	return err == nil
+}
+
+// PrivateDir is a private directory found below a private root.
+type PrivateDir struct {
+	Path string
+	Key  string // the key of the identity it was made for
+}
+
+// PrivateDirs lists the private directories below root, in the layout
+// above and in the earlier one (straight in the root). Anything not named
+// as guardians name them is left out, and so are the identities' own
+// directories. A root that does not exist holds none.
+func PrivateDirs(root string) ([]PrivateDir, error) {
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var dirs []PrivateDir
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		name := e.Name()
+		if key, ok := PrivateDirKey(name); ok {
+			dirs = append(dirs, PrivateDir{Path: filepath.Join(root, name), Key: key})
+			continue
+		}
+		if !IsKey(name) {
+			continue
+		}
+		inner, err := os.ReadDir(filepath.Join(root, name))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, d := range inner {
+			if key, ok := PrivateDirKey(d.Name()); ok && key == name && d.IsDir() {
+				dirs = append(dirs, PrivateDir{Path: filepath.Join(root, name, d.Name()), Key: key})
+			}
+		}
+	}
+	return dirs, errors.Join(errs...)
+}
