@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tether-dev/tether/internal/testdir"
 )
 
 // PrivateDirs finds the private directories of both layouts, with the key
@@ -13,7 +15,7 @@ import (
 // not a file or a directory named otherwise, not another identity's
 // directory inside one.
 func TestPrivateDirsFindsBothLayouts(t *testing.T) {
-	root := t.TempDir()
+	root := testdir.Temp(t)
 	a, b := Key("a@relay"), Key("b@relay")
 	nested := filepath.Join(root, a, a+"-"+strings.Repeat("01", 16))
 	flat := filepath.Join(root, b+"-"+strings.Repeat("02", 16))
