@@ -128,8 +128,8 @@ func (w *svcWorld) stubbornLifetime(u *undo, exe string) (stubbornTimes, error) 
 // killAndWatchEach is killAndWatch, telling apart the first tree to die
 // and the last. The watchers wait on events, not on a clock, so that
 // what they cost does not come out of the two cores whose work they
-// time: the trees in one ppoll(2) on the pidfds of every member not seen
-// dead; the private directories in an inotify watch of each identity's
+// time: the trees in one epoll(7) instance holding the pidfd of every
+// member; the private directories in an inotify watch of each identity's
 // directory, each event followed by a look at the remaining names in
 // order; each lock in a blocking flock of its own, which the kernel
 // grants when the guardian lets go. Every watcher is on a thread of its
@@ -138,9 +138,9 @@ func (w *svcWorld) stubbornLifetime(u *undo, exe string) (stubbornTimes, error) 
 func (s *svc) killAndWatchEach(trees []tree, within time.Duration) (stubbornTimes, error) {
 	var t stubbornTimes
 	// fds holds a pidfd for every member of every tree, and treeOf the
-	// index of the tree each belongs to.
-	var fds []unix.PollFd
-	var treeOf []int
+	// index of the tree each pidfd's member belongs to.
+	var fds []int32
+	treeOf := map[int32]int{}
 	var procs []*proc
 	defer func() {
 		for _, p := range procs {
@@ -155,9 +155,20 @@ func (s *svc) killAndWatchEach(trees []tree, within time.Duration) (stubbornTime
 				return t, fmt.Errorf("agent %s: %w", tr.id, err)
 			}
 			procs = append(procs, p)
-			fds = append(fds, unix.PollFd{Fd: int32(p.fd), Events: unix.POLLIN})
-			treeOf = append(treeOf, i)
+			fds = append(fds, int32(p.fd))
+			treeOf[int32(p.fd)] = i
 			members[i]++
+		}
+	}
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return t, fmt.Errorf("epoll: %w", err)
+	}
+	defer unix.Close(ep)
+	for _, fd := range fds {
+		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLONESHOT, Fd: fd}
+		if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, int(fd), &ev); err != nil {
+			return t, fmt.Errorf("epoll_ctl: %w", err)
 		}
 	}
 	lockPaths := make([]string, len(trees))
@@ -241,26 +252,24 @@ func (s *svc) killAndWatchEach(trees []tree, within time.Duration) (stubbornTime
 		ts := unix.NsecToTimespec(int64(d))
 		return &ts, d > 0
 	}
-	// The trees: each return of the ppoll says which members died.
+	// The trees: each epoll_wait returns the members that died since the
+	// last, each member once (EPOLLONESHOT), whatever the number alive.
 	watch(func() {
 		living := len(trees)
-		for len(fds) > 0 {
-			ts, ok := until()
-			if !ok {
+		events := make([]unix.EpollEvent, len(fds))
+		for dead := 0; dead < len(fds); {
+			ms := int(time.Until(end) / time.Millisecond)
+			if ms <= 0 {
 				return
 			}
-			if n, err := unix.Ppoll(fds, ts, nil); err != nil || n == 0 {
+			n, err := unix.EpollWait(ep, events, ms)
+			if err != nil || n == 0 {
 				continue
 			}
 			at := time.Since(begin)
-			kept := 0
-			for j, f := range fds {
-				if f.Revents == 0 {
-					fds[kept], treeOf[kept] = f, treeOf[j]
-					kept++
-					continue
-				}
-				i := treeOf[j]
+			for _, ev := range events[:n] {
+				dead++
+				i := treeOf[ev.Fd]
 				if members[i]--; members[i] == 0 {
 					living--
 					if t.treeFirst == 0 {
@@ -271,7 +280,6 @@ func (s *svc) killAndWatchEach(trees []tree, within time.Duration) (stubbornTime
 					}
 				}
 			}
-			fds, treeOf = fds[:kept], treeOf[:kept]
 			leftMu.Lock()
 			left.trees = living
 			leftMu.Unlock()
