@@ -17,8 +17,9 @@ import (
 //
 //	<private root>/<key>/<key>-<32 hex digits>
 //
-// The identity's directory stays, empty, between runs, as its lock file
-// does. That is what lets hundreds of guardians whose owner died remove
+// The identity's directory stays, empty, between runs of a service, as
+// its lock file does; a service starting removes the empty ones
+// (RemoveEmptyIdentityDirs). That is what lets hundreds of guardians whose owner died remove
 // their private directories at the same moment: a removal locks the
 // directory it removes from, and no two identities share that one. (With
 // every private directory in the root, the guardians queued on the root's
@@ -111,4 +112,21 @@ func PrivateDirs(root string) ([]PrivateDir, error) {
 		}
 	}
 	return dirs, errors.Join(errs...)
+}
+
+// RemoveEmptyIdentityDirs removes the identities' directories below root
+// that hold nothing: a directory in use holds its run's private
+// directory, and the removal of a directory that is not empty fails, so
+// only the directories of identities not running are removed. What else
+// is in root is left alone.
+func RemoveEmptyIdentityDirs(root string) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.IsDir() && IsKey(e.Name()) {
+			_ = os.Remove(filepath.Join(root, e.Name()))
+		}
+	}
 }

@@ -13,8 +13,9 @@ import (
 // failed. A directory a live guardian's owner record names (one that
 // outlived an earlier service, still stopping or retrying its cleanup) is
 // its own and stays, and so does anything not named as tether names
-// private directories. It returns one line per directory removed or left,
-// for the service's log.
+// private directories. The identities' directories left empty go too. It
+// returns one line per private directory removed or left, for the
+// service's log.
 func sweepPrivateDirs(p Paths) []string {
 	dirs, err := guardian.PrivateDirs(p.PrivateRoot)
 	var notes []string
@@ -36,5 +37,6 @@ func sweepPrivateDirs(p Paths) []string {
 			}
 		}
 	}
+	guardian.RemoveEmptyIdentityDirs(p.PrivateRoot)
 	return notes
 }

@@ -42,6 +42,15 @@ func TestServiceSweepsLeftoverPrivateDirs(t *testing.T) {
 	if err := os.Chmod(sub, 0o500); err != nil {
 		t.Fatal(err)
 	}
+	// An identity's directory left empty, and one with something in it
+	// that tether did not make.
+	idle := filepath.Join(root, guardian.Key("idle@relay"))
+	busy := filepath.Join(root, guardian.Key("busy@relay"))
+	for _, dir := range []string{idle, filepath.Join(busy, "notes")} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
 	other := filepath.Join(root, "not-tethers")
 	if err := os.Mkdir(other, 0o700); err != nil {
 		t.Fatal(err)
@@ -57,6 +66,12 @@ func TestServiceSweepsLeftoverPrivateDirs(t *testing.T) {
 	}
 	if _, err := os.Lstat(other); err != nil {
 		t.Errorf("a directory tether did not make was touched: %v", err)
+	}
+	if _, err := os.Lstat(idle); !os.IsNotExist(err) {
+		t.Errorf("the empty directory of an identity not running, %s, is still there (%v)", idle, err)
+	}
+	if _, err := os.Lstat(filepath.Join(busy, "notes")); err != nil {
+		t.Errorf("what tether did not make in an identity's directory was touched: %v", err)
 	}
 }
 
