@@ -45,7 +45,9 @@ const stubbornStopTimeout = time.Second
 //   - tree-first-min-ms: the earliest any tree died, over all lifetimes:
 //     at least the stop timeout, or a tree was killed before its time;
 //   - tree-last-max-ms, dirs-max-ms, locks-max-ms: when each part alone
-//     was done, the worst lifetime's.
+//     was done, the worst lifetime's;
+//   - watchers-cpu-max-ms: the CPU the benchmark's own watching took
+//     from the kill to the end, the worst lifetime's.
 //
 // Run it as TETHER_BENCH_AGENTS=100 go test ./bench/ -run '^$'
 // -bench ServiceKillStubborn -benchtime=3x: 5 to 15 s a lifetime here.
@@ -56,7 +58,7 @@ func BenchmarkServiceKillStubborn(b *testing.B) {
 	w := newSvcWorldOf(b, n, treeAgent{script: stubbornScript, stopTimeout: stubbornStopTimeout})
 	u := newUndo(b)
 
-	var down, last, dirs, locks []time.Duration
+	var down, last, dirs, locks, watchers []time.Duration
 	first := time.Duration(-1)
 	for b.Loop() {
 		b.StopTimer()
@@ -66,11 +68,12 @@ func BenchmarkServiceKillStubborn(b *testing.B) {
 		}
 		down, last = append(down, t.all), append(last, t.treeLast)
 		dirs, locks = append(dirs, t.dirs), append(locks, t.locks)
+		watchers = append(watchers, t.watchers)
 		if first < 0 || t.treeFirst < first {
 			first = t.treeFirst
 		}
-		b.Logf("%d stubborn trees: first dead %.0f ms, last %.0f ms, dirs removed %.0f ms, locks free %.0f ms after the service's SIGKILL",
-			n, millis(t.treeFirst), millis(t.treeLast), millis(t.dirs), millis(t.locks))
+		b.Logf("%d stubborn trees: first dead %.0f ms, last %.0f ms, dirs removed %.0f ms, locks free %.0f ms after the service's SIGKILL; the watchers took %.1f ms of CPU",
+			n, millis(t.treeFirst), millis(t.treeLast), millis(t.dirs), millis(t.locks), millis(t.watchers))
 		if g, err := w.guardianTimes(t.killed); err == nil {
 			b.Logf("the guardians' logs: owner's death seen %.0f-%.0f ms, teardown done %.0f-%.0f ms after the SIGKILL (to the millisecond)",
 				millis(g.seenFirst), millis(g.seenLast), millis(g.doneFirst), millis(g.doneLast))
@@ -84,6 +87,7 @@ func BenchmarkServiceKillStubborn(b *testing.B) {
 	b.ReportMetric(millis(quantile(last, 1)), "tree-last-max-ms")
 	b.ReportMetric(millis(quantile(dirs, 1)), "dirs-max-ms")
 	b.ReportMetric(millis(quantile(locks, 1)), "locks-max-ms")
+	b.ReportMetric(millis(quantile(watchers, 1)), "watchers-cpu-max-ms")
 	promise := millis(stubbornStopTimeout + 100*time.Millisecond)
 	checkTarget(b, "cleanup after the service's SIGKILL (stop timeout + 100 ms)", millis(quantile(down, 1)), promise, "ms")
 	if first < stubbornStopTimeout {
@@ -96,6 +100,17 @@ func BenchmarkServiceKillStubborn(b *testing.B) {
 type stubbornTimes struct {
 	killed                                time.Time // just before the SIGKILL
 	treeFirst, treeLast, dirs, locks, all time.Duration
+	// watchers is the CPU time this process took meanwhile: what the
+	// watching cost the machine it measures.
+	watchers time.Duration
+}
+
+// processCPU is the CPU time this process has taken so far, user and
+// system.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // stubbornLifetime runs the world's service until every agent runs,
@@ -338,11 +353,9 @@ func (s *svc) killAndWatchEach(trees []tree, within time.Duration) (stubbornTime
 		return t, fmt.Errorf("killing the service: %w", err)
 	}
 	t.killed = begin
-	var ru0, ru1 unix.Rusage
-	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru0)
+	cpu0 := processCPU()
 	wg.Wait()
-	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru1)
-	fmt.Fprintf(os.Stderr, "watchers cpu: user %v sys %v\n", time.Duration(ru1.Utime.Nano()-ru0.Utime.Nano()), time.Duration(ru1.Stime.Nano()-ru0.Stime.Nano()))
+	t.watchers = processCPU() - cpu0
 	if left.trees > 0 || left.dirs > 0 || left.locks > 0 {
 		return t, fmt.Errorf("%v after the service's SIGKILL: %d tree(s) alive, %d private dir(s) left, %d lock(s) held",
 			within, left.trees, left.dirs, left.locks)

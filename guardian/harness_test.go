@@ -242,24 +242,13 @@ func gone(path string) bool {
 	return errors.Is(err, os.ErrNotExist)
 }
 
-// privateDirs lists the private directories below the private root, and
-// anything else in it that is not an identity's directory.
+// privateDirs lists what is left below the private root (see Leftovers).
 func (e *world) privateDirs() []string {
-	var out []string
-	dirs, err := PrivateDirs(e.priv)
+	left, err := Leftovers(e.priv)
 	if err != nil {
 		e.t.Errorf("listing %s: %v", e.priv, err)
 	}
-	for _, d := range dirs {
-		out = append(out, d.Path)
-	}
-	ents, _ := os.ReadDir(e.priv)
-	for _, d := range ents {
-		if !IsKey(d.Name()) {
-			out = append(out, d.Name())
-		}
-	}
-	return out
+	return left
 }
 
 // owner is an owner process the test can SIGKILL.

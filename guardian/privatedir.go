@@ -52,15 +52,15 @@ func PrivateDirKey(name string) (string, bool) {
 		return "", false
 	}
 	key := name[:len(name)-suffix]
-	if !IsKey(key) {
+	if !isKey(key) {
 		return "", false
 	}
 	return key, true
 }
 
-// IsKey reports whether name has the shape of a Key: something, a dash
+// isKey reports whether name has the shape of a Key: something, a dash
 // and 16 hex digits (an identity's directory below the private root has).
-func IsKey(name string) bool {
+func isKey(name string) bool {
 	if len(name) <= 17 || name[len(name)-17] != '-' {
 		return false
 	}
@@ -79,10 +79,7 @@ type PrivateDir struct {
 // as guardians name them is left out, and so are the identities' own
 // directories. A root that does not exist holds none.
 func PrivateDirs(root string) ([]PrivateDir, error) {
-	entries, err := os.ReadDir(root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	entries, err := entriesOf(root)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +94,7 @@ func PrivateDirs(root string) ([]PrivateDir, error) {
 			dirs = append(dirs, PrivateDir{Path: filepath.Join(root, name), Key: key})
 			continue
 		}
-		if !IsKey(name) {
+		if !isKey(name) {
 			continue
 		}
 		inner, err := os.ReadDir(filepath.Join(root, name))
@@ -125,8 +122,46 @@ func RemoveEmptyIdentityDirs(root string) {
 		return
 	}
 	for _, e := range entries {
-		if e.IsDir() && IsKey(e.Name()) {
+		if e.IsDir() && isKey(e.Name()) {
 			_ = os.Remove(filepath.Join(root, e.Name()))
 		}
 	}
+}
+
+// Leftovers lists what is below root apart from the identities'
+// directories themselves: the private directories of both layouts, and
+// anything else, in root or in an identity's directory. Once every agent
+// of root has stopped and been cleaned up, there is nothing.
+func Leftovers(root string) ([]string, error) {
+	entries, err := entriesOf(root)
+	if err != nil {
+		return nil, err
+	}
+	var left []string
+	var errs []error
+	for _, e := range entries {
+		path := filepath.Join(root, e.Name())
+		if !e.IsDir() || !isKey(e.Name()) {
+			left = append(left, path)
+			continue
+		}
+		inner, err := os.ReadDir(path)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, d := range inner {
+			left = append(left, filepath.Join(path, d.Name()))
+		}
+	}
+	return left, errors.Join(errs...)
+}
+
+// entriesOf lists dir; a directory that does not exist has no entries.
+func entriesOf(dir string) ([]os.DirEntry, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return entries, err
 }

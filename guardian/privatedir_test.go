@@ -46,6 +46,21 @@ func TestPrivateDirsFindsBothLayouts(t *testing.T) {
 	if got, err := PrivateDirs(filepath.Join(root, "missing")); err != nil || got != nil {
 		t.Errorf("PrivateDirs of a missing root = %v, %v; want none and no error", got, err)
 	}
+	// Leftovers: all of it but the identities' directories themselves.
+	left, err := Leftovers(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(left)
+	wantLeft := []string{nested, flat, filepath.Join(root, a, b+"-"+strings.Repeat("03", 16)), filepath.Join(root, a, "cache"),
+		filepath.Join(root, "not-tethers"), filepath.Join(root, a+"-"+strings.Repeat("04", 16))}
+	slices.Sort(wantLeft)
+	if !slices.Equal(left, wantLeft) {
+		t.Errorf("Leftovers = %v, want %v", left, wantLeft)
+	}
+	if got, err := Leftovers(filepath.Join(root, "missing")); err != nil || got != nil {
+		t.Errorf("Leftovers of a missing root = %v, %v; want none and no error", got, err)
+	}
 }
 
 // A new private directory is made in its identity's directory, and its
@@ -59,8 +74,8 @@ func TestPrivateDirLayout(t *testing.T) {
 	if k, ok := PrivateDirKey(name); !ok || k != key {
 		t.Errorf("PrivateDirKey(%q) = %q, %v; want %q", name, k, ok, key)
 	}
-	if !IsKey(key) || IsKey("x") || IsKey(name) {
-		t.Errorf("IsKey: %q %v, %q %v, %q %v", key, IsKey(key), "x", IsKey("x"), name, IsKey(name))
+	if !isKey(key) || isKey("x") || isKey(name) {
+		t.Errorf("IsKey: %q %v, %q %v, %q %v", key, isKey(key), "x", isKey("x"), name, isKey(name))
 	}
 	if got, want := identityDir("/p", key), filepath.Join("/p", key); got != want {
 		t.Errorf("identityDir = %q, want %q", got, want)

@@ -183,53 +183,16 @@ func agentCgroups(identities ...string) []string {
 	return out
 }
 
-// privateDirs returns the private directories left under profile's state,
-// and anything else in its private root but the identities' own
-// directories, which stay.
+// privateDirs returns what is left below profile's private root: its
+// private directories and anything else but the identities' own
+// directories (see guardian.Leftovers).
 func (w *world) privateDirs(profile string) []string {
-	return leftInPrivateRoot(w.t, filepath.Join(w.dir, "state", "tether", profile, "private"))
-}
-
-// leftInPrivateRoot lists the private directories below root and
-// anything in root that is not an identity's directory (whose name is an
-// identity key, see guardian.Key).
-func leftInPrivateRoot(t testing.TB, root string) []string {
-	t.Helper()
-	dirs, err := guardian.PrivateDirs(root)
+	root := filepath.Join(w.dir, "state", "tether", profile, "private")
+	left, err := guardian.Leftovers(root)
 	if err != nil {
-		t.Errorf("listing %s: %v", root, err)
-	}
-	var left []string
-	for _, d := range dirs {
-		left = append(left, d.Path)
-	}
-	entries, _ := os.ReadDir(root)
-	for _, e := range entries {
-		if _, ok := guardian.PrivateDirKey(e.Name()); ok {
-			continue // listed above
-		}
-		if e.IsDir() && guardian.IsKey(e.Name()) && isIdentityDir(filepath.Join(root, e.Name())) {
-			continue
-		}
-		left = append(left, filepath.Join(root, e.Name()))
+		w.t.Errorf("listing %s: %v", root, err)
 	}
 	return left
-}
-
-// isIdentityDir reports whether dir holds nothing but private directories
-// of the identity it is named after: an identity's directory, empty
-// between runs.
-func isIdentityDir(dir string) bool {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return false
-	}
-	for _, e := range entries {
-		if key, ok := guardian.PrivateDirKey(e.Name()); !ok || key != filepath.Base(dir) {
-			return false
-		}
-	}
-	return true
 }
 
 // waitOwnerGone waits, up to within, until nothing of the trees marked

@@ -328,24 +328,15 @@ func (w *world) identityFree() bool {
 }
 
 // privateDirs lists what is left in the profile's private root: its
-// private directories, and anything but the identities' own directories.
+// private directories, and anything but the identities' own directories
+// (see guardian.Leftovers).
 func (w *world) privateDirs(profile string) []string {
 	root := filepath.Join(w.base, "local", "tether", profile, "private")
-	dirs, err := guardian.PrivateDirs(root)
+	left, err := guardian.Leftovers(root)
 	if err != nil {
 		w.t.Errorf("listing %s: %v", root, err)
 	}
-	var names []string
-	for _, d := range dirs {
-		names = append(names, d.Path)
-	}
-	entries, _ := os.ReadDir(root)
-	for _, e := range entries {
-		if _, ok := guardian.PrivateDirKey(e.Name()); !ok && !guardian.IsKey(e.Name()) {
-			names = append(names, e.Name())
-		}
-	}
-	return names
+	return left
 }
 
 // TestServiceCrashWindows: the service is killed (TerminateProcess) while
