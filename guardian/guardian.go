@@ -109,9 +109,9 @@ type osSteps interface {
 	ownerGone() <-chan struct{}
 	// settle runs a moment after ready, when the start is over.
 	settle()
-	// background lowers the guardian below every process with work to
-	// do, for what is left of a teardown once the identity is free.
-	background()
+	// siblings counts the guardians of the same owner that tear down
+	// after its death (see teardown).
+	siblings() siblings
 	// watchOwner makes r the owner to watch from now on (attach: a new
 	// owner took the tether over); nil stops watching (the owner is
 	// gone). Unix watches the tether alone.
@@ -549,6 +549,10 @@ func (g *guardian) attach(m message, rw *readyWatch) {
 // reported each time.
 func (g *guardian) teardown(reason StopReason, begin time.Time, timeout time.Duration, exit *Exit, detail string) int {
 	g.logf("stopping (%s), stop timeout %v", reason, timeout)
+	var sib *siblingCount
+	if reason == ReasonOwnerLost {
+		sib = countSibling(g.siblings())
+	}
 	rep, err := g.stopTree(max(timeout-time.Since(begin), 0))
 	backoff := time.Second
 	for err != nil {
@@ -566,6 +570,8 @@ func (g *guardian) teardown(reason StopReason, begin time.Time, timeout time.Dur
 		g.logf("cleanup failed, lock kept, retrying in %v: %v", backoff, err)
 		g.recordCleanup(c)
 		g.send(message{Type: msgCleanupFailed, Cleanup: c, Retry: &retry, Reason: reason})
+		// The retries are nobody else's wait.
+		sib.end()
 		time.Sleep(backoff)
 		backoff = min(2*backoff, retryMax)
 		var more stopReport
@@ -586,12 +592,13 @@ func (g *guardian) teardown(reason StopReason, begin time.Time, timeout time.Dur
 	}
 	// The tree is gone and its directory too: the identity is free.
 	// What is left (the containment, empty now, and this process's
-	// own end) is nobody's wait; after the owner's death it gives way
-	// to the other guardians of that owner, which may not all have
-	// killed their trees yet (I2).
+	// own end) is nobody's wait; after the owner's death it waits for
+	// the other guardians of that owner, which may not all have killed
+	// their trees yet (I2).
 	g.release()
-	if reason == ReasonOwnerLost {
-		g.background()
+	sib.end()
+	if !sib.wait() {
+		g.logf("other guardians of the owner still tearing down after %v; going on", siblingWait)
 	}
 	if err := g.removeContainment(); err != nil && c.Code == CleanupOK {
 		c.Code, c.Message = containmentCleanupCode, err.Error()
@@ -603,7 +610,61 @@ func (g *guardian) teardown(reason StopReason, begin time.Time, timeout time.Dur
 		g.logf("stopped (%s) in %v with a cleanup error: %s: %s", reason, c.Elapsed.d(), c.Code, c.Message)
 	}
 	g.send(message{Type: msgStopped, Cleanup: c, Reason: reason, Exit: exit, Detail: detail})
+	sib.leave()
 	return 0
+}
+
+// siblings counts, for the guardians of one owner, those that are
+// tearing down their trees after its death. When hundreds of them wake
+// at the same stop deadline on few cores, a guardian that has freed its
+// identity would spend on the rest of its end (its containment's
+// removal, its exit: the kernel's teardown of its memory) the CPU that
+// the others still need to kill their trees and free theirs (I2). So each
+// counts itself (Begin) until its identity is free (End), then waits until
+// no sibling is counted (WaitEnded, at most siblingWait), and the waiters
+// go one after the other: each, as it leaves, lets the next go (Leave).
+type siblings interface {
+	Begin()
+	End()
+	WaitEnded(limit time.Duration) bool
+	Leave()
+}
+
+// siblingWait bounds how long a guardian that has freed its identity
+// waits for the other guardians of its dead owner: one of them may have
+// a longer stop timeout, a tree it cannot kill, or have died in its
+// teardown.
+const siblingWait = time.Second
+
+// siblingCount is one guardian's part in its siblings' count; nil when
+// it takes none (its owner is alive).
+type siblingCount struct {
+	s       siblings
+	counted bool
+}
+
+// countSibling counts the guardian among s.
+func countSibling(s siblings) *siblingCount {
+	s.Begin()
+	return &siblingCount{s: s, counted: true}
+}
+
+// end ends the count, once.
+func (c *siblingCount) end() {
+	if c != nil && c.counted {
+		c.s.End()
+		c.counted = false
+	}
+}
+
+// wait waits for the siblings still counted, and reports whether none is.
+func (c *siblingCount) wait() bool { return c == nil || c.s.WaitEnded(siblingWait) }
+
+// leave lets the next waiting sibling go.
+func (c *siblingCount) leave() {
+	if c != nil {
+		c.s.Leave()
+	}
 }
 
 // recordCleanup notes in the owner record that the teardown could not

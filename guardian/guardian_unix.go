@@ -139,15 +139,10 @@ func redirectOutput(f *os.File) error {
 // ReleaseExecutablePages).
 func (g *guardian) settle() { _ = punix.ReleaseExecutablePages() }
 
-// background moves the guardian to the idle class (see
-// punix.IdleClass): its containment's removal and its exit (the kernel's
-// teardown of its memory, most of what a guardian's end costs) then wait
-// until the other guardians of a dead owner have had the CPU for theirs.
-func (g *guardian) background() {
-	if err := punix.IdleClass(); err != nil {
-		g.logf("lowering the priority of what is left of the teardown: %v", err)
-	}
-}
+// siblings is the count in the owner's shared clock (see
+// punix.SharedClock.Begin); without a clock, or with one of an older
+// owner that has no count, there is nobody to wait for.
+func (g *guardian) siblings() siblings { return g.clock }
 
 // prepareOS finds the guardian's own cgroup v2 (two files of /proc),
 // while the guardian waits for its request.

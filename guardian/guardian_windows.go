@@ -151,9 +151,17 @@ func redirectOutput(f *os.File) error {
 
 func (g *guardian) settle() {}
 
-// background does nothing on Windows, where a dead owner's guardians have
-// not been measured to wait on one another.
-func (g *guardian) background() {}
+// siblings has nobody to count on Windows, where a dead owner's
+// guardians share no memory.
+func (g *guardian) siblings() siblings { return noSiblings{} }
+
+// noSiblings is a count of none.
+type noSiblings struct{}
+
+func (noSiblings) Begin()                       {}
+func (noSiblings) End()                         {}
+func (noSiblings) WaitEnded(time.Duration) bool { return true }
+func (noSiblings) Leave()                       {}
 
 // prepareOS has nothing to do on Windows: the job is made per start.
 func (g *guardian) prepareOS() {}

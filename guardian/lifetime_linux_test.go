@@ -146,6 +146,54 @@ func TestI2OwnerKilled(t *testing.T) {
 	})
 }
 
+// After its owner's death, a guardian that has freed its identity stays
+// until the owner's other guardians have freed theirs (see siblings):
+// its own end must not take the CPU they need. Then both leave, one after
+// the other, and I2 holds for both.
+func TestDeadOwnersGuardiansLeaveAfterTheLastIsFree(t *testing.T) {
+	e := newWorld(t)
+	o := e.newOwner()
+	quick := e.spec("leave-quick", "sleeper")
+	quick.StopTimeout = 300 * time.Millisecond
+	slow := e.spec("leave-slow", "stubborn")
+	slow.StopTimeout = 600 * time.Millisecond
+	rq, rs := o.start(quick), o.start(slow)
+	e.waitAnnounced(map[string]int{"sleeper": 1, "leader": 1, "worker": 1})
+	gq, err := refOf(rq.GuardianPID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := refOf(rs.GuardianPID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	o.kill()
+	if !testproc.UntilEvery(quick.StopTimeout+100*time.Millisecond, 200*time.Microsecond, func() bool {
+		return gone(rq.PrivateDir) && lockFree(t, rq.LockPath)
+	}) {
+		t.Fatalf("the polite agent's identity is not free %v after its owner's SIGKILL\nlog:\n%s", time.Since(begin), e.log())
+	}
+	if lockFree(t, rs.LockPath) {
+		t.Fatalf("the stubborn agent's lock is free %v after the SIGKILL, before its stop timeout of %v", time.Since(begin), slow.StopTimeout)
+	}
+	// It stays while the stubborn one tears down: it must not leave
+	// before then.
+	if testproc.UntilEvery(time.Until(begin.Add(slow.StopTimeout/2)), 200*time.Microsecond, func() bool {
+		reapAdopted()
+		return !isAlive(gq)
+	}) {
+		t.Fatalf("the polite agent's guardian left %v after the SIGKILL, while the stubborn agent's was still tearing down", time.Since(begin))
+	}
+	if !testproc.UntilEvery(time.Until(begin.Add(slow.StopTimeout+100*time.Millisecond)), 200*time.Microsecond, func() bool {
+		return gone(rs.PrivateDir) && lockFree(t, rs.LockPath)
+	}) {
+		t.Fatalf("I2 breached: the stubborn agent's identity is not free %v after the SIGKILL\nlog:\n%s", time.Since(begin), e.log())
+	}
+	waitGone(t, []procRef{gq, gs}, siblingWait)
+	t.Logf("both identities free and both guardians gone %v after the owner's SIGKILL", time.Since(begin))
+}
+
 // I7 and I2: with the guardian frozen by SIGSTOP when its owner dies, the
 // lock stays held and the tree alive; after SIGCONT everything is cleaned.
 func TestI7OwnerKilledWhileGuardianStopped(t *testing.T) {

@@ -12,13 +12,30 @@ import (
 )
 
 // A SharedClock is one moment that processes share through a memfd of
-// eight bytes: each may note a time in it (CLOCK_MONOTONIC, the same in
+// sixteen bytes: each may note a time in it (CLOCK_MONOTONIC, the same in
 // every process) unless an earlier one is there, and learn the earliest.
-// One process makes the file (NewSharedClockFile) and hands it to the
-// others at a known descriptor, which each maps (OpenSharedClock).
+// Beside the time it counts the processes still at work on that moment
+// (Begin, End), which the others can wait for (WaitEnded). One process
+// makes the file (NewSharedClockFile) and hands it to the others at a
+// known descriptor, which each maps (OpenSharedClock).
 type SharedClock struct {
 	mem []byte
+	// counting is false for a clock of eight bytes (made by an older
+	// tether), which has the time and no count.
+	counting bool
 }
+
+// The clock's layout: the time, then the count, a futex word; and the
+// futex(2) operations on that word, between processes (no
+// FUTEX_PRIVATE_FLAG).
+const (
+	futexWait = 0
+	futexWake = 1
+
+	clockTimeSize  = 8
+	clockCountAt   = 8
+	clockTotalSize = 16
+)
 
 // NewSharedClockFile makes the memory of a SharedClock: a close-on-exec
 // memfd named name, to hand to the processes that share it.
@@ -27,7 +44,7 @@ func NewSharedClockFile(name string) (*os.File, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("memfd_create", err)
 	}
-	if err := unix.Ftruncate(fd, 8); err != nil {
+	if err := unix.Ftruncate(fd, clockTotalSize); err != nil {
 		unix.Close(fd)
 		return nil, os.NewSyscallError("ftruncate", err)
 	}
@@ -44,14 +61,15 @@ func OpenSharedClock(fd int, name string) *SharedClock {
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Size < 8 {
+	if err := unix.Fstat(fd, &st); err != nil || st.Size < clockTimeSize {
 		return nil
 	}
-	mem, err := unix.Mmap(fd, 0, 8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	size := min(st.Size, clockTotalSize)
+	mem, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return nil
 	}
-	return &SharedClock{mem: mem}
+	return &SharedClock{mem: mem, counting: size == clockTotalSize}
 }
 
 // Earliest notes now unless an earlier time is there, and returns the
@@ -77,4 +95,78 @@ func (c *SharedClock) Earliest(now time.Time, window time.Duration) time.Time {
 			return now
 		}
 	}
+}
+
+// count is the clock's count of processes at work, nil when it has none.
+func (c *SharedClock) count() *uint32 {
+	if c == nil || !c.counting {
+		return nil
+	}
+	return (*uint32)(unsafe.Pointer(&c.mem[clockCountAt]))
+}
+
+// Begin counts this process as at work on the clock's moment, until End.
+func (c *SharedClock) Begin() {
+	if p := c.count(); p != nil {
+		atomic.AddUint32(p, 1)
+	}
+}
+
+// End ends what Begin counted; the last to end wakes one WaitEnded, which
+// wakes the next with Leave, and so on.
+func (c *SharedClock) End() {
+	p := c.count()
+	if p == nil {
+		return
+	}
+	for {
+		n := atomic.LoadUint32(p)
+		if n == 0 {
+			return // none counted: nothing to take back
+		}
+		if atomic.CompareAndSwapUint32(p, n, n-1) {
+			if n == 1 {
+				wakeOne(p)
+			}
+			return
+		}
+	}
+}
+
+// WaitEnded waits until no process is at work on the clock's moment, or
+// for at most limit, and reports whether none is. A process that died at
+// work never ends: limit bounds the wait for it. A clock without a count,
+// or none, has nobody to wait for.
+func (c *SharedClock) WaitEnded(limit time.Duration) bool {
+	p := c.count()
+	if p == nil {
+		return true
+	}
+	deadline := time.Now().Add(limit)
+	for {
+		n := atomic.LoadUint32(p)
+		if n == 0 {
+			return true
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false
+		}
+		// It returns at once if the count changed since the load.
+		ts := unix.NsecToTimespec(int64(left))
+		_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(p)), futexWait, uintptr(n), uintptr(unsafe.Pointer(&ts)), 0, 0)
+	}
+}
+
+// Leave wakes the next process that waits in WaitEnded, if any: the
+// processes that waited leave one after the other, each as it goes,
+// rather than all at once.
+func (c *SharedClock) Leave() {
+	if p := c.count(); p != nil && atomic.LoadUint32(p) == 0 {
+		wakeOne(p)
+	}
+}
+
+func wakeOne(p *uint32) {
+	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(p)), futexWake, 1, 0, 0, 0)
 }

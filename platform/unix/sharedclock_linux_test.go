@@ -1,6 +1,7 @@
 package unix
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -16,19 +17,7 @@ func TestSharedClockKeepsTheEarliest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	opened := func() *SharedClock {
-		fd, err := unix.Dup(int(f.Fd()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := OpenSharedClock(fd, name)
-		if c == nil {
-			t.Fatalf("descriptor %d, a dup of the clock's memfd: no clock", fd)
-		}
-		t.Cleanup(func() { _ = unix.Munmap(c.mem) })
-		return c
-	}
-	a, b := opened(), opened()
+	a, b := openedClock(t, f, name), openedClock(t, f, name)
 	const window = 200 * time.Millisecond
 	t0 := time.Now()
 	if got := a.Earliest(t0, window); !got.Equal(t0) {
@@ -58,5 +47,114 @@ func TestSharedClockKeepsTheEarliest(t *testing.T) {
 	}
 	if _, err := unix.FcntlInt(uintptr(r), unix.F_GETFD, 0); err != nil {
 		t.Fatalf("the pipe was closed: %v", err)
+	}
+}
+
+// openedClock maps a dup of f, the memory of a clock named name, as a
+// process handed it would.
+func openedClock(t *testing.T, f *os.File, name string) *SharedClock {
+	t.Helper()
+	fd, err := unix.Dup(int(f.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := OpenSharedClock(fd, name)
+	if c == nil {
+		t.Fatalf("descriptor %d, a dup of the clock's memfd: no clock", fd)
+	}
+	t.Cleanup(func() { _ = unix.Munmap(c.mem) })
+	return c
+}
+
+// The processes that share a clock count those still at work: a wait
+// ends only once every one has ended, then the waiters go one at a time,
+// each letting the next go as it leaves.
+func TestSharedClockCountsThoseAtWork(t *testing.T) {
+	const name = "tether-test-count"
+	f, err := NewSharedClockFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a, b := openedClock(t, f, name), openedClock(t, f, name)
+	a.Begin()
+	b.Begin()
+	if a.WaitEnded(20 * time.Millisecond) {
+		t.Fatal("a wait ended with two at work")
+	}
+
+	// Two waiters, one on each mapping; each says which it was.
+	ended := make(chan *SharedClock, 2)
+	for _, c := range []*SharedClock{a, b} {
+		go func() {
+			if c.WaitEnded(10 * time.Second) {
+				ended <- c
+			} else {
+				ended <- nil
+			}
+		}()
+	}
+	quiet := func(what string, d time.Duration) {
+		t.Helper()
+		select {
+		case c := <-ended:
+			t.Fatalf("%s: a wait ended (%v)", what, c != nil)
+		case <-time.After(d):
+		}
+	}
+	within := func(what string) *SharedClock {
+		t.Helper()
+		select {
+		case c := <-ended:
+			if c == nil {
+				t.Fatalf("%s: the wait ran out", what)
+			}
+			return c
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: no wait ended within 5s", what)
+			return nil
+		}
+	}
+	a.End()
+	quiet("one still at work", 100*time.Millisecond)
+	b.End()
+	first := within("the last one ended")
+	quiet("the first waiter has not left", 100*time.Millisecond)
+	first.Leave()
+	within("the first waiter left")
+
+	// An End with none counted does not wrap the count around.
+	b.End()
+	a.Begin()
+	if a.WaitEnded(20 * time.Millisecond) {
+		t.Fatal("a wait ended with one at work, after an End with none counted")
+	}
+	a.End()
+	if !a.WaitEnded(time.Second) {
+		t.Fatal("the wait did not end with none at work")
+	}
+}
+
+// A clock of eight bytes, as an older tether made it, has the time and
+// no count: nobody is waited for.
+func TestSharedClockOfEightBytesHasNoCount(t *testing.T) {
+	const name = "tether-test-old-clock"
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	if err := unix.Ftruncate(fd, clockTimeSize); err != nil {
+		t.Fatal(err)
+	}
+	c := openedClock(t, f, name)
+	c.Begin()
+	if !c.WaitEnded(5 * time.Second) {
+		t.Fatal("a clock without a count waited")
+	}
+	now := time.Now()
+	if got := c.Earliest(now, time.Second); !got.Equal(now) {
+		t.Fatalf("its time: %v, want %v", got, now)
 	}
 }

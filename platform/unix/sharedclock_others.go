@@ -24,3 +24,15 @@ func OpenSharedClock(fd int, name string) *SharedClock { return nil }
 
 // Earliest returns now.
 func (c *SharedClock) Earliest(now time.Time, window time.Duration) time.Time { return now }
+
+// Begin does nothing: there is no count to share.
+func (c *SharedClock) Begin() {}
+
+// End does nothing.
+func (c *SharedClock) End() {}
+
+// WaitEnded has nobody to wait for.
+func (c *SharedClock) WaitEnded(limit time.Duration) bool { return true }
+
+// Leave does nothing.
+func (c *SharedClock) Leave() {}
