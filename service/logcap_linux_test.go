@@ -38,13 +38,21 @@ func TestCapLogsOnWrite(t *testing.T) {
 	}
 	// Well within the first check of the back-off (logCheckFirst), which
 	// a service without a watch would wait for.
-	if !testproc.Until(logCheckFirst/3, func() bool {
-		fi, err := os.Stat(log + ".1")
-		return err == nil && fi.Size() > MaxLogSize
-	}) {
-		t.Fatalf("%s was not capped within %v", log, logCheckFirst/3)
+	// The cap copies the log to .1, then truncates it: both, in that
+	// order, before the cap is done.
+	capped := func() (old, now os.FileInfo, done bool) {
+		old, err := os.Stat(log + ".1")
+		if err != nil || old.Size() <= MaxLogSize {
+			return old, nil, false
+		}
+		now, err = os.Stat(log)
+		return old, now, err == nil && now.Size() < MaxLogSize
 	}
-	if fi, err := os.Stat(log); err != nil || fi.Size() >= MaxLogSize {
-		t.Fatalf("the log after the cap: %v, %v", fi, err)
+	if !testproc.Until(logCheckFirst/3, func() bool {
+		_, _, done := capped()
+		return done
+	}) {
+		old, now, _ := capped()
+		t.Fatalf("%s was not capped within %v: %s.1 is %v, the log %v", log, logCheckFirst/3, log, old, now)
 	}
 }
