@@ -110,7 +110,7 @@ type osSteps interface {
 	// settle runs a moment after ready, when the start is over.
 	settle()
 	// siblings counts the guardians of the same owner that tear down
-	// after its death (see teardown).
+	// after its death (see teardown); nil where the OS has no count.
 	siblings() siblings
 	// watchOwner makes r the owner to watch from now on (attach: a new
 	// owner took the tether over); nil stops watching (the owner is
@@ -637,14 +637,17 @@ type siblings interface {
 const siblingWait = time.Second
 
 // siblingCount is one guardian's part in its siblings' count; nil when
-// it takes none (its owner is alive).
+// it takes none (its owner is alive, or there is no count).
 type siblingCount struct {
 	s       siblings
 	counted bool
 }
 
-// countSibling counts the guardian among s.
+// countSibling counts the guardian among s; with none, it takes no part.
 func countSibling(s siblings) *siblingCount {
+	if s == nil {
+		return nil
+	}
 	s.Begin()
 	return &siblingCount{s: s, counted: true}
 }

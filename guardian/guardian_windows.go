@@ -153,15 +153,7 @@ func (g *guardian) settle() {}
 
 // siblings has nobody to count on Windows, where a dead owner's
 // guardians share no memory.
-func (g *guardian) siblings() siblings { return noSiblings{} }
-
-// noSiblings is a count of none.
-type noSiblings struct{}
-
-func (noSiblings) Begin()                       {}
-func (noSiblings) End()                         {}
-func (noSiblings) WaitEnded(time.Duration) bool { return true }
-func (noSiblings) Leave()                       {}
+func (g *guardian) siblings() siblings { return nil }
 
 // prepareOS has nothing to do on Windows: the job is made per start.
 func (g *guardian) prepareOS() {}

@@ -79,36 +79,17 @@ type PrivateDir struct {
 // as guardians name them is left out, and so are the identities' own
 // directories. A root that does not exist holds none.
 func PrivateDirs(root string) ([]PrivateDir, error) {
-	entries, err := entriesOf(root)
-	if err != nil {
-		return nil, err
-	}
 	var dirs []PrivateDir
-	var errs []error
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
+	err := walkPrivateRoot(root, func(path string, e os.DirEntry) {
+		if key, ok := PrivateDirKey(e.Name()); ok && e.IsDir() {
+			dirs = append(dirs, PrivateDir{Path: path, Key: key})
 		}
-		name := e.Name()
-		if key, ok := PrivateDirKey(name); ok {
-			dirs = append(dirs, PrivateDir{Path: filepath.Join(root, name), Key: key})
-			continue
+	}, func(key, path string, e os.DirEntry) {
+		if k, ok := PrivateDirKey(e.Name()); ok && k == key && e.IsDir() {
+			dirs = append(dirs, PrivateDir{Path: path, Key: key})
 		}
-		if !isKey(name) {
-			continue
-		}
-		inner, err := os.ReadDir(filepath.Join(root, name))
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, d := range inner {
-			if key, ok := PrivateDirKey(d.Name()); ok && key == name && d.IsDir() {
-				dirs = append(dirs, PrivateDir{Path: filepath.Join(root, name, d.Name()), Key: key})
-			}
-		}
-	}
-	return dirs, errors.Join(errs...)
+	})
+	return dirs, err
 }
 
 // RemoveEmptyIdentityDirs removes the identities' directories below root
@@ -133,28 +114,39 @@ func RemoveEmptyIdentityDirs(root string) {
 // anything else, in root or in an identity's directory. Once every agent
 // of root has stopped and been cleaned up, there is nothing.
 func Leftovers(root string) ([]string, error) {
+	var left []string
+	add := func(path string, _ os.DirEntry) { left = append(left, path) }
+	err := walkPrivateRoot(root, add, func(_, path string, e os.DirEntry) { add(path, e) })
+	return left, err
+}
+
+// walkPrivateRoot calls top with the path of each entry of root but the
+// identities' directories, and inner with the key and the path of each
+// entry in an identity's directory. A root that does not exist has no
+// entries; an identity's directory that cannot be read is an error, and
+// the walk goes on.
+func walkPrivateRoot(root string, top func(path string, e os.DirEntry), inner func(key, path string, e os.DirEntry)) error {
 	entries, err := entriesOf(root)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var left []string
 	var errs []error
 	for _, e := range entries {
 		path := filepath.Join(root, e.Name())
 		if !e.IsDir() || !isKey(e.Name()) {
-			left = append(left, path)
+			top(path, e)
 			continue
 		}
-		inner, err := os.ReadDir(path)
+		ents, err := os.ReadDir(path)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		for _, d := range inner {
-			left = append(left, filepath.Join(path, d.Name()))
+		for _, d := range ents {
+			inner(e.Name(), filepath.Join(path, d.Name()), d)
 		}
 	}
-	return left, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // entriesOf lists dir; a directory that does not exist has no entries.

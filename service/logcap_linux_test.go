@@ -36,8 +36,6 @@ func TestCapLogsOnWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Well within the first check of the back-off (logCheckFirst), which
-	// a service without a watch would wait for.
 	// The cap copies the log to .1, then truncates it: both, in that
 	// order, before the cap is done.
 	capped := func() (old, now os.FileInfo, done bool) {
@@ -48,6 +46,8 @@ func TestCapLogsOnWrite(t *testing.T) {
 		now, err = os.Stat(log)
 		return old, now, err == nil && now.Size() < MaxLogSize
 	}
+	// Well within the first check of the back-off (logCheckFirst), which
+	// a service without a watch would wait for.
 	if !testproc.Until(logCheckFirst/3, func() bool {
 		_, _, done := capped()
 		return done

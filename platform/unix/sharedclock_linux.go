@@ -18,11 +18,11 @@ import (
 // (Begin, End), which the others can wait for (WaitEnded). One process
 // makes the file (NewSharedClockFile) and hands it to the others at a
 // known descriptor, which each maps (OpenSharedClock).
+//
+// A clock of eight bytes (made by an older tether) has the time and no
+// count.
 type SharedClock struct {
 	mem []byte
-	// counting is false for a clock of eight bytes (made by an older
-	// tether), which has the time and no count.
-	counting bool
 }
 
 // The clock's layout: the time, then the count, a futex word; and the
@@ -69,7 +69,7 @@ func OpenSharedClock(fd int, name string) *SharedClock {
 	if err != nil {
 		return nil
 	}
-	return &SharedClock{mem: mem, counting: size == clockTotalSize}
+	return &SharedClock{mem: mem}
 }
 
 // Earliest notes now unless an earlier time is there, and returns the
@@ -99,7 +99,7 @@ func (c *SharedClock) Earliest(now time.Time, window time.Duration) time.Time {
 
 // count is the clock's count of processes at work, nil when it has none.
 func (c *SharedClock) count() *uint32 {
-	if c == nil || !c.counting {
+	if c == nil || len(c.mem) < clockTotalSize {
 		return nil
 	}
 	return (*uint32)(unsafe.Pointer(&c.mem[clockCountAt]))
@@ -167,6 +167,7 @@ func (c *SharedClock) Leave() {
 	}
 }
 
+// wakeOne wakes one process waiting on the futex word p.
 func wakeOne(p *uint32) {
 	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(p)), futexWake, 1, 0, 0, 0)
 }
