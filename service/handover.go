@@ -18,9 +18,12 @@ import (
 
 // The handover record is what a service hands its successor at an
 // upgrade (I9): which descriptor is which tether, and what it knew. It is
-// a JSON file in the state directory, written 0600 to a temporary file
-// renamed into place, named to the successor by handoverEnv, and removed
-// by the successor as soon as it has read it. It is not synced: it
+// JSON in a file named to the successor by handoverEnv: on Linux, from
+// version 4 on, a memfd the successor inherits across the execve and
+// closes as soon as it has read it; elsewhere, and to an older
+// successor, a file in the state directory, written 0600 to a temporary
+// file renamed into place, and removed by the successor as soon as it has
+// read it. It is not synced: it
 // matters only while the process that wrote it lives (after a crash of
 // the machine there is nothing to hand over), and a sync would make the
 // API wait for the disk.
@@ -34,11 +37,16 @@ import (
 // without its agents, the agents, and the config in the parsed form of
 // the new binary (Parsed), so that the successor reads the rest without
 // scanning the agents, decodes the agents beside the config, and need not
-// parse the config again.
+// parse the config again. Version 4 may be in memory (recordInMemory).
 const (
-	HandoverVersion    = 3
+	HandoverVersion    = 4
 	MinHandoverVersion = 1
 )
+
+// recordInMemory is the first record version that may be handed over in
+// a memfd (Linux) rather than a file in the state directory: its
+// successor closes the descriptor the path names.
+const recordInMemory = 4
 
 // agentsApart is the first record version written in lines: the record
 // but its agents, the agents, and the parsed config if there is one,
@@ -103,14 +111,20 @@ func handoverPath(stateDir string) string { return filepath.Join(stateDir, hando
 
 // writeHandover writes rec to the state directory and returns its path.
 func writeHandover(stateDir string, rec *handoverRecord) (string, error) {
-	b, err := encodeHandover(rec)
+	b, err := encodeHandover(rec, nil)
 	if err != nil {
 		return "", err
 	}
 	path := handoverPath(stateDir)
-	f, err := os.CreateTemp(stateDir, handoverName+".*")
+	return path, writeRecordFile(path, b)
+}
+
+// writeRecordFile writes the encoded record b to path, through a
+// temporary file beside it.
+func writeRecordFile(path string, b []byte) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
 	if err != nil {
-		return "", err
+		return err
 	}
 	tmp := f.Name()
 	defer func() {
@@ -125,17 +139,17 @@ func writeHandover(stateDir string, rec *handoverRecord) (string, error) {
 		err = cerr
 	}
 	if err != nil {
-		return "", fmt.Errorf("writing the handover record: %w", err)
+		return fmt.Errorf("writing the handover record: %w", err)
 	}
 	if err = os.Rename(tmp, path); err != nil {
-		return "", fmt.Errorf("writing the handover record: %w", err)
+		return fmt.Errorf("writing the handover record: %w", err)
 	}
-	return path, nil
+	return nil
 }
 
 // encodeHandover encodes rec as its version is written: from agentsApart
-// on, in lines.
-func encodeHandover(rec *handoverRecord) ([]byte, error) {
+// on, in lines, with agents as its agents' line when it is not nil.
+func encodeHandover(rec *handoverRecord, agents []byte) ([]byte, error) {
 	if rec.Version < agentsApart {
 		return json.Marshal(rec)
 	}
@@ -147,12 +161,19 @@ func encodeHandover(rec *handoverRecord) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	agents, err := encodeAgents(rec.Agents)
-	if err != nil {
-		return nil, err
+	if agents == nil {
+		if agents, err = encodeAgents(rec.Agents); err != nil {
+			return nil, err
+		}
 	}
 	b = slices.Concat(b, []byte("\n"), agents, []byte("\n"))
-	if len(rec.Parsed) > 0 {
+	switch {
+	case len(rec.Parsed) == 0:
+	case bytes.IndexByte(rec.Parsed, '\n') < 0:
+		// A line already, as the check writes it; a successor that
+		// cannot decode it parses the source.
+		b = append(append(b, rec.Parsed...), '\n')
+	default:
 		var parsed bytes.Buffer
 		if err := json.Compact(&parsed, rec.Parsed); err != nil {
 			return nil, fmt.Errorf("the parsed config: %w", err)
@@ -227,11 +248,10 @@ var ErrHandoverRecord = errors.New("unusable handover record")
 // undecoded, for decodeAgents: their decode is most of the record's, and
 // the successor parses the config meanwhile.
 func readHandover(path, profile string) (*handoverRecord, *recordAgents, error) {
-	b, err := os.ReadFile(path)
+	b, err := readRecord(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrHandoverRecord, err)
 	}
-	_ = os.Remove(path)
 	var rec handoverRecord
 	// The outer Agents hides the record's own from the decoder.
 	head := struct {

@@ -29,7 +29,8 @@ func TestHandoverRecordRoundTrip(t *testing.T) {
 			},
 			Discard: []uintptr{11, 12}}
 		if v >= agentsApart {
-			rec.Parsed, rec.ParsedBy = []byte("[ {\"ID\": \"a\"} ]"), "build"
+			// Compacted into its line.
+			rec.Parsed, rec.ParsedBy = []byte("[ {\"ID\":\n \"a\"} ]"), "build"
 		}
 		path, err := writeHandover(dir, rec)
 		if err != nil {

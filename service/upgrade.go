@@ -29,18 +29,22 @@ import (
 //  1. check: the new binary is run as "service handover-check" and told
 //     what would be handed over (the record's version, the guardians'
 //     protocol versions, the config); it answers whether it can take it
-//     and with which build. A binary that does not run or cannot take it
-//     is refused here, and nothing else happens (code upgrade). The
-//     handover goes on as soon as the answer is read; the check's exit
-//     is waited for before the exec, and a check that did not exit 0
-//     fails the handover there.
+//     and with which build, and then, once it has parsed the config, the
+//     verdict on the config with its parsed form. A binary that does not
+//     run or cannot take it is refused at the first answer, and nothing
+//     else happens (code upgrade). The handover goes on from that
+//     answer, the config's parse beside the pause and the freeze; the
+//     verdict is waited for before the record, the check's exit before
+//     the exec, and a config the new binary rejects or a check that did
+//     not exit 0 fails the handover there.
 //  2. pause: the API stops accepting (clients queue in the listener's
 //     backlog), event streams end with a handover event, and the
 //     requests in progress are waited for.
 //  3. freeze: every actor stops where nothing is in flight and detaches
 //     its session at a message boundary; the warm guardians are let go
 //     and the run records written.
-//  4. record: the handover record is written (handover.go).
+//  4. record: once the config's verdict is in, the handover record is
+//     written (handover.go).
 //  5. exec: on Unix the service execve's the new binary in place, with
 //     the service lock, the listener and every tether inherited; on
 //     Windows it starts the new binary with them duplicated into it and
@@ -55,7 +59,7 @@ import (
 // Bounds of an upgrade's steps.
 const (
 	checkTimeout    = 10 * time.Second
-	checkExitWait   = 2 * time.Second // for the check's exit, once the handover (the API paused) needs it
+	checkExitWait   = 2 * time.Second // for the check's verdict and then its exit, once the handover (the API paused) needs them
 	pauseTimeout    = 10 * time.Second
 	freezeTimeout   = 30 * time.Second
 	takeoverTimeout = 30 * time.Second
@@ -201,6 +205,10 @@ type successorCheck struct {
 	Protocol [2]int `json:"protocol"` // the guardian protocol versions it speaks
 	// Error says why it cannot take over; empty: it can.
 	Error string `json:"error,omitempty"`
+	// ParseFollows (to an offer with ParseApart) says that the config's
+	// verdict is a second answer, which comes once the config is parsed:
+	// a successorCheck with only Error and Parsed.
+	ParseFollows bool `json:"parse_follows,omitempty"`
 	// Parsed is the offered config in the parsed form of this build
 	// (config.ParsedForm), for its successor to read instead of parsing
 	// the config again (from handover record version 3 on).
@@ -234,12 +242,17 @@ type handoverOffer struct {
 	// Separate says the successor will be another process (Windows),
 	// which every guardian must be told of: version 2 and later.
 	Separate bool `json:"separate,omitempty"`
+	// ParseApart asks for the config's verdict as a second answer (see
+	// successorCheck.ParseFollows): a binary that does not know of it
+	// answers once, its parse in that answer.
+	ParseApart bool `json:"parse_apart,omitempty"`
 }
 
 // HandoverCheck is "tether service handover-check": it reads a
 // handoverOffer on stdin and answers with a successorCheck on stdout,
-// saying whether this binary can take over the service that asks. It
-// exits 0 when it can.
+// saying whether this binary can take over the service that asks, and,
+// to an offer that asks for it apart, with the config's verdict once it
+// is parsed. It exits 0 when it can.
 func HandoverCheck(p Paths, version string, stdin io.Reader, stdout io.Writer) int {
 	ans := successorCheck{Version: version, Handover: [2]int{MinHandoverVersion, HandoverVersion},
 		Protocol: [2]int{guardian.MinProtocolVersion, guardian.ProtocolVersion}}
@@ -262,6 +275,14 @@ func HandoverCheck(p Paths, version string, stdin io.Reader, stdout io.Writer) i
 			problems = append(problems, fmt.Sprintf("a guardian speaks protocol version %d; this tether takes over %d to %d", v, lowest, guardian.ProtocolVersion))
 		}
 	}
+	if len(problems) == 0 && offer.ParseApart {
+		// The service pauses on this answer while the config is parsed.
+		ans.ParseFollows = true
+		if _, err := stdout.Write(ans.encode()); err != nil {
+			return 1
+		}
+		ans = successorCheck{}
+	}
 	if len(problems) == 0 {
 		rec := handoverRecord{Config: offer.Config}
 		if cfg, err := rec.config(); err != nil {
@@ -278,26 +299,25 @@ func HandoverCheck(p Paths, version string, stdin io.Reader, stdout io.Writer) i
 	return 0
 }
 
-// checkSuccessor runs exe's handover-check with offer and returns its
-// answer as soon as it has been read, and the wait for the check's exit,
-// which the caller must call once (the process exits right after its
-// answer; the handover goes on meanwhile, and fails if the check did not
-// end well after all).
-func checkSuccessor(ctx context.Context, exe string, globalArgs []string, offer handoverOffer) (successorCheck, func() error, error) {
-	var ans successorCheck
-	none := func() error { return nil }
+// checkSuccessor runs exe's handover-check with offer and returns as
+// soon as its first answer has been read: the process goes on to parse
+// the config (a verdict the caller awaits with verdict) and exits (which
+// it awaits with ended); the handover goes on meanwhile, and fails if
+// the check did not end well after all. The caller must call ended once.
+func checkSuccessor(ctx context.Context, exe string, globalArgs []string, offer handoverOffer) (*pendingCheck, error) {
 	fi, err := os.Stat(exe)
 	switch {
 	case err != nil:
-		return ans, none, err
+		return nil, err
 	case !fi.Mode().IsRegular():
-		return ans, none, fmt.Errorf("%s is not a regular file", exe)
+		return nil, fmt.Errorf("%s is not a regular file", exe)
 	case runtime.GOOS != "windows" && fi.Mode().Perm()&0o111 == 0:
-		return ans, none, fmt.Errorf("%s is not executable (mode %v)", exe, fi.Mode().Perm())
+		return nil, fmt.Errorf("%s is not executable (mode %v)", exe, fi.Mode().Perm())
 	}
+	offer.ParseApart = true
 	in, err := json.Marshal(offer)
 	if err != nil {
-		return ans, none, err
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	cmd := exec.CommandContext(ctx, exe, slices.Concat(globalArgs, []string{"service", "handover-check"})...)
@@ -308,20 +328,21 @@ func checkSuccessor(ctx context.Context, exe string, globalArgs []string, offer 
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		cancel()
-		return ans, none, err
+		return nil, err
 	}
 	if err := platform.StartChild(cmd); err != nil {
 		cancel()
-		return ans, none, fmt.Errorf("%s cannot take over: %w", exe, err)
+		return nil, fmt.Errorf("%s cannot take over: %w", exe, err)
 	}
 	// What it wrote, kept for the message when it is not an answer.
 	var out bytes.Buffer
-	decodeErr := json.NewDecoder(io.TeeReader(io.LimitReader(stdout, 16<<20), &out)).Decode(&ans)
+	dec := json.NewDecoder(io.TeeReader(io.LimitReader(stdout, 16<<20), &out))
 	wait := func() error {
 		defer cancel()
 		return platform.WaitChild(cmd)
 	}
-	if decodeErr != nil {
+	var ans successorCheck
+	if err := dec.Decode(&ans); err != nil {
 		runErr := wait()
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
@@ -330,30 +351,81 @@ func checkSuccessor(ctx context.Context, exe string, globalArgs []string, offer 
 		if runErr == nil {
 			runErr = errors.New("it answered no handover check")
 		}
-		return ans, none, fmt.Errorf("%s cannot take over (is it a tether that knows handover-check?): %v: %.300s", exe, runErr, msg)
+		return nil, fmt.Errorf("%s cannot take over (is it a tether that knows handover-check?): %v: %.300s", exe, runErr, msg)
 	}
 	if ans.Error != "" {
 		_ = wait()
-		return ans, none, fmt.Errorf("%s (tether %s) cannot take over: %s", exe, ans.Version, ans.Error)
+		return nil, fmt.Errorf("%s (tether %s) cannot take over: %s", exe, ans.Version, ans.Error)
 	}
-	// The exit is waited for meanwhile, and for checkExitWait at most
-	// once the handover needs it: the API is paused by then.
-	exited := make(chan error, 1)
-	go func() { exited <- wait() }()
-	return ans, func() error {
-		var err error
-		select {
-		case err = <-exited:
-		case <-time.After(checkExitWait):
-			cancel() // kills it
-			<-exited
-			err = fmt.Errorf("it answered, and had not exited %v later", checkExitWait)
+	pc := &pendingCheck{exe: exe, ans: ans, kill: cancel, verdicts: make(chan verdict, 1), exited: make(chan error, 1)}
+	// The verdict is read before the exit is waited for: the wait
+	// closes the pipe.
+	go func() {
+		v := verdict{form: ans.Parsed}
+		if ans.ParseFollows {
+			var second successorCheck
+			switch err := dec.Decode(&second); {
+			case err != nil:
+				v.err = fmt.Errorf("%s: handover check: no verdict on the config: %v", exe, err)
+			case second.Error != "":
+				v.err = fmt.Errorf("%s (tether %s) cannot take over: %s", exe, ans.Version, second.Error)
+			default:
+				v.form = second.Parsed
+			}
 		}
-		if err != nil {
-			return fmt.Errorf("%s: handover check: %v", exe, err)
-		}
-		return nil
-	}, nil
+		pc.verdicts <- v
+		pc.exited <- wait()
+	}()
+	return pc, nil
+}
+
+// pendingCheck is a check that has answered yes, with its verdict on the
+// config and its exit still to come.
+type pendingCheck struct {
+	exe      string
+	ans      successorCheck
+	kill     func()
+	verdicts chan verdict
+	exited   chan error
+}
+
+// verdict is a check's verdict on the config: its parsed form, or why
+// it cannot take it.
+type verdict struct {
+	form []byte
+	err  error
+}
+
+// verdict returns the config in the check's parsed form, once the check
+// has parsed it, or why the check did not take it; it waits
+// checkExitWait at most (the API is paused by then), and kills the check
+// after that. It is called once, before ended.
+func (pc *pendingCheck) verdict() ([]byte, error) {
+	select {
+	case v := <-pc.verdicts:
+		return v.form, v.err
+	case <-time.After(checkExitWait):
+		pc.kill()
+		<-pc.verdicts
+		return nil, fmt.Errorf("%s: handover check: no verdict on the config within %v", pc.exe, checkExitWait)
+	}
+}
+
+// ended waits for the check's exit, checkExitWait at most (the API is
+// paused by then), and says whether it ended well.
+func (pc *pendingCheck) ended() error {
+	var err error
+	select {
+	case err = <-pc.exited:
+	case <-time.After(checkExitWait):
+		pc.kill()
+		<-pc.exited
+		err = fmt.Errorf("it answered, and had not exited %v later", checkExitWait)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: handover check: %v", pc.exe, err)
+	}
+	return nil
 }
 
 // recordVersion is the version of the record to write for a successor
@@ -469,26 +541,25 @@ func (u *upgrader) upgrade(call upgradeCall) {
 	}
 	beginSteps(began, nil)
 	offer := u.c.offer()
-	check, checked, err := checkSuccessor(context.Background(), target, globalArgs(u.p), offer)
+	check, err := checkSuccessor(context.Background(), target, globalArgs(u.p), offer)
 	if err != nil {
 		fail(err)
 		call.reply <- upgradeReply{err: up.Error}
 		return
 	}
-	up.To = check.Build
-	version, err := recordVersion(check)
+	up.To = check.ans.Build
+	version, err := recordVersion(check.ans)
 	if err != nil {
-		_ = checked()
-		fail(fmt.Errorf("%s (tether %s) %w", target, check.Version, err))
+		_ = check.ended()
+		fail(fmt.Errorf("%s (tether %s) %w", target, check.ans.Version, err))
 		call.reply <- upgradeReply{err: up.Error}
 		return
 	}
 	stopAt("checked")
 	u.c.setUpgrade(up)
-	u.logf("upgrade %s: handing over to %s (tether %s, build %s)", up.ID, target, check.Version, check.Build)
+	u.logf("upgrade %s: handing over to %s (tether %s, build %s)", up.ID, target, check.ans.Version, check.ans.Build)
 	call.reply <- upgradeReply{ans: api.UpgradeAnswer{Upgrade: up}}
-	parsed := parsedConfig{source: offer.Config, form: check.Parsed, build: check.Build}
-	if err := u.handOver(target, up, version, parsed, checked); err != nil {
+	if err := u.handOver(target, up, version, offer.Config, check); err != nil {
 		fail(err)
 	}
 }
@@ -502,10 +573,10 @@ type parsedConfig struct {
 }
 
 // handOver makes steps 2 to 5; it returns only on failure, with the
-// service as it was. checked waits for the end of the new binary's
-// check, whose answer came before: it must have ended well before the
-// exec.
-func (u *upgrader) handOver(target string, up api.Upgrade, version int, parsed parsedConfig, checked func() error) (err error) {
+// service as it was. check is the new binary's check of offered, whose
+// first answer came before: its verdict on the config must be in before
+// the record, and it must have ended well before the exec.
+func (u *upgrader) handOver(target string, up api.Upgrade, version int, offered handoverConfig, check *pendingCheck) (err error) {
 	pctx, cancel := context.WithTimeout(context.Background(), pauseTimeout)
 	defer cancel()
 	// A manager shows the service reloading until the successor says it
@@ -533,13 +604,30 @@ func (u *upgrader) handOver(target string, up api.Upgrade, version int, parsed p
 		}
 	}()
 	stopAt("frozen")
-	rec := u.c.record(f, up, version, parsed)
-	if err := checked(); err != nil {
-		return err
-	}
-	return u.inherit.takeOver(target, rec, u.env, handoverPath(u.p.StateDir), func(rec *handoverRecord) error {
-		_, err := writeHandover(u.p.StateDir, rec)
-		return err
+	rec := u.c.record(f, up, version)
+	return u.inherit.takeOver(target, rec, u.env, handoverPath(u.p.StateDir), func(rec *handoverRecord) ([]byte, error) {
+		// The agents are encoded while the check parses the config.
+		var agents func() ([]byte, error)
+		if rec.Version >= agentsApart {
+			agents = background(func() ([]byte, error) { return encodeAgents(rec.Agents) })
+		} else {
+			agents = func() ([]byte, error) { return nil, nil }
+		}
+		form, err := check.verdict()
+		if err == nil {
+			stopAt("parsed")
+			rec.Steps = stepList()
+			rec.carry(parsedConfig{source: offered, form: form, build: check.ans.Build})
+			err = check.ended()
+		}
+		line, aerr := agents()
+		if err != nil {
+			return nil, err
+		}
+		if aerr != nil {
+			return nil, aerr
+		}
+		return encodeHandover(rec, line)
 	})
 }
 
@@ -558,22 +646,27 @@ func (c *Controller) offer() handoverOffer {
 }
 
 // record builds the handover record of a frozen controller, of the
-// given version. It carries parsed when that is the config it runs.
-func (c *Controller) record(f *frozen, up api.Upgrade, version int, parsed parsedConfig) *handoverRecord {
+// given version.
+func (c *Controller) record(f *frozen, up api.Upgrade, version int) *handoverRecord {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	rec := &handoverRecord{Version: version, Written: time.Now().UTC(), PID: os.Getpid(),
 		Profile: c.opts.Paths.Profile, Upgrade: up,
 		Config: handoverConfig{Path: c.cfg.Path, Source: c.cfg.Source}}
-	if version >= agentsApart && len(parsed.form) > 0 && parsed.build != "" &&
-		parsed.source.Path == rec.Config.Path && bytes.Equal(parsed.source.Source, rec.Config.Source) {
-		rec.Parsed, rec.ParsedBy = parsed.form, parsed.build
-	}
 	for _, fa := range f.actors {
 		rec.Agents = append(rec.Agents, fa.state)
 	}
 	rec.Reap = f.reap
 	return rec
+}
+
+// carry makes rec carry parsed when that is the config it runs, in a
+// version that carries it.
+func (rec *handoverRecord) carry(parsed parsedConfig) {
+	if rec.Version >= agentsApart && len(parsed.form) > 0 && parsed.build != "" &&
+		parsed.source.Path == rec.Config.Path && bytes.Equal(parsed.source.Source, rec.Config.Source) {
+		rec.Parsed, rec.ParsedBy = parsed.form, parsed.build
+	}
 }
 
 // serviceInfo returns what Status says of the service process.

@@ -3,6 +3,7 @@ package service
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/tether-dev/tether/guardian"
@@ -74,6 +75,55 @@ func TestHandoverCheckVersions(t *testing.T) {
 		parsed, err := config.FromParsedForm(cfg.Path, cfg.Source, ans.Parsed)
 		if err != nil || len(parsed.Agents) != 1 || parsed.Agents[0].ID != "a" {
 			t.Errorf("the check's parsed config %s: %+v, %v", ans.Parsed, parsed, err)
+		}
+	}
+}
+
+// Asked for the config's verdict apart, the check answers twice: first
+// whether it can take over, then, once it has parsed the config, the
+// verdict with the parsed form. A binary that cannot take over answers
+// once; a config it rejects is the second answer's error.
+func TestHandoverCheckParseApart(t *testing.T) {
+	good := handoverConfig{Path: "agents.yaml", Source: []byte("agents:\n  - id: a\n    command: [sleep, \"1\"]\n")}
+	bad := handoverConfig{Path: "agents.yaml", Source: []byte("agents:\n  - id: a\n    command: [sleep, \"1\"]\n    stop_timeout: soon\n")}
+	for _, c := range []struct {
+		name    string
+		offer   handoverOffer
+		answers int
+		code    int
+		want    string // in the last answer's error
+	}{
+		{"taken", handoverOffer{Handover: HandoverVersion, Config: good, ParseApart: true}, 2, 0, ""},
+		{"config rejected", handoverOffer{Handover: HandoverVersion, Config: bad, ParseApart: true}, 2, 1, "stop_timeout"},
+		{"record refused", handoverOffer{Handover: HandoverVersion + 1, Config: good, ParseApart: true}, 1, 1, "handover records of version"},
+	} {
+		in, err := json.Marshal(c.offer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		code := HandoverCheck(Paths{}, "test", bytes.NewReader(in), &out)
+		lines := bytes.Split(bytes.TrimSuffix(out.Bytes(), []byte("\n")), []byte("\n"))
+		if code != c.code || len(lines) != c.answers {
+			t.Fatalf("%s: exit %d with %d answers %q; want exit %d with %d", c.name, code, len(lines), out.String(), c.code, c.answers)
+		}
+		var first, last successorCheck
+		if err := json.Unmarshal(lines[0], &first); err != nil {
+			t.Fatalf("%s: the first answer %q: %v", c.name, lines[0], err)
+		}
+		if err := json.Unmarshal(lines[len(lines)-1], &last); err != nil {
+			t.Fatalf("%s: the last answer %q: %v", c.name, lines[len(lines)-1], err)
+		}
+		if c.answers == 2 && (!first.ParseFollows || first.Error != "" || len(first.Parsed) > 0 || first.Build != selfBuild()) {
+			t.Errorf("%s: the first answer %+v, want a yes with the parse to follow", c.name, first)
+		}
+		if !strings.Contains(last.Error, c.want) || (c.want == "") != (last.Error == "") {
+			t.Errorf("%s: the last answer's error %q, want %q", c.name, last.Error, c.want)
+		}
+		if c.code == 0 {
+			if parsed, err := config.FromParsedForm(good.Path, good.Source, last.Parsed); err != nil || len(parsed.Agents) != 1 {
+				t.Errorf("%s: the verdict's parsed config %s: %+v, %v", c.name, last.Parsed, parsed, err)
+			}
 		}
 	}
 }

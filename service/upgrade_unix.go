@@ -56,12 +56,13 @@ func fdOf(c syscall.Conn) (uintptr, error) {
 	return fd, nil
 }
 
-// takeOver fills in the record's descriptors, writes it, and execve's
+// takeOver fills in the record's descriptors, encodes it, writes it in
+// memory (a memfd that the exec keeps) or else to path, and execve's
 // target with the same arguments and environment, plus the record's path
 // and extraEnv (the service manager's socket, which agents must not see
-// and the successor must). It returns only when the exec failed: then nothing was
-// inherited and the service goes on.
-func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []string, path string, write func(*handoverRecord) error) error {
+// and the successor must). It returns only when the exec failed: then
+// nothing was inherited and the service goes on.
+func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []string, path string, encode func(*handoverRecord) ([]byte, error)) error {
 	ul, ok := currentListener(in.listener).(*net.UnixListener)
 	if !ok {
 		return errors.New("the API listener is not a unix socket that can be inherited")
@@ -86,8 +87,26 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []s
 	}
 	stopAt("recorded")
 	rec.Steps = stepList()
-	if err := write(rec); err != nil {
+	b, err := encode(rec)
+	if err != nil {
 		return err
+	}
+	var inMemory *os.File
+	if rec.Version >= recordInMemory {
+		f, at, err := punix.NewMemFile(handoverName, b)
+		switch {
+		case err == nil:
+			defer f.Close()
+			inMemory, path = f, at
+		case !errors.Is(err, errors.ErrUnsupported):
+			return fmt.Errorf("the handover record: %w", err)
+		}
+	}
+	if inMemory == nil {
+		if err := writeRecordFile(path, b); err != nil {
+			return err
+		}
+		defer os.Remove(path)
 	}
 	stopAt("written")
 	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, handoverEnv+"=") }),
@@ -95,6 +114,9 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []s
 	env = append(env, extraEnv...)
 	argv := append([]string{target}, os.Args[1:]...)
 	fds := rec.descriptors()
+	if inMemory != nil {
+		fds = append(fds, inMemory.Fd())
+	}
 	// No fork may happen while the descriptors are inheritable: a child
 	// would keep the tethers open, and its guardians would not see this
 	// process die (I6). os/exec takes ForkLock for reading.
@@ -106,8 +128,21 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []s
 	}
 	_ = setCloseOnExec(fds, true)
 	syscall.ForkLock.Unlock()
-	os.Remove(path)
 	return fmt.Errorf("exec %s: %w", target, err)
+}
+
+// readRecord reads the record at path and lets go of it: it closes the
+// descriptor a path in memory names, and removes a file.
+func readRecord(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if fd, ok := punix.MemFileDescriptor(path); ok {
+		unix.Close(fd)
+		return b, err
+	}
+	if err == nil {
+		_ = os.Remove(path)
+	}
+	return b, err
 }
 
 func setCloseOnExec(fds []uintptr, on bool) error {

@@ -66,7 +66,7 @@ func newInheritance(lock *os.File, l net.Listener) *inheritance {
 // takeOver starts target as the successor and hands everything over; on
 // success it exits this process. It returns only when the successor did
 // not take over, with this process as it was.
-func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []string, path string, write func(*handoverRecord) error) (err error) {
+func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []string, path string, encode func(*handoverRecord) ([]byte, error)) (err error) {
 	pl, ok := currentListener(in.listener).(*pwin.PipeListener)
 	if !ok {
 		return errors.New("the API listener is not a pipe listener that can be handed over")
@@ -129,7 +129,11 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []s
 	}
 	stopAt("recorded")
 	rec.Steps = stepList()
-	if err := write(rec); err != nil {
+	b, err := encode(rec)
+	if err != nil {
+		return err
+	}
+	if err := writeRecordFile(path, b); err != nil {
 		return err
 	}
 	stopAt("exec")
@@ -261,3 +265,12 @@ func attachment(id string, t *tetherHandover) (guardian.Attachment, error) {
 // stopSelf holds this process where a test asked (Windows has no
 // SIGSTOP): a test kills it there.
 func stopSelf() { time.Sleep(time.Hour) }
+
+// readRecord reads the record file at path and removes it.
+func readRecord(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		_ = os.Remove(path)
+	}
+	return b, err
+}

@@ -247,6 +247,10 @@ exit 1
 		{"a tether that cannot", script("future", future, 0o700), "reads 7 to 7"},
 		{"a check that fails after its answer", script("liar", fmt.Sprintf("#!/bin/sh\n%q \"$@\"\nexit 3\n", tether), 0o700), "handover check: exit status 3"},
 		{"a check that does not exit after its answer", script("lingering", fmt.Sprintf("#!/bin/sh\n%q \"$@\"\nexec sleep 60\n", tether), 0o700), "had not exited"},
+		// The config's verdict comes after the pause: the service is
+		// paused and frozen when it hears no, and goes on as it was.
+		{"a tether that rejects the config", script("strict", fmt.Sprintf("#!/bin/sh\n%q \"$@\" | sed '2s/.*/{\"error\":\"agent x: refused by this build\"}/'\nexit 1\n", tether), 0o700), "refused by this build"},
+		{"a check that gives no verdict on the config", script("mute", fmt.Sprintf("#!/bin/sh\n%q \"$@\" | head -n 1\nexit 0\n", tether), 0o700), "no verdict on the config"},
 	} {
 		r := w.run(time.Minute, "service", "upgrade", c.path)
 		if r.code != 1 || !strings.Contains(r.stderr, c.want) {
