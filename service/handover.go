@@ -43,11 +43,6 @@ const (
 	MinHandoverVersion = 1
 )
 
-// recordInMemory is the first record version that may be handed over in
-// a memfd (Linux) rather than a file in the state directory: its
-// successor closes the descriptor the path names.
-const recordInMemory = 4
-
 // agentsApart is the first record version written in lines: the record
 // but its agents, the agents, and the parsed config if there is one,
 // each a line of compact JSON (which has no newline of its own).

@@ -357,11 +357,11 @@ func checkSuccessor(ctx context.Context, exe string, globalArgs []string, offer 
 		_ = wait()
 		return nil, fmt.Errorf("%s (tether %s) cannot take over: %s", exe, ans.Version, ans.Error)
 	}
-	pc := &pendingCheck{exe: exe, ans: ans, kill: cancel, verdicts: make(chan verdict, 1), exited: make(chan error, 1)}
+	pc := &pendingCheck{exe: exe, ans: ans, kill: cancel, verdicts: make(chan verdict, 1), came: make(chan struct{}), exited: make(chan error, 1)}
 	// The verdict is read before the exit is waited for: the wait
 	// closes the pipe.
 	go func() {
-		v := verdict{form: ans.Parsed}
+		v := verdict{form: ans.Parsed, at: time.Now()}
 		if ans.ParseFollows {
 			var second successorCheck
 			switch err := dec.Decode(&second); {
@@ -372,8 +372,10 @@ func checkSuccessor(ctx context.Context, exe string, globalArgs []string, offer 
 			default:
 				v.form = second.Parsed
 			}
+			v.at = time.Now()
 		}
 		pc.verdicts <- v
+		close(pc.came)
 		pc.exited <- wait()
 	}()
 	return pc, nil
@@ -386,29 +388,39 @@ type pendingCheck struct {
 	ans      successorCheck
 	kill     func()
 	verdicts chan verdict
+	came     chan struct{} // closed once the verdict is in
+	taken    *verdict      // the verdict, once verdict has returned it
 	exited   chan error
 }
 
 // verdict is a check's verdict on the config: its parsed form, or why
-// it cannot take it.
+// it cannot take it, and when it came.
 type verdict struct {
 	form []byte
 	err  error
+	at   time.Time
 }
 
 // verdict returns the config in the check's parsed form, once the check
 // has parsed it, or why the check did not take it; it waits
 // checkExitWait at most (the API is paused by then), and kills the check
-// after that. It is called once, before ended.
+// after that. It is called before ended, and says the same again when
+// called again.
 func (pc *pendingCheck) verdict() ([]byte, error) {
+	if pc.taken != nil {
+		return pc.taken.form, pc.taken.err
+	}
+	var v verdict
 	select {
-	case v := <-pc.verdicts:
-		return v.form, v.err
+	case v = <-pc.verdicts:
+		markAt("parsed", v.at)
 	case <-time.After(checkExitWait):
 		pc.kill()
 		<-pc.verdicts
-		return nil, fmt.Errorf("%s: handover check: no verdict on the config within %v", pc.exe, checkExitWait)
+		v.err = fmt.Errorf("%s: handover check: no verdict on the config within %v", pc.exe, checkExitWait)
 	}
+	pc.taken = &v
+	return v.form, v.err
 }
 
 // ended waits for the check's exit, checkExitWait at most (the API is
@@ -539,6 +551,7 @@ func (u *upgrader) upgrade(call upgradeCall) {
 		u.c.setUpgrade(up)
 		u.logf("upgrade %s to %s: %v; the service goes on as it was", up.ID, target, err)
 	}
+	lead := pauseLead(stepList())
 	beginSteps(began, nil)
 	offer := u.c.offer()
 	check, err := checkSuccessor(context.Background(), target, globalArgs(u.p), offer)
@@ -559,6 +572,15 @@ func (u *upgrader) upgrade(call upgradeCall) {
 	u.c.setUpgrade(up)
 	u.logf("upgrade %s: handing over to %s (tether %s, build %s)", up.ID, target, check.ans.Version, check.ans.Build)
 	call.reply <- upgradeReply{ans: api.UpgradeAnswer{Upgrade: up}}
+	select {
+	case <-check.came:
+		// A config refused before the pause costs no pause.
+		if _, err := check.verdict(); err != nil {
+			fail(err)
+			return
+		}
+	case <-time.After(lead):
+	}
 	if err := u.handOver(target, up, version, offer.Config, check); err != nil {
 		fail(err)
 	}
@@ -615,7 +637,6 @@ func (u *upgrader) handOver(target string, up api.Upgrade, version int, offered 
 		}
 		form, err := check.verdict()
 		if err == nil {
-			stopAt("parsed")
 			rec.Steps = stepList()
 			rec.carry(parsedConfig{source: offered, form: form, build: check.ans.Build})
 			err = check.ended()
@@ -719,6 +740,46 @@ func formatSteps(list []handoverStep) string {
 		fmt.Fprintf(&b, "%s %v", st.Step, st.At.Round(10*time.Microsecond))
 	}
 	return b.String()
+}
+
+// maxPauseLead bounds pauseLead.
+const maxPauseLead = 500 * time.Millisecond
+
+// pauseLead is how long the pause waits after the check's first answer
+// for its verdict on the config, given prev, the timeline of the
+// handover before (in this process, or in the one it took over from): as
+// long as that check took to parse less what that freeze took, so that
+// the freeze ends as the verdict comes, and the API is paused no longer
+// than the handover needs. Without such a timeline the pause begins at
+// once.
+func pauseLead(prev []handoverStep) time.Duration {
+	at := make(map[string]time.Duration, len(prev))
+	for _, st := range prev {
+		at[st.Step] = st.At
+	}
+	checked, ok1 := at["checked"]
+	paused, ok2 := at["paused"]
+	frozen, ok3 := at["frozen"]
+	parsed, ok4 := at["parsed"]
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return 0
+	}
+	return min(max((parsed-checked)-(frozen-paused), 0), maxPauseLead)
+}
+
+// markAt marks step in the timeline at t, in its place by time.
+func markAt(step string, t time.Time) {
+	steps.mu.Lock()
+	defer steps.mu.Unlock()
+	if steps.began.IsZero() {
+		return
+	}
+	st := handoverStep{Step: step, At: t.Sub(steps.began)}
+	i := len(steps.list)
+	for i > 0 && steps.list[i-1].At > st.At {
+		i--
+	}
+	steps.list = slices.Insert(steps.list, i, st)
 }
 
 // stopAt marks step in the timeline, and stops this process there when

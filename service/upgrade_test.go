@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/service/config"
@@ -174,5 +175,46 @@ func TestSuccessorCheckEncode(t *testing.T) {
 		if string(got) != string(want)+"\n" {
 			t.Errorf("%+v: encoded\n%s\nwant\n%s", c, got, want)
 		}
+	}
+}
+
+// The pause waits after the check's first answer for as long as the
+// check of the handover before parsed, less what its freeze took: none
+// without a whole timeline, none when the freeze took longer, and never
+// more than maxPauseLead.
+func TestPauseLead(t *testing.T) {
+	ms := func(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
+	steps := func(checked, paused, frozen, parsed float64) []handoverStep {
+		return []handoverStep{{"checked", ms(checked)}, {"paused", ms(paused)}, {"frozen", ms(frozen)}, {"parsed", ms(parsed)}, {"running", ms(parsed + 10)}}
+	}
+	for _, c := range []struct {
+		name string
+		prev []handoverStep
+		want time.Duration
+	}{
+		{"no handover before", nil, 0},
+		{"a check that refused", []handoverStep{{"checked", ms(9)}}, 0},
+		{"the parse longer than the freeze", steps(10, 11, 17, 22), ms(6)},
+		{"the freeze longer than the parse", steps(10, 11, 20, 15), 0},
+		{"a parse of seconds", steps(10, 11, 17, 5000), maxPauseLead},
+	} {
+		if got := pauseLead(c.prev); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// A step marked at a time goes in its place by time.
+func TestMarkAt(t *testing.T) {
+	began := time.Now()
+	beginSteps(began, []handoverStep{{"checked", time.Millisecond}, {"paused", 2 * time.Millisecond}, {"frozen", 5 * time.Millisecond}})
+	defer beginSteps(time.Time{}, nil)
+	markAt("parsed", began.Add(3*time.Millisecond))
+	var names []string
+	for _, st := range stepList() {
+		names = append(names, st.Step)
+	}
+	if got := strings.Join(names, " "); got != "checked paused parsed frozen" {
+		t.Errorf("the timeline %q, want the parse between the pause and the freeze", got)
 	}
 }

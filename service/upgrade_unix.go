@@ -23,6 +23,11 @@ import (
 // inherited, their close-on-exec flags cleared for the exec alone.
 const successorIsSeparate = false
 
+// recordInMemory is the first record version that may be handed over in
+// a memfd (Linux) rather than a file in the state directory: its
+// successor closes the descriptor the path names (see readRecord).
+const recordInMemory = 4
+
 // attachLater: the successor serves its API before it sends attach: the
 // guardians need not hear of it to go on (the pid is the same), and the
 // wake-up of every guardian would delay the first answer.
