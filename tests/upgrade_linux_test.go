@@ -269,6 +269,75 @@ exit 1
 	_ = svc
 }
 
+// The pause waits, after the check's first answer, for as long as the
+// last handover's check took to parse (here a check whose verdict comes
+// 400 ms after its first answer), so a verdict of no that comes within
+// that time fails the upgrade before anything is paused: no event
+// stream sees a handover, and the agents are as they were.
+func TestUpgradeRefusedBeforeThePause(t *testing.T) {
+	w, svc, m := upgradeWorld(t, time.Second)
+	c := w.client("default")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events, err := c.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A hello begins every stream: the first, and one after each pause
+	// (the stream ends with a handover event, and the client opens it
+	// again).
+	hellos := make(chan struct{}, 16)
+	go func() {
+		for ev, err := range events {
+			if err != nil {
+				return
+			}
+			if ev.Type == api.EventHello {
+				hellos <- struct{}{}
+			}
+		}
+	}()
+	hello := func(within time.Duration) bool {
+		select {
+		case <-hellos:
+			return true
+		case <-time.After(within):
+			return false
+		}
+	}
+	if !hello(10 * time.Second) {
+		t.Fatal("no hello on the event stream")
+	}
+	script := func(name, check string) string {
+		p := filepath.Join(w.dir, name)
+		body := fmt.Sprintf("#!/bin/sh\nif [ \"$3\" = service ] && [ \"$4\" = handover-check ]; then\n%s\nfi\nexec %q \"$@\"\n", check, tether)
+		if err := os.WriteFile(p, []byte(body), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	slow := script("slow", fmt.Sprintf("%q \"$@\" | { IFS= read -r first; printf '%%s\\n' \"$first\"; sleep 0.4; cat; }\nexit 0", tether))
+	strict := script("strict", fmt.Sprintf("%q \"$@\" | sed '2s/.*/{\"error\":\"agent x: refused by this build\"}/'\nexit 1", tether))
+
+	before, _ := rowsByID(t, c)
+	if r := w.run(time.Minute, "service", "upgrade", slow); r.code != 0 {
+		t.Fatalf("upgrade through a check slow to give its verdict: exit %d: %s%s\nservice log:\n%s", r.code, r.stdout, r.stderr, svc.output())
+	}
+	if !hello(10 * time.Second) {
+		t.Fatal("no hello from the successor")
+	}
+	r := w.run(time.Minute, "service", "upgrade", strict)
+	if r.code != 1 || !strings.Contains(r.stderr, "refused by this build") {
+		t.Fatalf("upgrade to a binary that refuses the config: exit %d, %q; want exit 1 saying why\nservice log:\n%s", r.code, r.stderr, svc.output())
+	}
+	if hello(500 * time.Millisecond) {
+		t.Errorf("the event stream began again: the service paused for an upgrade refused before the pause\nservice log:\n%s", svc.output())
+	}
+	after, _ := rowsByID(t, c)
+	sameAgents(t, before, after)
+	exactlyOnce(t, 100*time.Millisecond, map[string]int{m + "-x": 1, m + "-y": 1, m + "-z": 1})
+}
+
 // The exec itself fails after the check passed (the binary is gone by
 // then): the service goes back to serving as it was, with every agent,
 // and a later upgrade goes through.
