@@ -785,11 +785,7 @@ func markAt(step string, t time.Time) {
 // stopAt marks step in the timeline, and stops this process there when
 // a test asked for it.
 func stopAt(step string) {
-	steps.mu.Lock()
-	if !steps.began.IsZero() {
-		steps.list = append(steps.list, handoverStep{Step: step, At: time.Since(steps.began)})
-	}
-	steps.mu.Unlock()
+	markAt(step, time.Now())
 	if os.Getenv(handoverStopEnv) == step {
 		stopSelf()
 	}

@@ -1,7 +1,6 @@
 package unix
 
 import (
-	"fmt"
 	"io/fs"
 	"os"
 
@@ -25,5 +24,5 @@ func chmodOwnerAt(dirfd int, name string) error {
 	if int(st.Uid) != os.Geteuid() {
 		return nil
 	}
-	return os.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), fs.FileMode(st.Mode&0o777|0o700))
+	return os.Chmod(selfFdPath(fd), fs.FileMode(st.Mode&0o777|0o700))
 }

@@ -2,7 +2,6 @@ package unix
 
 import (
 	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -40,22 +39,22 @@ const (
 // NewSharedClockFile makes the memory of a SharedClock: a close-on-exec
 // memfd named name, to hand to the processes that share it.
 func NewSharedClockFile(name string) (*os.File, error) {
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	f, err := newMemfd(name)
 	if err != nil {
-		return nil, os.NewSyscallError("memfd_create", err)
+		return nil, err
 	}
-	if err := unix.Ftruncate(fd, clockTotalSize); err != nil {
-		unix.Close(fd)
-		return nil, os.NewSyscallError("ftruncate", err)
+	if err := f.Truncate(clockTotalSize); err != nil {
+		f.Close()
+		return nil, err
 	}
-	return os.NewFile(uintptr(fd), name), nil
+	return f, nil
 }
 
 // OpenSharedClock maps the SharedClock on descriptor fd, if that is a
 // memfd named name, and closes the descriptor (which a child must not
 // inherit) either way. It returns nil when fd is no such clock.
 func OpenSharedClock(fd int, name string) *SharedClock {
-	link, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	link, err := os.Readlink(selfFdPath(fd))
 	if err != nil || !strings.HasPrefix(link, "/memfd:"+name) {
 		return nil
 	}

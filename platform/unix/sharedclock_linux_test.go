@@ -12,12 +12,7 @@ import (
 // a time older than the window is another moment's.
 func TestSharedClockKeepsTheEarliest(t *testing.T) {
 	const name = "tether-test-clock"
-	f, err := NewSharedClockFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	a, b := openedClock(t, f, name), openedClock(t, f, name)
+	a, b := twoClocks(t, name)
 	const window = 200 * time.Millisecond
 	t0 := time.Now()
 	if got := a.Earliest(t0, window); !got.Equal(t0) {
@@ -50,6 +45,18 @@ func TestSharedClockKeepsTheEarliest(t *testing.T) {
 	}
 }
 
+// twoClocks makes the memory of a clock named name and maps it twice, as
+// two processes handed it would.
+func twoClocks(t *testing.T, name string) (a, b *SharedClock) {
+	t.Helper()
+	f, err := NewSharedClockFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return openedClock(t, f, name), openedClock(t, f, name)
+}
+
 // openedClock maps a dup of f, the memory of a clock named name, as a
 // process handed it would.
 func openedClock(t *testing.T, f *os.File, name string) *SharedClock {
@@ -70,13 +77,7 @@ func openedClock(t *testing.T, f *os.File, name string) *SharedClock {
 // ends only once every one has ended, then the waiters go one at a time,
 // each letting the next go as it leaves.
 func TestSharedClockCountsThoseAtWork(t *testing.T) {
-	const name = "tether-test-count"
-	f, err := NewSharedClockFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	a, b := openedClock(t, f, name), openedClock(t, f, name)
+	a, b := twoClocks(t, "tether-test-count")
 	a.Begin()
 	b.Begin()
 	if a.WaitEnded(20 * time.Millisecond) {
@@ -139,13 +140,12 @@ func TestSharedClockCountsThoseAtWork(t *testing.T) {
 // no count: nobody is waited for.
 func TestSharedClockOfEightBytesHasNoCount(t *testing.T) {
 	const name = "tether-test-old-clock"
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	f, err := newMemfd(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := os.NewFile(uintptr(fd), name)
 	defer f.Close()
-	if err := unix.Ftruncate(fd, clockTimeSize); err != nil {
+	if err := f.Truncate(clockTimeSize); err != nil {
 		t.Fatal(err)
 	}
 	c := openedClock(t, f, name)
