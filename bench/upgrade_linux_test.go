@@ -5,6 +5,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -17,7 +19,9 @@ import (
 // binary the service runs (the API's upgrade, as the command line asks
 // it), while four clients ask for the status, each every hammerEvery
 // (a status of 200 agents is some 60 KB of JSON: as fast as they can,
-// they would take the CPU the upgrade is measured on):
+// they would take the CPU the upgrade is measured on). The binary is the
+// one the service started from, so each upgrade checks it as it is asked
+// (BenchmarkUpgradeLanded has each checked when it landed):
 //
 //   - upgrade-ms: from the upgrade request until the successor serves,
 //     as the service measures it (Status.Service.Upgrade.Took);
@@ -33,14 +37,35 @@ import (
 //   - changed: agents whose pid, guardian pid, since or restart count is
 //     not what it was before the upgrade (the target is none, I9).
 //
-// Run it as go test ./bench/ -run '^$' -bench Upgrade -benchtime=20x.
-func BenchmarkUpgrade(b *testing.B) {
+// Run it as go test ./bench/ -run '^$' -bench 'Upgrade$' -benchtime=20x.
+func BenchmarkUpgrade(b *testing.B) { benchUpgrades(b, false) }
+
+// BenchmarkUpgradeLanded is BenchmarkUpgrade the way an install goes: a
+// new binary lands at the path the service runs from (a copy of it,
+// renamed over it), the service checks it as it lands (Status.Service.
+// Prepared), and then the upgrade is asked, which starts at the pause.
+// The wait for the check is outside the timing; the metrics are
+// BenchmarkUpgrade's.
+//
+// Run it as go test ./bench/ -run '^$' -bench UpgradeLanded -benchtime=20x.
+func BenchmarkUpgradeLanded(b *testing.B) { benchUpgrades(b, true) }
+
+// benchUpgrades is BenchmarkUpgrade, each binary landed and checked
+// ahead when land is set.
+func benchUpgrades(b *testing.B, land bool) {
 	n := agentCount(b)
 	exe := tetherBinary(b)
 	lookPath(b, "sleep")
 	w := newSvcWorld(b, n)
 	u := newUndo(b)
-	s, up, undoKey := w.startRunning(b, exe, u)
+	target := exe
+	if land {
+		target = filepath.Join(w.dir, "bin", "tether")
+		if err := landBinary(exe, target); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s, up, undoKey := w.startRunning(b, target, u)
 	if _, err := waitTrees(up.rows, waitLimit); err != nil {
 		b.Fatal(err)
 	}
@@ -49,7 +74,14 @@ func BenchmarkUpgrade(b *testing.B) {
 	var took, again, gap, waitMax []time.Duration
 	refused, changed := 0, 0
 	for b.Loop() {
-		r, err := w.upgradeOnce(exe)
+		if land {
+			b.StopTimer()
+			if err := w.landAndWait(exe, target); err != nil {
+				b.Fatalf("%v\nservice log:\n%s", err, s.output())
+			}
+			b.StartTimer()
+		}
+		r, err := w.upgradeOnce(target)
 		if err != nil {
 			b.Fatalf("%v\nservice log:\n%s", err, s.output())
 		}
@@ -91,6 +123,60 @@ func BenchmarkUpgrade(b *testing.B) {
 	checkTarget(b, "API answering again after it paused", millis(quantile(gap, 1)), 50, "ms")
 	checkTarget(b, "status requests refused during upgrades", float64(refused), 0, "")
 	checkTarget(b, "agents changed by upgrades", float64(changed), 0, "")
+}
+
+// landBinary puts a copy of exe at target, as an install does: written
+// beside it and renamed over it, a new file.
+func landBinary(exe, target string) error {
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		return err
+	}
+	tmp := target + ".new"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp, target)
+}
+
+// landAndWait lands a copy of exe at target and waits until the service
+// has checked it (Status.Service.Prepared names a check made after the
+// landing).
+func (w *svcWorld) landAndWait(exe, target string) error {
+	landed := time.Now()
+	if err := landBinary(exe, target); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(waitLimit)
+	for {
+		st, err := w.client.Status(context.Background())
+		if err == nil && st.Service != nil {
+			if p := st.Service.Prepared; p != nil && p.Checked.After(landed) {
+				if p.Error != nil {
+					return fmt.Errorf("the landed binary was checked: %v", p.Error)
+				}
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the binary landed at %s was not checked within %v (status: %v)", target, waitLimit, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func rowsOf(rows []api.Agent) map[string]api.Agent {

@@ -113,6 +113,13 @@ func (c *Controller) setUpgrade(u api.Upgrade) {
 	c.service.Upgrade = &u
 }
 
+// setPrepared records the check of a binary that landed, for Status.
+func (c *Controller) setPrepared(p *api.Prepared) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.service.Prepared = p
+}
+
 // frozen is the controller stopped for a handover.
 type frozen struct {
 	actors []*frozenActor // in the config's order
@@ -529,6 +536,7 @@ type upgrader struct {
 	logf    func(string, ...any)
 	notify  func(string) // tells the service manager, if any
 	env     []string     // added to the successor's environment
+	pre     *preparer    // the checks of binaries as they land; nil: none
 }
 
 // upgrade checks the binary call asks for, answers, and hands over: it
@@ -554,11 +562,16 @@ func (u *upgrader) upgrade(call upgradeCall) {
 	lead := pauseLead(stepList())
 	beginSteps(began, nil)
 	offer := u.c.offer()
-	check, err := checkSuccessor(context.Background(), target, globalArgs(u.p), offer)
-	if err != nil {
-		fail(err)
-		call.reply <- upgradeReply{err: up.Error}
-		return
+	// A binary checked when it landed is not checked again.
+	check := u.pre.take(target, offer)
+	ahead := check != nil
+	if !ahead {
+		var err error
+		if check, err = checkSuccessor(context.Background(), target, globalArgs(u.p), offer); err != nil {
+			fail(err)
+			call.reply <- upgradeReply{err: up.Error}
+			return
+		}
 	}
 	up.To = check.ans.Build
 	version, err := recordVersion(check.ans)
@@ -570,7 +583,11 @@ func (u *upgrader) upgrade(call upgradeCall) {
 	}
 	stopAt("checked")
 	u.c.setUpgrade(up)
-	u.logf("upgrade %s: handing over to %s (tether %s, build %s)", up.ID, target, check.ans.Version, check.ans.Build)
+	how := ""
+	if ahead {
+		how = ", checked when it landed"
+	}
+	u.logf("upgrade %s: handing over to %s (tether %s, build %s%s)", up.ID, target, check.ans.Version, check.ans.Build, how)
 	call.reply <- upgradeReply{ans: api.UpgradeAnswer{Upgrade: up}}
 	select {
 	case <-check.came:

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 )
 
@@ -473,4 +474,202 @@ func TestUpgradeKeepsOldGuardians(t *testing.T) {
 	if left := reapAdopted(5 * time.Second); len(left) > 0 {
 		t.Fatalf("guardians still running: %v", left)
 	}
+}
+
+// preparedWorld is upgradeWorld with the service running from a copy of
+// the tether binary at bin, where new binaries can land.
+func preparedWorld(t *testing.T) (w *world, svc *service, m, bin string) {
+	t.Helper()
+	w, bash, script := crashWorld(t)
+	m = uniqueMarker()
+	cleanupTrees(t, m)
+	bin = filepath.Join(w.dir, "bin", "tether")
+	land(t, bin, readBinary(t))
+	w.writeConfig("agents:\n" +
+		misbehavingYAML("x", bash, script, m+"-x", true, time.Second) +
+		politeYAML("y", bash, m+"-y", true) +
+		politeYAML("z", bash, m+"-z", true))
+	svc = w.startServiceWith(bin, "default")
+	for _, id := range []string{"x", "y", "z"} {
+		w.waitState("default", id, api.StateRunning)
+	}
+	return w, svc, m, bin
+}
+
+// readBinary is the tether binary under test.
+func readBinary(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(tether)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// land puts a new file with body at path, as an install does: written
+// beside it, synced and renamed over it.
+func land(t *testing.T, path string, body []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tmp := path + ".new"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o700)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(body); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitPrepared waits until the service has checked a binary that landed
+// after since, and returns that check.
+func waitPrepared(t *testing.T, c *api.Client, since time.Time, svc *service) *api.Prepared {
+	t.Helper()
+	var got *api.Prepared
+	if !testproc.Until(10*time.Second, func() bool {
+		st, err := c.Status(context.Background())
+		if err == nil && st.Service != nil && st.Service.Prepared != nil && st.Service.Prepared.Checked.After(since) {
+			got = st.Service.Prepared
+		}
+		return got != nil
+	}) {
+		t.Fatalf("no check of the binary that landed\nservice log:\n%s", svc.output())
+	}
+	return got
+}
+
+// handOvers are the service log's lines of the upgrades that handed
+// over, in order.
+func handOvers(svc *service) []string {
+	var out []string
+	for line := range strings.Lines(svc.output()) {
+		if strings.Contains(line, ": handing over to ") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// A binary that lands where the service runs from is checked as it
+// lands, and an upgrade to it runs no check again: a wrapper that counts
+// its handover checks is run once.
+func TestUpgradeCheckedWhenItLands(t *testing.T) {
+	w, svc, m, bin := preparedWorld(t)
+	c := w.client("default")
+	before, _ := rowsByID(t, c)
+	count := filepath.Join(w.dir, "checks")
+	wrapper := fmt.Sprintf("#!/bin/sh\nif [ \"$3\" = service ] && [ \"$4\" = handover-check ]; then echo check >>%q; fi\nexec %q \"$@\"\n", count, tether)
+	checks := func() int {
+		b, _ := os.ReadFile(count)
+		return strings.Count(string(b), "check")
+	}
+	landed := time.Now()
+	land(t, bin, []byte(wrapper))
+	if p := waitPrepared(t, c, landed, svc); p.Error != nil || p.Executable != bin {
+		t.Fatalf("the check of the landed binary: %+v, %v", p, p.Error)
+	}
+	if n := checks(); n != 1 {
+		t.Fatalf("the landed binary was checked %d times, want once", n)
+	}
+	if r := w.run(time.Minute, "service", "upgrade", bin); r.code != 0 {
+		t.Fatalf("upgrade: exit %d: %s%s\nservice log:\n%s", r.code, r.stdout, r.stderr, svc.output())
+	}
+	if n := checks(); n != 1 {
+		t.Errorf("the upgrade checked the binary again: %d checks", n)
+	}
+	if h := handOvers(svc); len(h) != 1 || !strings.Contains(h[0], "checked when it landed") {
+		t.Errorf("the service's word on the handover: %q, want it checked when it landed", h)
+	}
+	after, _ := rowsByID(t, c)
+	sameAgents(t, before, after)
+	exactlyOnce(t, 100*time.Millisecond, map[string]int{m + "-x": 1, m + "-y": 1, m + "-z": 1})
+}
+
+// The check made as a binary landed is only for that file and the offer
+// it was made against: a binary that cannot take over is shown as such
+// and changes nothing; after a reload with another config, or a rewrite
+// of the file in place before it was checked again, the upgrade checks
+// as it is asked, and goes through.
+func TestUpgradeChecksAgainWhenAnythingChanged(t *testing.T) {
+	w, svc, m, bin := preparedWorld(t)
+	c := w.client("default")
+	before, st0 := rowsByID(t, c)
+	body := readBinary(t)
+
+	landed := time.Now()
+	land(t, bin, []byte("#!/bin/sh\necho hello\n"))
+	if p := waitPrepared(t, c, landed, svc); p.Error == nil || p.Error.Code != api.CodeUpgrade || !strings.Contains(p.Error.Message, "cannot take over") {
+		t.Errorf("the check of a binary that is not a tether: %+v, want its error", p)
+	}
+	if _, st := rowsByID(t, c); st.ServicePID != st0.ServicePID || st.Service.Build != st0.Service.Build || st.Service.Upgrade != nil {
+		t.Errorf("a landed binary that cannot take over changed the service: %+v", st.Service)
+	}
+
+	// Checked, and then the config changes: the offer is another.
+	landed = time.Now()
+	land(t, bin, body)
+	if p := waitPrepared(t, c, landed, svc); p.Error != nil {
+		t.Fatalf("the check of a tether: %v", p.Error)
+	}
+	cfg, err := os.ReadFile(w.configPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.writeConfig(string(cfg) + "  - id: extra\n    command: [sleep, \"1000\"]\n")
+	if r := w.run(time.Minute, "reload"); r.code != 0 {
+		t.Fatalf("reload: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := w.run(time.Minute, "service", "upgrade", bin); r.code != 0 {
+		t.Fatalf("upgrade after a reload: exit %d: %s%s\nservice log:\n%s", r.code, r.stdout, r.stderr, svc.output())
+	}
+	if h := handOvers(svc); len(h) != 1 || strings.Contains(h[0], "checked when it landed") {
+		t.Errorf("the service's word on the handover after a reload: %q, want a check as it was asked", h)
+	}
+
+	// Checked, and then rewritten in place with its times put back: the
+	// upgrade, asked before a check of the new contents, checks itself.
+	landed = time.Now()
+	land(t, bin, body)
+	if p := waitPrepared(t, c, landed, svc); p.Error != nil {
+		t.Fatalf("the check of a tether: %v", p.Error)
+	}
+	fi, err := os.Stat(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := strings.Count(svc.output(), "is checked: an upgrade to it starts at the pause")
+	f, err := os.OpenFile(bin, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(body[:4096], 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.Chtimes(bin, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if r := w.run(time.Minute, "service", "upgrade", bin); r.code != 0 {
+		t.Fatalf("upgrade after a rewrite: exit %d: %s%s\nservice log:\n%s", r.code, r.stdout, r.stderr, svc.output())
+	}
+	// The rewrite is a change the service checks too, once it has
+	// settled: only a check made after it may stand for one.
+	again := strings.Count(svc.output(), "is checked: an upgrade to it starts at the pause") > checked
+	if h := handOvers(svc); len(h) != 2 || (!again && strings.Contains(h[1], "checked when it landed")) {
+		t.Errorf("the service's word on the handover after a rewrite: %q, want a check as it was asked", h)
+	}
+	after, _ := rowsByID(t, c)
+	sameAgents(t, before, after)
+	exactlyOnce(t, 100*time.Millisecond, map[string]int{m + "-x": 1, m + "-y": 1, m + "-z": 1})
 }

@@ -9,11 +9,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// changes are what answers an Arm: a write to a file of the directory, a
-// change of its entries, the loss of the directory, or events lost to a
-// full queue. IN_IGNORED alone (the removal of a watch that already
-// fired) does not.
-const changes = unix.IN_MODIFY | unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+// changes are what answers an Arm: a write to a file of the directory
+// or the close of a file written, a change of its entries, the loss of
+// the directory, or events lost to a full queue. IN_IGNORED alone (the
+// removal of a watch that already fired) does not.
+const changes = unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
 	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_Q_OVERFLOW
 
 // watchMask asks for those; IN_ONESHOT removes the watch at its first
