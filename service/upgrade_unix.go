@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -89,6 +90,15 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []s
 		var release func()
 		rec.Discard, release = punix.HoldSlowToClose()
 		defer release()
+		// The binary this process runs, when an install has replaced
+		// it: the exec would drop its last reference, and free the
+		// deleted file (its page cache and its blocks) on its way,
+		// before the successor's first instruction. Handed over, it is
+		// freed once the successor serves.
+		if fd, ok := openSelf(); ok {
+			defer unix.Close(fd) // only when the exec failed
+			rec.Discard = append(rec.Discard, uintptr(fd))
+		}
 	}
 	stopAt("recorded")
 	rec.Steps = stepList()
@@ -250,4 +260,14 @@ func (rec *handoverRecord) descriptors() []uintptr {
 		}
 	}
 	return out
+}
+
+// openSelf opens the file this process runs, on Linux, where
+// /proc/self/exe is that file even once its path holds another.
+func openSelf() (int, bool) {
+	if runtime.GOOS != "linux" {
+		return 0, false
+	}
+	fd, err := unix.Open("/proc/self/exe", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	return fd, err == nil
 }

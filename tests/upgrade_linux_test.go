@@ -476,6 +476,24 @@ func TestUpgradeKeepsOldGuardians(t *testing.T) {
 	}
 }
 
+// fdsTo lists the descriptors of process pid that are open on target
+// (as /proc names it).
+func fdsTo(t *testing.T, pid int, target string) []string {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatalf("the descriptors of %d: %v", pid, err)
+	}
+	var out []string
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && l == target {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
 // preparedWorld is upgradeWorld with the service running from a copy of
 // the tether binary at bin, where new binaries can land.
 func preparedWorld(t *testing.T) (w *world, svc *service, m, bin string) {
@@ -590,6 +608,14 @@ func TestUpgradeCheckedWhenItLands(t *testing.T) {
 	}
 	if h := handOvers(svc); len(h) != 1 || !strings.Contains(h[0], "checked when it landed") {
 		t.Errorf("the service's word on the handover: %q, want it checked when it landed", h)
+	}
+	// The binary the service ran before, replaced by the landing, is
+	// handed over open (so that the exec does not free it on its way),
+	// and closed once the successor serves.
+	_, st := rowsByID(t, c)
+	held := func() []string { return fdsTo(t, st.ServicePID, bin+" (deleted)") }
+	if !testproc.Until(5*time.Second, func() bool { return len(held()) == 0 }) {
+		t.Errorf("the successor still holds the binary before it: descriptors %v", held())
 	}
 	after, _ := rowsByID(t, c)
 	sameAgents(t, before, after)
