@@ -492,9 +492,19 @@ func TestTrayGrowsOnReload(t *testing.T) {
 		keys = append(keys, "Down")
 	}
 	d.run(10*time.Second, append(keys, "Right")...)
-	shot := d.waitScreen("the last agent's submenu", func(img image.Image) bool {
+	submenu := func(img image.Image) bool {
 		return light(img, left-30, lastAgent) && light(img, left-30, lastAgent+4*row)
-	})
+	}
+	// The panel sometimes opens a submenu whose items it has not built
+	// yet, and draws it empty ("children but no menu"); closing and
+	// opening it again builds it.
+	for range 2 {
+		if testproc.UntilEvery(5*time.Second, 50*time.Millisecond, func() bool { img, _ := d.screenshot(); return submenu(img) }) {
+			break
+		}
+		d.run(10*time.Second, "xdotool", "key", "Left", "Right")
+	}
+	shot := d.waitScreen("the last agent's submenu", submenu)
 	d.closeMenu(top)
 	path := filepath.Join(t.TempDir(), "tray-grown.png")
 	if err := os.WriteFile(path, shot, 0o644); err != nil {
