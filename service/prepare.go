@@ -37,7 +37,7 @@ const prepareSettle = 100 * time.Millisecond
 // the watch, and only a change wakes it.
 type preparer struct {
 	exe   string
-	check func(ctx context.Context, exe string, offer handoverOffer) (*pendingCheck, error)
+	args  []string // the global flags of the check, as the upgrade's
 	offer func() handoverOffer
 	show  func(*api.Prepared) // tells the status
 	logf  func(string, ...any)
@@ -75,10 +75,7 @@ func newPreparer(exe string, args []string, offer func() handoverOffer, show fun
 		_ = w.Close()
 		return nil
 	}
-	p := &preparer{exe: exe, offer: offer, show: show, logf: logf, watch: w, quit: make(chan struct{}), ended: make(chan struct{}),
-		check: func(ctx context.Context, exe string, o handoverOffer) (*pendingCheck, error) {
-			return checkSuccessor(ctx, exe, args, o)
-		}}
+	p := &preparer{exe: exe, args: args, offer: offer, show: show, logf: logf, watch: w, quit: make(chan struct{}), ended: make(chan struct{})}
 	// The file the service runs from is the one on disk now: nothing
 	// to check until it changes.
 	if fi, err := os.Stat(exe); err == nil {
@@ -132,7 +129,7 @@ func (p *preparer) prepare() {
 	began := time.Now()
 	offer := p.offer()
 	r := &prepared{file: fi, offer: offerSum(offer)}
-	pc, err := p.check(ctx, p.exe, offer)
+	pc, err := checkSuccessor(ctx, p.exe, p.args, offer)
 	if err == nil {
 		r.ans = pc.ans
 		r.form, r.err = pc.verdict()
@@ -211,7 +208,6 @@ func (p *preparer) close() {
 
 // offerSum tells one offer from another.
 func offerSum(o handoverOffer) [sha256.Size]byte {
-	o.ParseApart = true // as checkSuccessor sends it
 	b, _ := json.Marshal(o)
 	return sha256.Sum256(b)
 }

@@ -21,18 +21,7 @@ import (
 // inotifyFDs counts the inotify instances process pid holds.
 func inotifyFDs(t *testing.T, pid int) int {
 	t.Helper()
-	dir := fmt.Sprintf("/proc/%d/fd", pid)
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatalf("the descriptors of %d: %v", pid, err)
-	}
-	n := 0
-	for _, e := range ents {
-		if target, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && target == "anon_inode:inotify" {
-			n++
-		}
-	}
-	return n
+	return len(fdsTo(t, pid, "anon_inode:inotify"))
 }
 
 // upgradeWorld is a service running three agents: x ignores SIGTERM and
