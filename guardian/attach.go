@@ -50,18 +50,55 @@ type Handoff struct {
 // after is read. It fails with ErrSessionEnded when the guardian ended
 // first (its final event is on Events).
 func (s *Session) Detach() (*Handoff, error) {
-	reply := make(chan []byte, 1)
+	d := s.BeginDetach()
+	select {
+	case pending := <-d.Parked():
+		return d.Handoff(pending), nil
+	case <-s.done:
+		return nil, d.Ended()
+	}
+}
+
+// Detaching is a Detach begun (BeginDetach): the owner waits for Parked,
+// or for the session's Done, while it drains Events itself, with no
+// goroutine of its own for the wait.
+type Detaching struct {
+	s     *Session
+	reply chan []byte
+}
+
+// BeginDetach asks the session's reader to park at a message boundary and
+// returns at once. Parked then yields the bytes read and not yet parsed,
+// once the reader has parked; if Done is closed first, the session ended
+// before it could be detached, and Ended says so.
+func (s *Session) BeginDetach() *Detaching {
+	d := &Detaching{s: s, reply: make(chan []byte, 1)}
 	s.parkFlag.Store(true)
+	// Left for the reader, which takes it when it parks: park holds one.
+	// It is full only with the reply of a detach whose session ended,
+	// and then this one's session has ended too (Done is closed).
+	select {
+	case s.park <- d.reply:
+	default:
+	}
 	// Wake the reader, if it waits in a read: it parks at once, with
 	// what it had of a line kept for the next owner.
 	_ = s.conn.SetReadDeadline(time.Unix(1, 0))
-	select {
-	case s.park <- reply:
-	case <-s.done:
-		s.parkFlag.Store(false)
-		return nil, ErrSessionEnded
-	}
-	return &Handoff{s: s, Pending: <-reply}, nil
+	return d
+}
+
+// Parked yields the reader's unread bytes once it has parked.
+func (d *Detaching) Parked() <-chan []byte { return d.reply }
+
+// Handoff is the tether of a parked session, with the bytes Parked
+// yielded.
+func (d *Detaching) Handoff(pending []byte) *Handoff { return &Handoff{s: d.s, Pending: pending} }
+
+// Ended is what a detach whose session ended first comes to:
+// ErrSessionEnded.
+func (d *Detaching) Ended() error {
+	d.s.parkFlag.Store(false)
+	return ErrSessionEnded
 }
 
 // parkHere is run's side of Detach: it hands over what it read and waits

@@ -179,3 +179,34 @@ func TestAttachVersion1Guardian(t *testing.T) {
 		t.Fatal("the old guardian left its tree's directory or lock")
 	}
 }
+
+// A session whose guardian has ended cannot be detached: Detach says so
+// at once, as often as it is asked, and never waits for a reader that is
+// gone.
+func TestDetachAfterTheEnd(t *testing.T) {
+	e := newWorld(t)
+	s := e.start(e.spec("ended", "env"))
+	e.waitAnnounced(map[string]int{"leader": 1})
+	if err := s.Stop(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	for range s.Events() {
+	}
+	done := make(chan error, 2)
+	go func() {
+		for range 2 {
+			_, err := s.Detach()
+			done <- err
+		}
+	}()
+	for i := range 2 {
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrSessionEnded) {
+				t.Fatalf("detach %d of an ended session: %v, want ErrSessionEnded", i+1, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("detach %d of an ended session still waits after 10 s", i+1)
+		}
+	}
+}

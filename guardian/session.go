@@ -50,7 +50,7 @@ type Session struct {
 	// hands rd's unread bytes to the next owner.
 	rd *lineReader
 
-	park     chan chan []byte // Detach asks run to stop reading at a message boundary
+	park     chan chan []byte // Detach leaves run where to hand over, once it stopped reading at a message boundary
 	unpark   chan bool        // true: read on (Resume); false: let go (Release)
 	parkFlag atomic.Bool      // set by Detach while it waits for run to park
 	attached chan struct{}    // closed once the guardian answered attach (or the session ended)
@@ -179,7 +179,7 @@ func newSession(spec Spec, conn tetherConn, rd *lineReader, proc guardianProcess
 		events:   make(chan Event, eventBuffer),
 		stopped:  make(chan struct{}),
 		done:     make(chan struct{}),
-		park:     make(chan chan []byte),
+		park:     make(chan chan []byte, 1),
 		unpark:   make(chan bool),
 		attached: make(chan struct{}),
 	}

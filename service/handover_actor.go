@@ -74,22 +74,21 @@ type frozenActor struct {
 func (a *actor) freeze() agentHandover {
 	for a.session != nil {
 		s := a.session
-		type detached struct {
-			h   *guardian.Handoff
-			err error
-		}
-		res := make(chan detached, 1)
-		go func() {
-			h, err := s.Detach()
-			res <- detached{h, err}
-		}()
-		var d detached
+		// The actor waits for the reader itself, draining its events
+		// meanwhile: no goroutine per agent for the wait, which at
+		// hundreds of agents was most of the freeze.
+		d := s.BeginDetach()
+		var h *guardian.Handoff
 	wait:
 		for {
 			select {
 			case ev, ok := <-a.events:
 				a.absorb(ev, ok)
-			case d = <-res:
+			case pending := <-d.Parked():
+				h = d.Handoff(pending)
+				break wait
+			case <-s.Done():
+				_ = d.Ended()
 				break wait
 			}
 		}
@@ -104,17 +103,17 @@ func (a *actor) freeze() agentHandover {
 				drained = true
 			}
 		}
-		if d.err == nil && a.session == s {
+		if h != nil && a.session == s {
 			st := a.handover()
 			st.Tether = &tetherHandover{Version: s.Version(), Guardian: platform.Ref{Pid: s.GuardianPID(), Start: s.Ready().GuardianStart},
-				Ready: s.Ready(), Pending: d.h.Pending, handoff: d.h}
+				Ready: s.Ready(), Pending: h.Pending, handoff: h}
 			return st
 		}
-		if d.err == nil {
+		if h != nil {
 			// The session ended and a new one began while it was
 			// detached: impossible, as nothing is read once parked;
 			// hand the old one back all the same.
-			d.h.Resume()
+			h.Resume()
 		}
 	}
 	return a.handover()
