@@ -38,8 +38,12 @@ import (
 // the new binary (Parsed), so that the successor reads the rest without
 // scanning the agents, decodes the agents beside the config, and need not
 // parse the config again. Version 4 may be in memory (recordInMemory).
+// Version 5 writes the config's source on a line of its own
+// (sourceApart), after the agents: the record's first line, which the
+// successor reads before anything else, is then a few hundred bytes, and
+// the source is decoded beside the agents, with the config.
 const (
-	HandoverVersion    = 4
+	HandoverVersion    = 5
 	MinHandoverVersion = 1
 )
 
@@ -47,6 +51,11 @@ const (
 // but its agents, the agents, and the parsed config if there is one,
 // each a line of compact JSON (which has no newline of its own).
 const agentsApart = 3
+
+// sourceApart is the first record version with the config's source on
+// its own line, between the agents and the parsed config: a JSON string,
+// as encoding/json writes bytes.
+const sourceApart = 5
 
 // handoverEnv names the record in a successor's environment; "tether
 // service run" started with it takes over instead of starting afresh.
@@ -86,7 +95,8 @@ type handoverRecord struct {
 	// Discard (version 2, Unix) lists descriptors the writer held for
 	// itself whose close waits on the kernel (its directory watches):
 	// handed over so that the execve does not close them and make the
-	// successor wait before it serves, they are closed once it serves.
+	// successor wait before it serves, they are closed once it has
+	// answered and taken the guardians over.
 	Discard []uintptr `json:"discard,omitempty"`
 	// Parsed (version 3) is Config in the parsed form of the build
 	// ParsedBy (see config.ParsedForm): a successor of that build reads
@@ -94,6 +104,9 @@ type handoverRecord struct {
 	// record's third line.
 	Parsed   json.RawMessage `json:"-"`
 	ParsedBy string          `json:"parsed_by,omitempty"`
+	// source (version 5) is the line that holds Config.Source, as read
+	// and not yet decoded: config decodes it.
+	source json.RawMessage
 }
 
 type handoverConfig struct {
@@ -148,11 +161,22 @@ func encodeHandover(rec *handoverRecord, agents []byte) ([]byte, error) {
 	if rec.Version < agentsApart {
 		return json.Marshal(rec)
 	}
+	head := rec
+	var source []byte
+	if rec.Version >= sourceApart {
+		c := *rec
+		c.Config.Source = nil
+		head = &c
+		var err error
+		if source, err = json.Marshal(rec.Config.Source); err != nil {
+			return nil, err
+		}
+	}
 	// The outer Agents, nil and omitted, hides the record's own.
 	b, err := json.Marshal(struct {
 		*handoverRecord
 		Agents *struct{} `json:"agents,omitempty"`
-	}{handoverRecord: rec})
+	}{handoverRecord: head})
 	if err != nil {
 		return nil, err
 	}
@@ -162,6 +186,9 @@ func encodeHandover(rec *handoverRecord, agents []byte) ([]byte, error) {
 		}
 	}
 	b = slices.Concat(b, []byte("\n"), agents, []byte("\n"))
+	if source != nil {
+		b = append(append(b, source...), '\n')
+	}
 	switch {
 	case len(rec.Parsed) == 0:
 	case bytes.IndexByte(rec.Parsed, '\n') < 0:
@@ -275,16 +302,25 @@ func readHandover(path, profile string) (*handoverRecord, *recordAgents, error) 
 		return nil, nil, fmt.Errorf("%w %s: version %d with its agents inside the record", ErrHandoverRecord, path, rec.Version)
 	case rec.Version >= agentsApart && len(lines) == 0:
 		return nil, nil, fmt.Errorf("%w %s: version %d without its agents after the record", ErrHandoverRecord, path, rec.Version)
-	case len(lines) > 2:
+	case rec.Version >= sourceApart && len(lines) < 2:
+		return nil, nil, fmt.Errorf("%w %s: version %d without the config's source after its agents", ErrHandoverRecord, path, rec.Version)
+	case rec.Version >= sourceApart && rec.Config.Source != nil:
+		return nil, nil, fmt.Errorf("%w %s: version %d with the config's source inside the record", ErrHandoverRecord, path, rec.Version)
+	case rec.Version >= sourceApart && len(lines) > 3:
+		return nil, nil, fmt.Errorf("%w %s: %d lines after the record, want the agents, the config's source and the parsed config", ErrHandoverRecord, path, len(lines))
+	case rec.Version < sourceApart && len(lines) > 2:
 		return nil, nil, fmt.Errorf("%w %s: %d lines after the record, want the agents and the parsed config", ErrHandoverRecord, path, len(lines))
 	}
 	raw := head.Agents
 	if rec.Version >= agentsApart {
-		// Left to decodeAgents, and the parsed config to config, which
-		// find out whether they are JSON.
-		raw = lines[0]
-		if len(lines) == 2 {
-			rec.Parsed = lines[1]
+		// Left to decodeAgents, and the source and the parsed config to
+		// config, which find out whether they are JSON.
+		raw, lines = lines[0], lines[1:]
+		if rec.Version >= sourceApart {
+			rec.source, lines = lines[0], lines[1:]
+		}
+		if len(lines) == 1 {
+			rec.Parsed = lines[0]
 		}
 	}
 	return &rec, &recordAgents{path: path, raw: raw}, nil
@@ -327,6 +363,12 @@ func splitAgents(raw []byte) (agents [][]byte, ok bool) {
 // config parses the config the record carries, as the service before
 // had parsed it.
 func (rec *handoverRecord) config() (*config.Config, error) {
+	if rec.source != nil {
+		if err := json.Unmarshal(rec.source, &rec.Config.Source); err != nil {
+			return nil, fmt.Errorf("%w: the config's source: %v", ErrHandoverRecord, err)
+		}
+		rec.source = nil
+	}
 	name := rec.Config.Path
 	if len(rec.Parsed) > 0 && rec.ParsedBy != "" && rec.ParsedBy == selfBuild() {
 		if cfg, err := config.FromParsedForm(name, rec.Config.Source, rec.Parsed); err == nil {

@@ -40,8 +40,18 @@ func TestHandoverRecordRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if lines := bytes.Count(bytes.TrimSpace(b), []byte("\n")) + 1; (v >= agentsApart) != (lines == 3) || (v < agentsApart) != (lines == 1) {
-			t.Errorf("version %d in %d lines:\n%s", v, lines, b)
+		wantLines := 1
+		switch {
+		case v >= sourceApart:
+			wantLines = 4
+		case v >= agentsApart:
+			wantLines = 3
+		}
+		if lines := bytes.Count(bytes.TrimSpace(b), []byte("\n")) + 1; lines != wantLines {
+			t.Errorf("version %d in %d lines, want %d:\n%s", v, lines, wantLines, b)
+		}
+		if first, _, _ := bytes.Cut(b, []byte("\n")); v >= sourceApart && bytes.Contains(first, []byte(`"source":"`)) {
+			t.Errorf("version %d: the config's source in the first line: %s", v, first)
 		}
 		got, agents, err := readHandover(path, "p")
 		if err != nil {
@@ -57,6 +67,9 @@ func TestHandoverRecordRoundTrip(t *testing.T) {
 			got.Agents[0].Tether == nil || got.Agents[0].Tether.Conn != 9 || got.Agents[1].Row.State != api.StateStopped {
 			t.Errorf("version %d: agents read back %+v, wrote %+v", v, got.Agents, rec.Agents)
 		}
+		if _, err := got.config(); err != nil {
+			t.Fatalf("version %d: the config read back: %v", v, err)
+		}
 		if got.Version != v || len(got.Discard) != 2 || got.Discard[1] != 12 || string(got.Config.Source) != "agents: []\n" {
 			t.Errorf("version %d: read back %+v", v, got)
 		}
@@ -70,10 +83,13 @@ func TestHandoverRecordRoundTrip(t *testing.T) {
 
 	// Records that are not what their version says are refused whole.
 	for _, body := range []string{
-		`{"version":3,"profile":"p"}`,                      // its agents are missing
-		`{"version":3,"profile":"p","agents":[]}` + "\n[]", // inside and apart
-		`{"version":2,"profile":"p","agents":[]}` + "\n[]", // apart before version 3
-		`{"version":3,"profile":"p"}` + "\n[]\n[]\n[]",     // a line too many
+		`{"version":3,"profile":"p"}`,                                               // its agents are missing
+		`{"version":3,"profile":"p","agents":[]}` + "\n[]",                          // inside and apart
+		`{"version":2,"profile":"p","agents":[]}` + "\n[]",                          // apart before version 3
+		`{"version":3,"profile":"p"}` + "\n[]\n[]\n[]",                              // a line too many
+		`{"version":5,"profile":"p"}` + "\n[]",                                      // its source is missing
+		`{"version":5,"profile":"p","config":{"source":"YQ=="}}` + "\n[]\n\"YQ==\"", // inside and apart
+		`{"version":5,"profile":"p"}` + "\n[]\n\"YQ==\"\n[]\n[]",                    // a line too many
 	} {
 		path := filepath.Join(dir, "mixed.json")
 		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
@@ -101,6 +117,19 @@ func TestHandoverRecordRoundTrip(t *testing.T) {
 		if err := got.decodeAgents(agents); !errors.Is(err, ErrHandoverRecord) {
 			t.Errorf("%s: agents that do not decode: %v, want ErrHandoverRecord", body, err)
 		}
+	}
+
+	// A source that does not decode is found by config.
+	bad := filepath.Join(dir, "source.json")
+	if err := os.WriteFile(bad, []byte(`{"version":5,"profile":"p"}`+"\n[]\n{\"not\":\"bytes\"}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := readHandover(bad, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := got.config(); !errors.Is(err, ErrHandoverRecord) {
+		t.Errorf("a source that is not a string: %v, want ErrHandoverRecord", err)
 	}
 }
 

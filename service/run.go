@@ -99,17 +99,20 @@ func Run(p Paths, exe, version string, stderr io.Writer) int {
 		}
 		c.setUpgrade(up)
 		stopAt("serving")
-		b.inherit.served()
 		// The clients that queued during the handover are answered
 		// first: the guardians' tethers are made sessions once the
 		// first answer is out, or after attachWait (an actor's
-		// commands wait for its session meanwhile).
+		// commands wait for its session meanwhile). What the service
+		// before held for this one to close goes last: the close of a
+		// binary an install replaced frees its pages, milliseconds of
+		// a core that the first answers need more.
 		go func() {
 			select {
 			case <-srv.Answered():
 			case <-time.After(attachWait):
 			}
 			attachAll(p, b, logf)
+			b.inherit.served()
 			restoreGC()
 			logf("profile %q taken over on %s (upgrade %s in %v: %s) with %d agent(s) from %s", p.Profile, p.Socket, up.ID, up.Took.Round(time.Microsecond), formatSteps(stepList()), len(b.cfg.Agents), b.cfg.Path)
 		}()

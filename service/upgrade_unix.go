@@ -41,7 +41,8 @@ type inheritance struct {
 	// listener is the API's: an *apiListener, whose socket at the time
 	// of the handover is the one inherited (see currentListener).
 	listener net.Listener
-	// discard, in a successor, is what it is to close once it serves.
+	// discard, in a successor, is what it is to close once it has
+	// answered and taken the guardians over (served).
 	discard []uintptr
 }
 
@@ -94,7 +95,8 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []s
 		// it: the exec would drop its last reference, and free the
 		// deleted file (its page cache and its blocks) on its way,
 		// before the successor's first instruction. Handed over, it is
-		// freed once the successor serves.
+		// freed once the successor has answered and taken the guardians
+		// over.
 		if fd, ok := openSelf(); ok {
 			defer unix.Close(fd) // only when the exec failed
 			rec.Discard = append(rec.Discard, uintptr(fd))
@@ -223,7 +225,8 @@ func (in *inheritance) prepared() error                                    { ret
 func (in *inheritance) tookOver([]*guardian.Session, func(string, ...any)) {}
 
 // served closes, in the background, what the service before held for
-// itself (see handoverRecord.Discard): the API answers by now.
+// itself (see handoverRecord.Discard): the API has answered by now, and
+// the guardians are attached.
 func (in *inheritance) served() {
 	punix.CloseLater(in.discard)
 	in.discard = nil
