@@ -40,10 +40,12 @@ func (s *Server) Pause(ctx context.Context, handover bool) error {
 	s.pausing, s.resumed = true, make(chan struct{})
 	s.handingOver.Store(handover)
 	s.mu.Unlock()
-	// Every answer from now on closes its connection.
+	// Every answer from now on closes its connection. Nothing more is
+	// accepted before the streams end: a client that reconnects on its
+	// handover event waits in the backlog for the next owner.
 	g.hs.SetKeepAlivesEnabled(false)
-	g.endStreams()
 	_ = g.ln.Close()
+	g.endStreams()
 	defer func() { _ = d.SetDeadline(time.Time{}) }()
 	select {
 	case <-g.served:

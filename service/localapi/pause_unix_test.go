@@ -4,7 +4,11 @@ package localapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,4 +116,37 @@ func (s *slowStart) Start(ctx context.Context, id string, noWait bool) (api.Agen
 	}
 	<-s.release
 	return s.fakeBackend.Start(ctx, id, noWait)
+}
+
+// A stream that begins after a pause ended the streams (its connection
+// accepted just before) says only where to go on: a handover event and
+// no hello, which its successor's would repeat.
+func TestStreamBegunInThePauseSaysOnlyHandover(t *testing.T) {
+	ts := serve(t, newFake())
+	for _, handover := range []bool{true, false} {
+		closing := make(chan struct{})
+		close(closing)
+		ts.srv.handingOver.Store(handover)
+		req := httptest.NewRequest(http.MethodGet, api.PathEvents, nil)
+		req = req.WithContext(context.WithValue(req.Context(), closingKey{}, closing))
+		rec := httptest.NewRecorder()
+		ts.srv.events(rec, req)
+		want := ""
+		if handover {
+			want = api.EventHandover
+		}
+		var got []string
+		dec := json.NewDecoder(rec.Body)
+		for {
+			var ev api.Event
+			if err := dec.Decode(&ev); err != nil {
+				break
+			}
+			got = append(got, ev.Type)
+		}
+		if strings.Join(got, ",") != want {
+			t.Errorf("handing over %v: the stream said %q, want %q", handover, got, want)
+		}
+	}
+	ts.srv.handingOver.Store(false)
 }

@@ -487,6 +487,17 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 		return enc.Encode(ev) == nil && rc.Flush() == nil
 	}
+	// A stream accepted just before a pause ended the streams has
+	// nothing to tell but where to go on: a hello from a service about
+	// to hand over would only come twice, its successor's after it.
+	select {
+	case <-closing:
+		if s.handingOver.Load() {
+			send(api.Event{Type: api.EventHandover})
+		}
+		return
+	default:
+	}
 	if !send(api.Event{Type: api.EventHello, Status: &st}) {
 		return
 	}
