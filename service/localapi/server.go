@@ -452,9 +452,6 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			logs = append(logs, id)
 		}
 	}
-	// Subscribe before reading the status: a change made in between is
-	// then sent after the hello (again, which is harmless: an agent event
-	// is the whole row) rather than lost.
 	tail := 0
 	if v := r.URL.Query().Get("n"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -465,9 +462,6 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		tail = n
 	}
 	closing, _ := r.Context().Value(closingKey{}).(chan struct{})
-	ch, cancel := s.b.Subscribe(logs, tail)
-	defer cancel()
-	st := s.b.Status()
 
 	rc := http.NewResponseController(w)
 	// Each line gets a fresh write deadline, and so does the end of the
@@ -487,17 +481,28 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 		return enc.Encode(ev) == nil && rc.Flush() == nil
 	}
-	// A stream accepted just before a pause ended the streams has
-	// nothing to tell but where to go on: a hello from a service about
-	// to hand over would only come twice, its successor's after it.
-	select {
-	case <-closing:
+	// The stream's end: where to go on, when the service hands over.
+	end := func() {
 		if s.handingOver.Load() {
 			send(api.Event{Type: api.EventHandover})
 		}
+	}
+	// A stream accepted just before a pause ended the streams has
+	// nothing to tell but where to go on: a hello from a service about
+	// to hand over would only come twice, its successor's after it. Nor
+	// is the status read for it, in the pause.
+	select {
+	case <-closing:
+		end()
 		return
 	default:
 	}
+	// Subscribe before reading the status: a change made in between is
+	// then sent after the hello (again, which is harmless: an agent event
+	// is the whole row) rather than lost.
+	ch, cancel := s.b.Subscribe(logs, tail)
+	defer cancel()
+	st := s.b.Status()
 	if !send(api.Event{Type: api.EventHello, Status: &st}) {
 		return
 	}
@@ -506,9 +511,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case <-closing:
-			if s.handingOver.Load() {
-				send(api.Event{Type: api.EventHandover})
-			}
+			end()
 			return
 		case ev, ok := <-ch:
 			if !ok || !send(ev) {
