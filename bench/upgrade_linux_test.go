@@ -30,7 +30,7 @@ import (
 //     milliseconds check the new binary, with the API answering);
 //   - gap-ms: from the moment the API stopped accepting (the pause,
 //     Status.Service.Upgrade.Paused) until that first answer: how long
-//     the API did not answer;
+//     the API did not answer, which the target (50 ms) bounds;
 //   - wait-max-ms: the longest any status request waited during the
 //     upgrade (it queues in the listener's backlog meanwhile);
 //   - refused: status requests that failed (the target is none);
@@ -119,7 +119,15 @@ func benchUpgrades(b *testing.B, land bool) {
 	b.ReportMetric(millis(quantile(waitMax, 1)), "wait-max-ms")
 	b.ReportMetric(float64(refused), "refused")
 	b.ReportMetric(float64(changed), "changed")
-	checkTarget(b, "API answering again after the upgrade began", millis(quantile(again, 1)), 50, "ms")
+	// The target is the API's silence, which the pause begins. For a
+	// binary checked as it landed, the request is the pause, and the
+	// request's figure is held to the target too. A binary checked as it
+	// is asked is run first, for its versions and its parse of the
+	// config, while the service answers as before: that check is part of
+	// again-ms and not of the silence.
+	if land {
+		checkTarget(b, "API answering again after the upgrade began", millis(quantile(again, 1)), 50, "ms")
+	}
 	checkTarget(b, "API answering again after it paused", millis(quantile(gap, 1)), 50, "ms")
 	checkTarget(b, "status requests refused during upgrades", float64(refused), 0, "")
 	checkTarget(b, "agents changed by upgrades", float64(changed), 0, "")
