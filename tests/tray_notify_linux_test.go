@@ -643,8 +643,9 @@ func TestTrayNotificationScreenshot(t *testing.T) {
 	var r image.Rectangle
 	var btns []image.Point
 	shot := d.waitScreen("xfce4-notifyd's bubble with three buttons", func(img image.Image) bool {
-		for _, r = range d.notifydBubbles() {
-			if btns = buttons(img, r, 3); len(btns) == 3 {
+		for _, bubble := range d.notifydBubbles() {
+			if btns = buttons(img, bubble, 3); len(btns) == 3 {
+				r = bubble
 				return true
 			}
 		}
