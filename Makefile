@@ -1,5 +1,5 @@
 # make build  - bin/tether, static (no cgo: the guardian starts faster)
-# make test   - everything CI runs: format, vet, staticcheck, tests, cross-builds, the Windows tests under Wine
+# make test   - everything CI runs: commit subjects, format, vet, staticcheck, tests, cross-builds, the Windows tests under Wine
 # make wine   - the Windows tests alone, under Wine (WINE_PACKAGES=... to choose)
 # make bench  - the benchmarks whose figures are in docs/benchmarks.md
 # make soak   - every lifetime test 20 times over
@@ -15,14 +15,20 @@ BENCHTIME   ?= 50x
 FUZZTIME    ?= 1m
 FUZZPARALLEL ?= 1
 
-.PHONY: build test deps fmt vet staticcheck unit fuzz-short cross wine bench soak peers torture fuzz
+.PHONY: build test commits deps fmt vet staticcheck unit fuzz-short cross wine bench soak peers torture fuzz
 
 # The binary is also the guardian, exec'd once per agent start: without
 # cgo it is static and skips the dynamic loader (about 1-2 ms a start).
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/tether .
 
-test: deps fmt vet staticcheck unit fuzz-short cross wine
+test: commits deps fmt vet staticcheck unit fuzz-short cross wine
+
+# Every commit subject after .ci/commits' base is `area: text`, at most 72
+# characters; a clone without that base (shallow) skips, saying so.
+commits:
+	@bash .ci/commits --self-test
+	@bash .ci/commits
 
 # System packages the tests use: installed when root with apt-get,
 # otherwise a SKIP line (a failure with CI=true).
