@@ -114,16 +114,16 @@ func (a *adoptListener) handle(c net.Conn) {
 	}
 	refuse := func(msg string) {
 		a.logf("adopt socket: refused pid %d: %s", p.PID, msg)
-		_ = writeMessage(c, message{Type: msgFailed, Version: speaks, Failure: &failure{Code: CodeContention, Message: msg}})
+		_ = writeMessage(c, message{Type: msgFailed, Version: ProtocolVersion, Failure: &failure{Code: CodeContention, Message: msg}})
 	}
 	switch {
 	case m.Type == msgQuery:
 		info := a.info
-		_ = writeMessage(c, message{Type: msgWaiting, Version: speaks, Waiting: &info})
+		_ = writeMessage(c, message{Type: msgWaiting, Version: ProtocolVersion, Waiting: &info})
 	case m.Type != msgAttach:
 		refuse(fmt.Sprintf("first message is %q, want %q or %q", m.Type, msgAttach, msgQuery))
-	case m.Version < 2 || !versionOK(m.Version):
-		refuse(fmt.Sprintf("protocol version %d cannot adopt; this guardian speaks %d to %d", m.Version, 2, speaks))
+	case !versionOK(m.Version):
+		refuse(fmt.Sprintf("protocol version %d; this guardian speaks %d", m.Version, ProtocolVersion))
 	case m.Profile != a.profile:
 		refuse(fmt.Sprintf("the tree belongs to profile %q, not %q", a.profile, m.Profile))
 	default:
@@ -180,7 +180,7 @@ func Adopt(ctx context.Context, spec Spec, path string) (*Session, error) {
 	_ = c.SetDeadline(time.Time{})
 	r := *m.Ready
 	s := newSession(spec, c, rd, WatchedProcess(platform.Ref{Pid: r.GuardianPID, Start: r.GuardianStart}))
-	s.ready, s.version = r, min(m.Version, ProtocolVersion)
+	s.ready, s.version = r, m.Version
 	s.markAttached()
 	s.events <- Event{Type: EventAttached, Time: m.Time, Ready: &r, Status: m.Detail, MainPID: m.MainPID}
 	go s.run()

@@ -10,17 +10,15 @@ import (
 	"github.com/tether-dev/tether/platform"
 )
 
-// A tether changes owner in two ways, both in protocol version 2:
+// A tether changes owner in two ways:
 //
 //   - An upgrade: the owner Detaches each Session, which stops reading at
 //     a message boundary, and gives the tether, the bytes read off it but
 //     not yet parsed (Handoff.Pending) and what it knew to its successor,
 //     which makes a Session of them again with Attach. On Unix the
 //     successor is the same process after execve; on Windows a new
-//     process, into which the pipe end was duplicated. A guardian of
-//     version 2 is sent attach and answers attached; one of version 1 is
-//     not told anything and goes on as before, which on Unix, where the
-//     owner's pid does not change, is all it needs.
+//     process, into which the pipe end was duplicated. The guardian is
+//     sent attach and answers attached.
 //   - An adoption: a guardian whose owner died while it had
 //     survive_crash waits at its adopt socket; a new owner of the same
 //     profile dials it, sends attach and gets attached (Adopt).
@@ -145,8 +143,8 @@ type Attachment struct {
 	// process as the previous owner after execve), to be reaped; on
 	// Windows a process watched by its handle.
 	Proc guardianProcess
-	// Version is the guardian's protocol version: attach is sent from 2
-	// on.
+	// Version is the guardian's protocol version: one other than
+	// ProtocolVersion is refused.
 	Version int
 	// Ready is what the previous owner knew of the agent.
 	Ready Ready
@@ -161,12 +159,11 @@ type Attachment struct {
 }
 
 // Attach makes a Session of a tether handed over by the previous owner.
-// A guardian of version 2 is sent attach: its attached answer arrives as
-// an EventAttached, and Attached is closed then; one of version 1 is
-// told nothing (Attached is closed at once).
+// The guardian is sent attach: its attached answer arrives as an
+// EventAttached, and Attached is closed then.
 func Attach(spec Spec, a Attachment) (*Session, error) {
 	if !versionOK(a.Version) {
-		return nil, fmt.Errorf("attaching the guardian of %q: it speaks protocol version %d; this tether speaks %d to %d", spec.Identity, a.Version, MinProtocolVersion, ProtocolVersion)
+		return nil, fmt.Errorf("attaching the guardian of %q: it speaks protocol version %d; this tether speaks %d", spec.Identity, a.Version, ProtocolVersion)
 	}
 	// A deadline the previous owner left to park its reader (in this
 	// very process, after execve or in a test) must not cut this one.
@@ -181,20 +178,15 @@ func Attach(spec Spec, a Attachment) (*Session, error) {
 }
 
 // SendAttach tells the guardian of an attached session that this process
-// owns its tether now (version 2 and later; for version 1 it only closes
-// Attached). A failed write means the guardian is gone or going: its EOF
+// owns its tether now. A failed write means the guardian is gone or going: its EOF
 // follows, and with it the lost event.
 func (s *Session) SendAttach() {
-	if s.version < 2 {
-		s.markAttached()
-		return
-	}
 	owner := s.owner
 	_ = s.write(message{Type: msgAttach, Version: ProtocolVersion, Owner: &owner, Profile: s.spec.Profile})
 }
 
-// Attached is closed once the guardian has answered attach (for a
-// guardian of version 1, at once), or the session has ended.
+// Attached is closed once the guardian has answered attach, or the
+// session has ended.
 func (s *Session) Attached() <-chan struct{} { return s.attached }
 
 // processWatch is a guardian that is not this process's child (an

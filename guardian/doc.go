@@ -31,7 +31,7 @@
 // guardian whose owner died while its agent had survive_crash (the
 // guardian's wait is orphan.go, its adopt socket adopt.go). The two sides
 // speak the protocol of protocol.go: typed JSON lines, the first each way
-// carrying a version, each side speaking the older of the two.
+// carrying a version, which the other side refuses unless it is its own.
 //
 // This package knows nothing of the service, its config or its state; it
 // takes paths and argv from its caller and leaves policy (restarts,

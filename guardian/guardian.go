@@ -166,9 +166,7 @@ func (g *guardian) serve(term <-chan os.Signal) int {
 		g.fail(&failure{Code: CodeConfig, Message: fmt.Sprintf("first message is %q, want %q", m.Type, msgStart)})
 		return 1
 	case !versionOK(m.Version):
-		// An owner of any version this binary knows is answered in the
-		// version this guardian speaks, which its first answer carries.
-		g.fail(&failure{Code: CodeConfig, Message: fmt.Sprintf("protocol version %d; this guardian speaks %d to %d", m.Version, MinProtocolVersion, speaks)})
+		g.fail(&failure{Code: CodeConfig, Message: fmt.Sprintf("protocol version %d; this guardian speaks %d", m.Version, ProtocolVersion)})
 		return 1
 	}
 	g.req = *m.Start
@@ -193,11 +191,11 @@ func (g *guardian) serve(term <-chan os.Signal) int {
 	if g.req.Reclaim {
 		g.release()
 		g.logf("identity reclaimed")
-		g.send(message{Type: msgStopped, Version: speaks, Reason: ReasonReclaimed, Cleanup: &Cleanup{Code: CleanupOK}})
+		g.send(message{Type: msgStopped, Version: ProtocolVersion, Reason: ReasonReclaimed, Cleanup: &Cleanup{Code: CleanupOK}})
 		return 0
 	}
 	g.logf("started %s as pid %d (%s, private dir %s)", g.req.Argv[0], g.agentPid, g.containment(), g.privateDir)
-	g.send(message{Type: msgReady, Version: speaks, Ready: g.ready()})
+	g.send(message{Type: msgReady, Version: ProtocolVersion, Ready: g.ready()})
 	// Not at once: dropping pages flushes the TLBs of the other cores,
 	// interrupting the owner that is reading this ready and the agent
 	// that is starting, which made starts about 0.7 ms slower.
@@ -278,7 +276,7 @@ func (g *guardian) send(m message) {
 }
 
 func (g *guardian) fail(f *failure) {
-	g.send(message{Type: msgFailed, Version: speaks, Failure: f})
+	g.send(message{Type: msgFailed, Version: ProtocolVersion, Failure: f})
 }
 
 // removeOldDir removes the private directory an earlier tree of this
@@ -441,7 +439,7 @@ func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
 				if m.Timeout != nil && *m.Timeout > 0 {
 					timeout = m.Timeout.d()
 				}
-			case m.Type == msgAttach && speaks >= 2:
+			case m.Type == msgAttach:
 				g.attach(m, rw)
 			default:
 				g.logf("ignoring unexpected %q message", m.Type)
@@ -539,7 +537,7 @@ func (g *guardian) attach(m message, rw *readyWatch) {
 		}
 		g.logf("the tether has a new owner, pid %d (protocol version %d)", m.Owner.Pid, m.Version)
 	}
-	g.send(message{Type: msgAttached, Version: speaks, Ready: g.current(rw), Detail: rw.status, MainPID: rw.mainPID})
+	g.send(message{Type: msgAttached, Version: ProtocolVersion, Ready: g.current(rw), Detail: rw.status, MainPID: rw.mainPID})
 }
 
 // teardown stops the tree, removes the private directory and the

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -137,46 +136,6 @@ func TestDetachResume(t *testing.T) {
 	}
 	if len(got) != 2 || got[0] != EventExited || got[1] != EventStopped {
 		t.Fatalf("events after resume %v, want [exited stopped]", got)
-	}
-}
-
-// An old guardian, of protocol version 1, under a new owner: the
-// successor does not send attach (version 1 has none), and the session
-// works as before: its reports arrive, a stop stops it.
-func TestAttachVersion1Guardian(t *testing.T) {
-	e := newWorld(t)
-	wrapper := filepath.Join(e.dir, "guardian-v1")
-	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nexec '"+e.exe+"' guardian-v1\n"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	spec := e.spec("old-guardian", "polite")
-	spec.Executable = wrapper
-	s, err := Start(context.Background(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Version() != 1 {
-		t.Fatalf("session speaks version %d with a version 1 guardian", s.Version())
-	}
-	rs := politeTree(e, s)
-	r := s.Ready()
-	s2 := handOver(t, s)
-	if s2.Version() != 1 {
-		t.Fatalf("attached session speaks version %d", s2.Version())
-	}
-	if err := s2.Stop(context.Background(), 0); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	var got []EventType
-	for ev := range s2.Events() {
-		got = append(got, ev.Type)
-	}
-	if len(got) != 1 || got[0] != EventStopped {
-		t.Fatalf("events %v, want [stopped]", got)
-	}
-	waitGone(t, rs, 100*time.Millisecond)
-	if !gone(r.PrivateDir) || !lockFree(t, r.LockPath) {
-		t.Fatal("the old guardian left its tree's directory or lock")
 	}
 }
 

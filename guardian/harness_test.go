@@ -30,11 +30,6 @@ func TestMain(m *testing.M) {
 
 func init() {
 	testproc.Register("guardian", Main)
-	// A guardian of an older binary, which speaks version 1.
-	testproc.Register("guardian-v1", func(args []string) int {
-		speaks = 1
-		return Main(args)
-	})
 	testproc.Register("helper", runHelper)
 	testproc.Register("owner", runOwner)
 }

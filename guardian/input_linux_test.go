@@ -73,7 +73,6 @@ func TestGuardianValidatesRawRequest(t *testing.T) {
 		line string
 		code Code
 	}{
-		{"version", `{"type":"start","version":99,"start":{"identity":"a","argv":["/bin/true"],"stop_timeout":"1s","lock_dir":"/tmp","private_root":"/tmp"}}`, CodeConfig},
 		{"NUL identity", `{"type":"start","version":1,"start":{"identity":"a\u0000b","argv":["/bin/true"],"stop_timeout":"1s","lock_dir":"/tmp","private_root":"/tmp"}}`, CodeConfig},
 		{"relative lock dir", `{"type":"start","version":1,"start":{"identity":"a","argv":["/bin/true"],"stop_timeout":"1s","lock_dir":"locks","private_root":"/tmp"}}`, CodeConfig},
 		{"not a start", `{"type":"stop","version":1}`, CodeConfig},
@@ -91,6 +90,22 @@ func TestGuardianValidatesRawRequest(t *testing.T) {
 			t.Fatalf("exit %d, answer %q", rc, out)
 		}
 	})
+}
+
+// A start request of a protocol version other than this guardian's is
+// refused with a typed answer that names both versions, and nothing is
+// started.
+func TestGuardianRefusesUnknownVersion(t *testing.T) {
+	e := newWorld(t)
+	line := `{"type":"start","version":2,"start":{"identity":"a","argv":["/bin/true"],"stop_timeout":"1s","lock_dir":"` + e.locks + `","private_root":"` + e.priv + `"}}`
+	out, rc := rawGuardian(t, e, line+"\n")
+	want := fmt.Sprintf(`"failure":{"code":"%s","message":"protocol version 2; this guardian speaks %d"}`, CodeConfig, ProtocolVersion)
+	if rc != 1 || !strings.Contains(out, `"type":"failed"`) || !strings.Contains(out, want) {
+		t.Fatalf("exit %d, answer %s; want a failure with %s", rc, out, want)
+	}
+	if ents, _ := os.ReadDir(e.priv); len(ents) > 0 {
+		t.Fatalf("a refused start made %v in %s", ents, e.priv)
+	}
 }
 
 // rawGuardian runs a guardian with a socket pair on descriptor 3, writes

@@ -22,7 +22,7 @@ func (g *guardian) orphaned(rw *readyWatch) *orphanWait {
 	g.setConn(nil)
 	_ = g.watchOwner(nil)
 	d := g.req.SurviveCrash.d()
-	if d <= 0 || speaks < 2 || g.req.AdoptPath == "" {
+	if d <= 0 || g.req.AdoptPath == "" {
 		return nil
 	}
 	now := time.Now().UTC()

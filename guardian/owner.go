@@ -140,7 +140,7 @@ func (g *spawned) handshake(ctx context.Context, spec Spec, req *request) (*Sess
 	if err != nil {
 		return nil, handshakeFailed(err)
 	}
-	s.version = min(m.Version, ProtocolVersion)
+	s.version = m.Version
 	switch {
 	case m.Type == msgReady && m.Ready != nil:
 		s.ready = *m.Ready

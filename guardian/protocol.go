@@ -8,43 +8,18 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/tether-dev/tether/probe"
 )
 
-// ProtocolVersion is the newest version of the protocol this binary
-// speaks; MinProtocolVersion the oldest it still speaks with. The first
-// line each way on the tether carries the sender's version, and each side
-// speaks the older of the two. Version 1 has start, stop and the
-// guardian's reports; version 2 adds attach and attached (a new owner
-// takes over a live tether: after an upgrade, or an adoption after a
-// crash, see survive_crash) and query and waiting (a guardian waiting to
-// be adopted says who it is).
-const (
-	ProtocolVersion    = 2
-	MinProtocolVersion = 1
-)
-
-// speaks is the version this guardian speaks: ProtocolVersion, except in
-// tests that play a guardian of an older binary.
-var speaks = ProtocolVersion
-
-// speaksFlag, set at link time (go build -ldflags "-X
-// github.com/tether-dev/tether/guardian.speaksFlag=1"), makes the
-// guardians of this binary speak an older version: for the tests that run
-// an older binary's guardians under a newer service.
-var speaksFlag string
-
-func init() {
-	if v, err := strconv.Atoi(speaksFlag); err == nil && v >= MinProtocolVersion && v < ProtocolVersion {
-		speaks = v
-	}
-}
+// ProtocolVersion is the version of the protocol. The first line each
+// way on the tether carries the sender's version, and a side refuses a
+// line of any other version with a message that names both.
+const ProtocolVersion = 1
 
 // versionOK says whether the other side's version v can be spoken with.
-func versionOK(v int) bool { return v >= MinProtocolVersion && v <= ProtocolVersion }
+func versionOK(v int) bool { return v == ProtocolVersion }
 
 // maxLine bounds one protocol line, its newline included; a start
 // request with a large environment fits well inside it.
@@ -63,11 +38,10 @@ const (
 	msgCleanupFailed msgType = "cleanup_failed" // the tree could not be confirmed dead; retrying
 	msgAgentReady    msgType = "agent_ready"    // the agent passed its readiness check (after ready with Pending)
 	msgStatus        msgType = "status"         // the agent's own status text changed (STATUS=)
-	// Version 2.
-	msgAttach   msgType = "attach"   // a new owner -> guardian: the tether is now mine (Owner, Profile)
-	msgAttached msgType = "attached" // guardian -> new owner: the agent as it is now (Ready, Detail, MainPID)
-	msgQuery    msgType = "query"    // anyone of the user -> waiting guardian: who are you
-	msgWaiting  msgType = "waiting"  // waiting guardian -> asker: Waiting
+	msgAttach        msgType = "attach"         // a new owner -> guardian: the tether is now mine (Owner, Profile)
+	msgAttached      msgType = "attached"       // guardian -> new owner: the agent as it is now (Ready, Detail, MainPID)
+	msgQuery         msgType = "query"          // anyone of the user -> waiting guardian: who are you
+	msgWaiting       msgType = "waiting"        // waiting guardian -> asker: Waiting
 )
 
 // EventType names what a Session reports after ready. Each but EventLost
@@ -159,7 +133,7 @@ type request struct {
 	Reclaim bool `json:"reclaim,omitempty"`
 	// SurviveCrash, when positive, keeps the tree for that long after
 	// the owner's death, waiting at AdoptPath for a new owner of the
-	// same Profile to attach (version 2).
+	// same Profile to attach.
 	SurviveCrash Duration `json:"survive_crash,omitempty"`
 	AdoptPath    string   `json:"adopt_path,omitempty"`
 }
@@ -218,7 +192,7 @@ type failure struct {
 type Ready struct {
 	GuardianPID int `json:"guardian_pid"`
 	// GuardianStart is the guardian's start time, which with its pid
-	// names it across pid reuse (version 2).
+	// names it across pid reuse.
 	GuardianStart uint64      `json:"guardian_start,omitempty"`
 	AgentPID      int         `json:"agent_pid"`
 	SessionID     int         `json:"session_id"`

@@ -290,7 +290,7 @@ func handshake(ctx context.Context, conn tetherConn, rd *lineReader, timeout tim
 	}
 	_ = conn.SetReadDeadline(time.Time{})
 	if !versionOK(m.Version) {
-		return m, fmt.Errorf("guardian speaks protocol version %d; this tether speaks %d to %d", m.Version, MinProtocolVersion, ProtocolVersion)
+		return m, fmt.Errorf("guardian speaks protocol version %d; this tether speaks %d", m.Version, ProtocolVersion)
 	}
 	return m, nil
 }

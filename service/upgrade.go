@@ -246,9 +246,6 @@ type handoverOffer struct {
 	Handover int            `json:"handover"`
 	Guardian []int          `json:"guardian"` // the protocol versions of the running guardians
 	Config   handoverConfig `json:"config"`
-	// Separate says the successor will be another process (Windows),
-	// which every guardian must be told of: version 2 and later.
-	Separate bool `json:"separate,omitempty"`
 	// ParseApart asks for the config's verdict as a second answer (see
 	// successorCheck.ParseFollows): a binary that does not know of it
 	// answers once, its parse in that answer.
@@ -262,7 +259,7 @@ type handoverOffer struct {
 // is parsed. It exits 0 when it can.
 func HandoverCheck(p Paths, version string, stdin io.Reader, stdout io.Writer) int {
 	ans := successorCheck{Version: version, Handover: [2]int{MinHandoverVersion, HandoverVersion},
-		Protocol: [2]int{guardian.MinProtocolVersion, guardian.ProtocolVersion}}
+		Protocol: [2]int{guardian.ProtocolVersion, guardian.ProtocolVersion}}
 	ans.Build = selfBuild()
 	var offer handoverOffer
 	dec := json.NewDecoder(io.LimitReader(stdin, 16<<20))
@@ -273,13 +270,9 @@ func HandoverCheck(p Paths, version string, stdin io.Reader, stdout io.Writer) i
 	if offer.Handover < MinHandoverVersion || offer.Handover > HandoverVersion {
 		problems = append(problems, fmt.Sprintf("it writes handover records of version %d; this tether reads %d to %d", offer.Handover, MinHandoverVersion, HandoverVersion))
 	}
-	lowest := guardian.MinProtocolVersion
-	if offer.Separate {
-		lowest = max(lowest, 2)
-	}
 	for _, v := range slices.Compact(slices.Sorted(slices.Values(offer.Guardian))) {
-		if v < lowest || v > guardian.ProtocolVersion {
-			problems = append(problems, fmt.Sprintf("a guardian speaks protocol version %d; this tether takes over %d to %d", v, lowest, guardian.ProtocolVersion))
+		if v != guardian.ProtocolVersion {
+			problems = append(problems, fmt.Sprintf("a guardian speaks protocol version %d; this tether takes over %d", v, guardian.ProtocolVersion))
 		}
 	}
 	if len(problems) == 0 && offer.ParseApart {
@@ -673,8 +666,7 @@ func (u *upgrader) handOver(target string, up api.Upgrade, version int, offered 
 func (c *Controller) offer() handoverOffer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	o := handoverOffer{Handover: MinHandoverVersion, Config: handoverConfig{Path: c.cfg.Path, Source: c.cfg.Source},
-		Separate: successorIsSeparate}
+	o := handoverOffer{Handover: MinHandoverVersion, Config: handoverConfig{Path: c.cfg.Path, Source: c.cfg.Source}}
 	for _, act := range c.actors {
 		if v := act.guardianVersion.Load(); v > 0 {
 			o.Guardian = append(o.Guardian, int(v))

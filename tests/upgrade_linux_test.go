@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -412,56 +411,6 @@ func waitStopped(pid int, within time.Duration) bool {
 			return false
 		}
 		time.Sleep(time.Millisecond)
-	}
-}
-
-// An old guardian under a new service: the service runs a binary whose
-// guardians speak protocol version 1 (no attach), and is upgraded to this
-// one, which speaks 2. The successor tells those guardians nothing (the
-// version says they would not understand), and they go on as before:
-// the same trees, a stop that stops, and the service's death that ends
-// them (I2).
-func TestUpgradeKeepsOldGuardians(t *testing.T) {
-	old := filepath.Join(t.TempDir(), "tether-v1")
-	build := exec.Command("go", "build", "-ldflags", "-X github.com/tether-dev/tether/guardian.speaksFlag=1", "-o", old, "github.com/tether-dev/tether")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building a tether whose guardians speak version 1: %v\n%s", err, out)
-	}
-	w, bash, script := crashWorld(t)
-	m := uniqueMarker()
-	cleanupTrees(t, m)
-	w.writeConfig("agents:\n" + misbehavingYAML("x", bash, script, m+"-x", true, 300*time.Millisecond) + politeYAML("y", bash, m+"-y", true))
-	svc := w.startServiceWith(old, "default")
-	for _, id := range []string{"x", "y"} {
-		w.waitState("default", id, api.StateRunning)
-	}
-	waitTrees(t, m+"-x", 1)
-	c := w.client("default")
-	before, _ := rowsByID(t, c)
-	// This binary's command line asks the old service to become it.
-	if r := w.run(time.Minute, "service", "upgrade"); r.code != 0 {
-		t.Fatalf("upgrade from the old binary: exit %d: %s%s\nservice log:\n%s", r.code, r.stdout, r.stderr, svc.output())
-	}
-	after, st := rowsByID(t, c)
-	sameAgents(t, before, after)
-	if st.Service == nil || st.Service.Executable != tether {
-		t.Fatalf("the service runs %+v after the upgrade, want %s", st.Service, tether)
-	}
-	exactlyOnce(t, 100*time.Millisecond, map[string]int{m + "-x": 1, m + "-y": 1})
-	// A guardian of version 2 would log its new owner (see
-	// TestUpgradeRestartsNoAgent); one of version 1 is told nothing.
-	time.Sleep(500 * time.Millisecond) // the successor's attach comes 100 ms after it serves
-	log, _ := os.ReadFile(filepath.Join(w.dir, "state", "tether", "default", "logs", "x.log"))
-	if strings.Contains(string(log), "the tether has a new owner") {
-		t.Errorf("a version 1 guardian was sent attach:\n%s", log)
-	}
-	w.mustRun("stop", "y")
-	exactlyOnce(t, 0, map[string]int{m + "-y": 0})
-	begin := time.Now()
-	svc.kill()
-	w.waitOwnerGone("default", m, begin, 300*time.Millisecond+ownerGoneMargin)
-	if left := reapAdopted(5 * time.Second); len(left) > 0 {
-		t.Fatalf("guardians still running: %v", left)
 	}
 }
 
