@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/tether-dev/tether/wire"
 )
 
 // Version is the path prefix of this API: every path starts with it.
@@ -49,19 +51,6 @@ type Process struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
 
-// Containment is how a running agent's tree is held together, from the
-// strongest rung to the weakest; every rung starts the agent in a session
-// of its own.
-type Containment string
-
-// The containment rungs.
-const (
-	ContainmentCgroup  Containment = "cgroup"  // a cgroup v2 of its own; teardown ends with cgroup.kill
-	ContainmentScope   Containment = "scope"   // the same, inside a transient scope of the user's systemd manager
-	ContainmentSession Containment = "session" // no cgroup: the session, and child subreapers in the guardian and the service
-	ContainmentJob     Containment = "job"     // Windows: a kill-on-close job object
-)
-
 // Agent is one row of the status.
 type Agent struct {
 	ID          string    `json:"id"`
@@ -83,7 +72,7 @@ type Agent struct {
 	IntentError *Error `json:"intent_error,omitempty"`
 	// Containment is the rung the running tree got; empty while none
 	// runs.
-	Containment Containment `json:"containment,omitempty"`
+	Containment wire.Containment `json:"containment,omitempty"`
 	// Usage is what its tree costs, in a status that asked for it
 	// (GET status?usage=1); absent elsewhere, and where it could not be
 	// measured.

@@ -13,6 +13,7 @@ import (
 	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
+	"github.com/tether-dev/tether/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -97,7 +98,7 @@ func BenchmarkOwnerKillCleanup(b *testing.B) {
 // killRun is one owner with a running polite tree, ready to be killed.
 type killRun struct {
 	owner    *owner
-	ready    guardian.Ready
+	ready    wire.Ready
 	guardian *proc
 	tree     []*proc // agent, worker, escapee
 	lock     *os.File
@@ -266,7 +267,7 @@ func (r *killRun) closeAll() {
 // worker in a process group of its own and an escapee in a session of its
 // own that the guardian adopted, both past exec, and nothing else (the
 // middle of the double fork has exited). It returns them in that order.
-func waitPoliteTree(r guardian.Ready, within time.Duration) ([]punix.Proc, error) {
+func waitPoliteTree(r wire.Ready, within time.Duration) ([]punix.Proc, error) {
 	agent, err := punix.Stat(r.AgentPID)
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)

@@ -16,14 +16,15 @@ import (
 
 	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/internal/testproc"
+	"github.com/tether-dev/tether/wire"
 )
 
 // ownerAnswer is the line an owner process prints once its guardian has
 // answered.
 type ownerAnswer struct {
-	OwnerPID int             `json:"owner_pid"`
-	Ready    *guardian.Ready `json:"ready,omitempty"`
-	Error    string          `json:"error,omitempty"`
+	OwnerPID int         `json:"owner_pid"`
+	Ready    *wire.Ready `json:"ready,omitempty"`
+	Error    string      `json:"error,omitempty"`
 }
 
 // runOwner is the owner process, a stand-in for the service: it reads a

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/service"
+	"github.com/tether-dev/tether/wire"
 )
 
 // status prints one row per agent, as a table or, with --json, as JSON,
@@ -208,13 +209,13 @@ var stateHelp = []struct {
 
 // containmentHelp says what each containment rung means to the user.
 var containmentHelp = []struct {
-	containment api.Containment
+	containment wire.Containment
 	help        string
 }{
-	{api.ContainmentCgroup, "a cgroup of its own: everything it starts is in it and is killed with it"},
-	{api.ContainmentScope, "the same, inside a transient scope from your systemd user manager"},
-	{api.ContainmentSession, "no cgroup could be had: its session, and tether catching what leaves it"},
-	{api.ContainmentJob, "Windows: a job object that ends with its guardian"},
+	{wire.ContainmentCgroup, "a cgroup of its own: everything it starts is in it and is killed with it"},
+	{wire.ContainmentScope, "the same, inside a transient scope from your systemd user manager"},
+	{wire.ContainmentSession, "no cgroup could be had: its session, and tether catching what leaves it"},
+	{wire.ContainmentJob, "Windows: a job object that ends with its guardian"},
 }
 
 // codeHelp says what each code an agent's row can carry means to the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/platform"
+	"github.com/tether-dev/tether/wire"
 )
 
 // adoptAnswerWait bounds the first line on an adopt socket, each way: a
@@ -44,7 +45,7 @@ type adoption struct {
 // Windows): user-only, and every caller's user checked again (I5).
 type adoptListener struct {
 	l       net.Listener
-	info    Waiting
+	info    wire.Waiting
 	profile string
 	self    string
 	found   chan adoption // the first adoption that passed the checks
@@ -55,7 +56,7 @@ type adoptListener struct {
 }
 
 // listenAdopt opens the adopt socket at path and serves it until close.
-func listenAdopt(path string, info Waiting, logf func(string, ...any)) (*adoptListener, error) {
+func listenAdopt(path string, info wire.Waiting, logf func(string, ...any)) (*adoptListener, error) {
 	self, err := platform.CurrentUser()
 	if err != nil {
 		return nil, err
@@ -114,16 +115,16 @@ func (a *adoptListener) handle(c net.Conn) {
 	}
 	refuse := func(msg string) {
 		a.logf("adopt socket: refused pid %d: %s", p.PID, msg)
-		_ = writeMessage(c, message{Type: msgFailed, Version: ProtocolVersion, Failure: &failure{Code: CodeContention, Message: msg}})
+		_ = writeMessage(c, message{Type: wire.MsgFailed, Version: wire.Version, Failure: &wire.Failure{Code: wire.CodeContention, Message: msg}})
 	}
 	switch {
-	case m.Type == msgQuery:
+	case m.Type == wire.MsgQuery:
 		info := a.info
-		_ = writeMessage(c, message{Type: msgWaiting, Version: ProtocolVersion, Waiting: &info})
-	case m.Type != msgAttach:
-		refuse(fmt.Sprintf("first message is %q, want %q or %q", m.Type, msgAttach, msgQuery))
+		_ = writeMessage(c, message{Type: wire.MsgWaiting, Version: wire.Version, Waiting: &info})
+	case m.Type != wire.MsgAttach:
+		refuse(fmt.Sprintf("first message is %q, want %q or %q", m.Type, wire.MsgAttach, wire.MsgQuery))
 	case !versionOK(m.Version):
-		refuse(fmt.Sprintf("protocol version %d; this guardian speaks %d", m.Version, ProtocolVersion))
+		refuse(fmt.Sprintf("protocol version %d; this guardian speaks %d", m.Version, wire.Version))
 	case m.Profile != a.profile:
 		refuse(fmt.Sprintf("the tree belongs to profile %q, not %q", a.profile, m.Profile))
 	default:
@@ -160,7 +161,7 @@ func Adopt(ctx context.Context, spec Spec, path string) (*Session, error) {
 		return nil, err
 	}
 	self := platform.Self()
-	if err := writeMessage(c, message{Type: msgAttach, Version: ProtocolVersion, Owner: &self, Profile: spec.Profile}); err != nil {
+	if err := writeMessage(c, message{Type: wire.MsgAttach, Version: wire.Version, Owner: &self, Profile: spec.Profile}); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("adopting the guardian of %q: %w", spec.Identity, err)
 	}
@@ -170,10 +171,10 @@ func Adopt(ctx context.Context, spec Spec, path string) (*Session, error) {
 		return nil, fmt.Errorf("adopting the guardian of %q: no answer: %w", spec.Identity, err)
 	}
 	switch {
-	case m.Type == msgFailed && m.Failure != nil:
+	case m.Type == wire.MsgFailed && m.Failure != nil:
 		c.Close()
 		return nil, &AdoptError{Identity: spec.Identity, Message: m.Failure.Message}
-	case m.Type != msgAttached || m.Ready == nil || !versionOK(m.Version):
+	case m.Type != wire.MsgAttached || m.Ready == nil || !versionOK(m.Version):
 		c.Close()
 		return nil, &AdoptError{Identity: spec.Identity, Message: fmt.Sprintf("unexpected answer %q (version %d)", m.Type, m.Version)}
 	}
@@ -188,23 +189,17 @@ func Adopt(ctx context.Context, spec Spec, path string) (*Session, error) {
 }
 
 // QueryWaiting asks the guardian waiting at path who it is.
-func QueryWaiting(ctx context.Context, path string) (Waiting, error) {
-	c, rd, err := dialWaiting(ctx, path)
+func QueryWaiting(ctx context.Context, path string) (wire.Waiting, error) {
+	c, _, err := dialWaiting(ctx, path)
 	if err != nil {
-		return Waiting{}, err
+		return wire.Waiting{}, err
 	}
 	defer c.Close()
-	if err := writeMessage(c, message{Type: msgQuery, Version: ProtocolVersion}); err != nil {
-		return Waiting{}, err
-	}
-	m, err := rd.next()
+	w, err := wire.Query(c)
 	if err != nil {
-		return Waiting{}, fmt.Errorf("asking the guardian at %s: %w", path, err)
+		return wire.Waiting{}, fmt.Errorf("asking the guardian at %s: %w", path, err)
 	}
-	if m.Type != msgWaiting || m.Waiting == nil {
-		return Waiting{}, fmt.Errorf("asking the guardian at %s: unexpected answer %q", path, m.Type)
-	}
-	return *m.Waiting, nil
+	return w, nil
 }
 
 // dialWaiting connects to an adopt socket, bounded by ctx and

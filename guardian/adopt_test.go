@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/wire"
 )
 
 // survivingOwner starts spec with survive_crash d in an owner process,
 // waits for its tree and kills the owner; it returns the tree (the
 // guardian last) and the guardian's first answer.
-func survivingOwner(t *testing.T, e *world, spec Spec, d time.Duration) ([]procRef, *Ready) {
+func survivingOwner(t *testing.T, e *world, spec Spec, d time.Duration) ([]procRef, *wire.Ready) {
 	t.Helper()
 	spec.SurviveCrash = d
 	spec.AdoptPath = filepath.Join(e.dir, "adopt", Key(spec.Identity)+".sock")
@@ -31,7 +33,7 @@ func survivingOwner(t *testing.T, e *world, spec Spec, d time.Duration) ([]procR
 
 // waitWaiting polls the adopt socket until the guardian answers as
 // waiting to be adopted.
-func waitWaiting(t *testing.T, path string) Waiting {
+func waitWaiting(t *testing.T, path string) wire.Waiting {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/platform"
+	"github.com/tether-dev/tether/wire"
 )
 
 // A tether changes owner in two ways:
@@ -147,7 +148,7 @@ type Attachment struct {
 	// ProtocolVersion is refused.
 	Version int
 	// Ready is what the previous owner knew of the agent.
-	Ready Ready
+	Ready wire.Ready
 	// Pending are the bytes the previous owner had read and not parsed.
 	Pending []byte
 	// Owner is this process, the guardian's new owner (sent with
@@ -163,7 +164,7 @@ type Attachment struct {
 // EventAttached, and Attached is closed then.
 func Attach(spec Spec, a Attachment) (*Session, error) {
 	if !versionOK(a.Version) {
-		return nil, fmt.Errorf("attaching the guardian of %q: it speaks protocol version %d; this tether speaks %d", spec.Identity, a.Version, ProtocolVersion)
+		return nil, fmt.Errorf("attaching the guardian of %q: it speaks protocol version %d; this tether speaks %d", spec.Identity, a.Version, wire.Version)
 	}
 	// A deadline the previous owner left to park its reader (in this
 	// very process, after execve or in a test) must not cut this one.
@@ -182,7 +183,7 @@ func Attach(spec Spec, a Attachment) (*Session, error) {
 // follows, and with it the lost event.
 func (s *Session) SendAttach() {
 	owner := s.owner
-	_ = s.write(message{Type: msgAttach, Version: ProtocolVersion, Owner: &owner, Profile: s.spec.Profile})
+	_ = s.write(message{Type: wire.MsgAttach, Version: wire.Version, Owner: &owner, Profile: s.spec.Profile})
 }
 
 // Attached is closed once the guardian has answered attach, or the

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	punix "github.com/tether-dev/tether/platform/unix"
+	"github.com/tether-dev/tether/wire"
 )
 
 // scopeWait bounds the exchange with the user's systemd manager: one that
@@ -29,7 +30,7 @@ const scopeWait = 5 * time.Second
 // the owner dies, the guardian too, and the window would not hold.
 func (g *guardian) cgroupOrScope(name string) (cg *punix.Cgroup, scope string) {
 	if g.req.NoCgroup {
-		g.logf("containment: %s (cgroups are turned off for this agent)", ContainmentSession)
+		g.logf("containment: %s (cgroups are turned off for this agent)", wire.ContainmentSession)
 		return nil, ""
 	}
 	if g.req.SurviveCrash > 0 {
@@ -45,7 +46,7 @@ func (g *guardian) cgroupOrScope(name string) (cg *punix.Cgroup, scope string) {
 	}
 	noCgroup := err
 	if g.req.SurviveCrash > 0 {
-		g.logf("containment: %s: no cgroup of its own (%v), and no scope", ContainmentSession, noCgroup)
+		g.logf("containment: %s: no cgroup of its own (%v), and no scope", wire.ContainmentSession, noCgroup)
 		return nil, ""
 	}
 	bus := punix.SessionBusAddress(func(k string) (string, bool) { return lookupEnv(g.req.Env, k) })
@@ -53,14 +54,14 @@ func (g *guardian) cgroupOrScope(name string) (cg *punix.Cgroup, scope string) {
 	ctx, cancel := context.WithTimeout(context.Background(), scopeWait)
 	defer cancel()
 	if err := punix.EnterScope(ctx, bus, unit, "tether guardian of "+quote(g.req.Identity)); err != nil {
-		g.logf("containment: %s: no cgroup of its own (%v) and no scope from a user manager (%v)", ContainmentSession, noCgroup, err)
+		g.logf("containment: %s: no cgroup of its own (%v) and no scope from a user manager (%v)", wire.ContainmentSession, noCgroup, err)
 		return nil, ""
 	}
 	if cg, err = punix.NewCgroup(name); err != nil {
-		g.logf("containment: %s: in scope %s, but no cgroup in it: %v", ContainmentSession, unit, err)
+		g.logf("containment: %s: in scope %s, but no cgroup in it: %v", wire.ContainmentSession, unit, err)
 		return nil, ""
 	}
-	g.logf("containment: %s: no cgroup of its own (%v); in scope %s of the user's systemd manager", ContainmentScope, noCgroup, unit)
+	g.logf("containment: %s: no cgroup of its own (%v); in scope %s of the user's systemd manager", wire.ContainmentScope, noCgroup, unit)
 	return cg, unit
 }
 
@@ -78,7 +79,7 @@ func (g *guardian) scoped(name string) (*punix.Cgroup, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("in scope %s, but no cgroup in it: %w", unit, err)
 	}
-	g.logf("containment: %s: in scope %s of the user's systemd manager, outside its owner's unit (survive_crash)", ContainmentScope, unit)
+	g.logf("containment: %s: in scope %s of the user's systemd manager, outside its owner's unit (survive_crash)", wire.ContainmentScope, unit)
 	return cg, unit, nil
 }
 

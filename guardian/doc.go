@@ -30,8 +30,10 @@
 // upgrade and Attach takes it on the other side; Adopt takes over a
 // guardian whose owner died while its agent had survive_crash (the
 // guardian's wait is orphan.go, its adopt socket adopt.go). The two sides
-// speak the protocol of protocol.go: typed JSON lines, the first each way
+// speak the guardian protocol: typed JSON lines, the first each way
 // carrying a version, which the other side refuses unless it is its own.
+// Its vocabulary is package wire; its envelope and the start request are
+// protocol.go.
 //
 // This package knows nothing of the service, its config or its state; it
 // takes paths and argv from its caller and leaves policy (restarts,

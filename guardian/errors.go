@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+
+	"github.com/tether-dev/tether/wire"
 )
 
 // Sentinels for errors.Is. A *StartError unwraps to the one of its Code, a
@@ -30,24 +32,24 @@ var (
 	ErrUnsupported = errors.New("guardian not supported on this platform")
 )
 
-var codeSentinels = map[Code]error{
-	CodeContention: ErrContention,
-	CodeSpawn:      ErrSpawn,
-	CodeLock:       ErrLock,
-	CodePrivateDir: ErrPrivateDir,
-	CodeConfig:     ErrConfig,
-	CodeInternal:   ErrInternal,
+var codeSentinels = map[wire.Code]error{
+	wire.CodeContention: ErrContention,
+	wire.CodeSpawn:      ErrSpawn,
+	wire.CodeLock:       ErrLock,
+	wire.CodePrivateDir: ErrPrivateDir,
+	wire.CodeConfig:     ErrConfig,
+	wire.CodeInternal:   ErrInternal,
 }
 
 // StartError is a typed refusal from the guardian, or a failure to get an
 // answer from it.
 type StartError struct {
 	Identity string
-	Code     Code
+	Code     wire.Code
 	Message  string
-	Path     string     // the file involved, if any
-	Cause    SpawnCause // for CodeSpawn
-	Holder   *Holder    // for CodeContention
+	Path     string          // the file involved, if any
+	Cause    wire.SpawnCause // for CodeSpawn
+	Holder   *wire.Holder    // for CodeContention
 	// Stderr is what the guardian wrote before it answered, for
 	// handshake failures.
 	Stderr string
@@ -83,21 +85,30 @@ func (e *StartError) Unwrap() []error {
 		out = append(out, s)
 	}
 	switch e.Cause {
-	case CauseNotFound:
+	case wire.CauseNotFound:
 		out = append(out, fs.ErrNotExist)
-	case CauseNotExecutable:
+	case wire.CauseNotExecutable:
 		out = append(out, fs.ErrPermission)
 	}
 	return out
 }
 
+// CleanupErr returns nil for a clean teardown and a *CleanupError
+// otherwise.
+func CleanupErr(c *wire.Cleanup) error {
+	if c == nil || c.Code == wire.CleanupOK {
+		return nil
+	}
+	return &CleanupError{Code: c.Code, Message: c.Message, Left: c.Left, Survivors: c.Survivors}
+}
+
 // CleanupError is a teardown that did not finish cleanly.
 type CleanupError struct {
-	Code    CleanupCode
+	Code    wire.CleanupCode
 	Message string
 	Left    []int
 	// Survivors are Left with their states (tree_alive).
-	Survivors []Survivor
+	Survivors []wire.Survivor
 }
 
 func (e *CleanupError) Error() string {
@@ -106,7 +117,7 @@ func (e *CleanupError) Error() string {
 
 // Unwrap matches ErrCleanupFailed, and ErrTreeAlive for tree_alive.
 func (e *CleanupError) Unwrap() []error {
-	if e.Code == CleanupTreeAlive {
+	if e.Code == wire.CleanupTreeAlive {
 		return []error{ErrCleanupFailed, ErrTreeAlive}
 	}
 	return []error{ErrCleanupFailed}

@@ -8,34 +8,36 @@ import (
 	"io"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/wire"
 )
 
 // protocolSeeds are the lines both ends write, one of each message type.
 func protocolSeeds(t testing.TB) []byte {
 	since := time.Date(2025, 1, 2, 3, 4, 5, 600, time.UTC)
-	timeout := Duration(3 * time.Second)
-	holder := &Holder{Identity: "a@relay", Profile: "work", GuardianPID: 41, AgentPID: 42, Since: since}
+	timeout := wire.Duration(3 * time.Second)
+	holder := &wire.Holder{Identity: "a@relay", Profile: "work", GuardianPID: 41, AgentPID: 42, Since: since}
 	var b bytes.Buffer
 	for _, m := range []message{
-		{Type: msgStart, Version: ProtocolVersion, Start: &request{
+		{Type: wire.MsgStart, Version: wire.Version, Start: &request{
 			Identity: "a@relay", Profile: "work", Argv: []string{"goose", "acp", ""}, Dir: "/srv/a",
-			Env: []string{"A=1", "B=two words", "C="}, StopTimeout: Duration(5 * time.Second), KillGrace: Duration(time.Second),
+			Env: []string{"A=1", "B=two words", "C="}, StopTimeout: wire.Duration(5 * time.Second), KillGrace: wire.Duration(time.Second),
 			LockDir: "/run/user/1000/tether/locks", PrivateRoot: "/tmp/p", LogPath: "/tmp/a.log", NoCgroup: true,
 		}},
-		{Type: msgStart, Version: ProtocolVersion, Start: &request{Identity: "a@relay", Reclaim: true}},
-		{Type: msgStop, Timeout: &timeout},
-		{Type: msgReady, Version: ProtocolVersion, Ready: &Ready{GuardianPID: 41, AgentPID: 42, SessionID: 42,
-			Containment: ContainmentCgroup, Cgroup: "/sys/fs/cgroup/tether/a", Subreaper: true, PrivateDir: "/tmp/p/a",
+		{Type: wire.MsgStart, Version: wire.Version, Start: &request{Identity: "a@relay", Reclaim: true}},
+		{Type: wire.MsgStop, Timeout: &timeout},
+		{Type: wire.MsgReady, Version: wire.Version, Ready: &wire.Ready{GuardianPID: 41, AgentPID: 42, SessionID: 42,
+			Containment: wire.ContainmentCgroup, Cgroup: "/sys/fs/cgroup/tether/a", Subreaper: true, PrivateDir: "/tmp/p/a",
 			LockPath: "/run/l", Since: since, TookOver: holder}},
-		{Type: msgFailed, Version: ProtocolVersion, Failure: &failure{Code: CodeContention, Message: "held", Holder: holder}},
-		{Type: msgFailed, Version: ProtocolVersion, Failure: &failure{Code: CodeSpawn, Message: "no such file", Path: "/bin/x", Cause: CauseNotFound}},
-		{Type: msgExited, Exit: &Exit{Code: -1, Signal: "killed"}},
-		{Type: msgCleanupFailed, Cleanup: &Cleanup{Code: CleanupTreeAlive, Message: "2 left", Left: []int{7, 8}, Forced: true, Elapsed: Duration(time.Millisecond)}, Retry: &timeout, Reason: ReasonOwnerLost},
-		{Type: msgStopped, Cleanup: &Cleanup{Code: CleanupOK, Terminated: 3, Killed: 1}, Reason: ReasonStopRequested},
-		{Type: msgAttach, Version: ProtocolVersion, Owner: &procRef{Pid: 40, Start: 123}, Profile: "work"},
-		{Type: msgAttached, Version: ProtocolVersion, Ready: &Ready{GuardianPID: 41, GuardianStart: 99, AgentPID: 42, Since: since, Pending: true}, Detail: "warming up", MainPID: 43},
-		{Type: msgQuery, Version: ProtocolVersion},
-		{Type: msgWaiting, Version: ProtocolVersion, Waiting: &Waiting{Identity: "a@relay", Profile: "work", GuardianPID: 41, AgentPID: 42, Since: since, Orphaned: since, Until: since.Add(time.Minute)}},
+		{Type: wire.MsgFailed, Version: wire.Version, Failure: &wire.Failure{Code: wire.CodeContention, Message: "held", Holder: holder}},
+		{Type: wire.MsgFailed, Version: wire.Version, Failure: &wire.Failure{Code: wire.CodeSpawn, Message: "no such file", Path: "/bin/x", Cause: wire.CauseNotFound}},
+		{Type: wire.MsgExited, Exit: &wire.Exit{Code: -1, Signal: "killed"}},
+		{Type: wire.MsgCleanupFailed, Cleanup: &wire.Cleanup{Code: wire.CleanupTreeAlive, Message: "2 left", Left: []int{7, 8}, Forced: true, Elapsed: wire.Duration(time.Millisecond)}, Retry: &timeout, Reason: wire.ReasonOwnerLost},
+		{Type: wire.MsgStopped, Cleanup: &wire.Cleanup{Code: wire.CleanupOK, Terminated: 3, Killed: 1}, Reason: wire.ReasonStopRequested},
+		{Type: wire.MsgAttach, Version: wire.Version, Owner: &procRef{Pid: 40, Start: 123}, Profile: "work"},
+		{Type: wire.MsgAttached, Version: wire.Version, Ready: &wire.Ready{GuardianPID: 41, GuardianStart: 99, AgentPID: 42, Since: since, Pending: true}, Detail: "warming up", MainPID: 43},
+		{Type: wire.MsgQuery, Version: wire.Version},
+		{Type: wire.MsgWaiting, Version: wire.Version, Waiting: &wire.Waiting{Identity: "a@relay", Profile: "work", GuardianPID: 41, AgentPID: 42, Since: since, Orphaned: since, Until: since.Add(time.Minute)}},
 	} {
 		m.Time = since
 		if err := writeMessage(&b, m); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tether-dev/tether/internal/logline"
 	"github.com/tether-dev/tether/platform"
+	"github.com/tether-dev/tether/wire"
 )
 
 const (
@@ -48,9 +49,9 @@ type guardian struct {
 	locked     bool    // the ownership lock is held
 	privateDir string
 	agentPid   int
-	agentExit  <-chan Exit
+	agentExit  <-chan wire.Exit
 	since      time.Time
-	tookOver   *Holder
+	tookOver   *wire.Holder
 	readiness  *readiness // nil without a readiness or health check
 
 	osGuardian
@@ -69,18 +70,18 @@ type osSteps interface {
 	// locked and prev the record read under it (nil when there is
 	// none). A lock held by a live guardian is contention; on Unix, one
 	// held only by the tree of a dead guardian is taken over.
-	acquire(prev *record) *failure
+	acquire(prev *record) *wire.Failure
 	// clearEarlier runs once the lock is held: it stops and removes
 	// what an earlier holder that died left behind (its tree, private
 	// directory, containment) and sets tookOver when there was one.
-	clearEarlier(prev *record) *failure
+	clearEarlier(prev *record) *wire.Failure
 	// contain creates the agent's containment, if any, named after the
 	// private directory's name, and notes it in self, the record about
 	// to be written.
-	contain(name string, self *record) *failure
+	contain(name string, self *record) *wire.Failure
 	// spawn starts the agent in its containment and returns its
 	// reference and a channel that yields its exit.
-	spawn(c *agentCommand) (procRef, <-chan Exit, *failure)
+	spawn(c *agentCommand) (procRef, <-chan wire.Exit, *wire.Failure)
 
 	// stopTree stops the whole tree within timeout and the kill grace;
 	// an error means it could not be confirmed empty (*treeAliveError
@@ -97,8 +98,8 @@ type osSteps interface {
 
 	// containment names the rung of containment in use; describe adds
 	// the OS's details to a ready.
-	containment() Containment
-	describe(r *Ready)
+	containment() wire.Containment
+	describe(r *wire.Ready)
 	// ownerEOF returns when the owner's death was first seen, given at,
 	// when this guardian read the tether's EOF: on Linux the earliest
 	// any guardian of the same owner saw, and then the others that woke
@@ -138,7 +139,7 @@ func (r *stopReport) add(more stopReport) {
 
 // treeAliveError is a stop that left processes alive.
 type treeAliveError struct {
-	left []Survivor
+	left []wire.Survivor
 	err  error
 }
 
@@ -162,21 +163,21 @@ func (g *guardian) serve(term <-chan os.Signal) int {
 		return 1
 	}
 	switch {
-	case m.Type != msgStart || m.Start == nil:
-		g.fail(&failure{Code: CodeConfig, Message: fmt.Sprintf("first message is %q, want %q", m.Type, msgStart)})
+	case m.Type != wire.MsgStart || m.Start == nil:
+		g.fail(&wire.Failure{Code: wire.CodeConfig, Message: fmt.Sprintf("first message is %q, want %q", m.Type, wire.MsgStart)})
 		return 1
 	case !versionOK(m.Version):
-		g.fail(&failure{Code: CodeConfig, Message: fmt.Sprintf("protocol version %d; this guardian speaks %d", m.Version, ProtocolVersion)})
+		g.fail(&wire.Failure{Code: wire.CodeConfig, Message: fmt.Sprintf("protocol version %d; this guardian speaks %d", m.Version, wire.Version)})
 		return 1
 	}
 	g.req = *m.Start
 	if err := g.req.validate(); err != nil {
-		g.fail(&failure{Code: CodeConfig, Message: err.Error()})
+		g.fail(&wire.Failure{Code: wire.CodeConfig, Message: err.Error()})
 		return 1
 	}
 	g.key = Key(g.req.Identity)
 	if g.req.KillGrace == 0 {
-		g.req.KillGrace = Duration(defaultKillGrace)
+		g.req.KillGrace = wire.Duration(defaultKillGrace)
 	}
 	if fl := g.openLog(); fl != nil {
 		g.fail(fl)
@@ -191,11 +192,11 @@ func (g *guardian) serve(term <-chan os.Signal) int {
 	if g.req.Reclaim {
 		g.release()
 		g.logf("identity reclaimed")
-		g.send(message{Type: msgStopped, Version: ProtocolVersion, Reason: ReasonReclaimed, Cleanup: &Cleanup{Code: CleanupOK}})
+		g.send(message{Type: wire.MsgStopped, Version: wire.Version, Reason: wire.ReasonReclaimed, Cleanup: &wire.Cleanup{Code: wire.CleanupOK}})
 		return 0
 	}
 	g.logf("started %s as pid %d (%s, private dir %s)", g.req.Argv[0], g.agentPid, g.containment(), g.privateDir)
-	g.send(message{Type: msgReady, Version: ProtocolVersion, Ready: g.ready()})
+	g.send(message{Type: wire.MsgReady, Version: wire.Version, Ready: g.ready()})
 	// Not at once: dropping pages flushes the TLBs of the other cores,
 	// interrupting the owner that is reading this ready and the agent
 	// that is starting, which made starts about 0.7 ms slower.
@@ -216,8 +217,8 @@ func (g *guardian) prepare() {
 }
 
 // ready is the answer to a start that succeeded.
-func (g *guardian) ready() *Ready {
-	r := &Ready{
+func (g *guardian) ready() *wire.Ready {
+	r := &wire.Ready{
 		GuardianPID:   os.Getpid(),
 		GuardianStart: platform.Self().Start,
 		AgentPID:      g.agentPid,
@@ -235,7 +236,7 @@ func (g *guardian) ready() *Ready {
 // openLog opens the agent's log and makes it the guardian's stdout and
 // stderr too, so nothing the guardian prints from now on goes to the
 // owner's pipe.
-func (g *guardian) openLog() *failure {
+func (g *guardian) openLog() *wire.Failure {
 	var err error
 	if g.req.LogPath == "" {
 		g.log, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0)
@@ -245,10 +246,10 @@ func (g *guardian) openLog() *failure {
 		}
 	}
 	if err != nil {
-		return &failure{Code: CodeSpawn, Path: g.req.LogPath, Message: "opening the log: " + err.Error()}
+		return &wire.Failure{Code: wire.CodeSpawn, Path: g.req.LogPath, Message: "opening the log: " + err.Error()}
 	}
 	if err := redirectOutput(g.log); err != nil {
-		return &failure{Code: CodeInternal, Message: "redirecting output to the log: " + err.Error()}
+		return &wire.Failure{Code: wire.CodeInternal, Message: "redirecting output to the log: " + err.Error()}
 	}
 	return nil
 }
@@ -275,8 +276,8 @@ func (g *guardian) send(m message) {
 	}
 }
 
-func (g *guardian) fail(f *failure) {
-	g.send(message{Type: msgFailed, Version: ProtocolVersion, Failure: f})
+func (g *guardian) fail(f *wire.Failure) {
+	g.send(message{Type: wire.MsgFailed, Version: wire.Version, Failure: f})
 }
 
 // removeOldDir removes the private directory an earlier tree of this
@@ -330,7 +331,7 @@ type agentCommand struct {
 // requested one, which must be a directory, or the private directory) and
 // builds its environment: the request's, with the private directory as
 // its temporary directory and its identity named.
-func (g *guardian) command() (*agentCommand, *failure) {
+func (g *guardian) command() (*agentCommand, *wire.Failure) {
 	set := map[string]string{
 		"TMPDIR": g.privateDir, "TMP": g.privateDir, "TEMP": g.privateDir,
 		"TETHER_PRIVATE_DIR": g.privateDir, "TETHER_IDENTITY": g.req.Identity,
@@ -347,7 +348,7 @@ func (g *guardian) command() (*agentCommand, *failure) {
 		if err != nil {
 			msg = "working directory: " + err.Error()
 		}
-		return nil, &failure{Code: CodeSpawn, Cause: CauseBadDir, Path: dir, Message: msg}
+		return nil, &wire.Failure{Code: wire.CodeSpawn, Cause: wire.CauseBadDir, Path: dir, Message: msg}
 	}
 	path, fl := resolveCommand(g.req.Argv[0], dir, env)
 	if fl != nil {
@@ -355,7 +356,7 @@ func (g *guardian) command() (*agentCommand, *failure) {
 	}
 	null, err := os.Open(os.DevNull)
 	if err != nil {
-		return nil, &failure{Code: CodeInternal, Message: err.Error()}
+		return nil, &wire.Failure{Code: wire.CodeInternal, Message: err.Error()}
 	}
 	c := &agentCommand{path: path, argv: g.req.Argv, dir: dir, env: env, stdin: null}
 	if g.readiness != nil && g.readiness.spec.Watchdog > 0 {
@@ -369,7 +370,7 @@ func (g *guardian) command() (*agentCommand, *failure) {
 func (g *guardian) abort() {
 	g.readiness.close()
 	if g.agentPid > 0 {
-		if _, err := g.stopTree(g.req.StopTimeout.d()); err != nil {
+		if _, err := g.stopTree(g.req.StopTimeout.Duration()); err != nil {
 			g.logf("stopping the agent after a failed start: %v", err)
 		}
 	}
@@ -415,9 +416,9 @@ func (g *guardian) release() {
 // tether is a new owner taking it over (see attach).
 func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
 	tr := readTether(rd, g.ownerEOF)
-	timeout := g.req.StopTimeout.d()
-	var reason StopReason
-	var exit *Exit
+	timeout := g.req.StopTimeout.Duration()
+	var reason wire.StopReason
+	var exit *wire.Exit
 	var detail string
 	var seen time.Time // when the end was seen, if not at the loop's end
 	rw := g.readyWatch()
@@ -429,17 +430,17 @@ func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
 		case ev := <-rw.events:
 			reason, detail = rw.handle(ev)
 		case <-rw.startC:
-			reason, detail = ReasonNotReady, rw.notReady()
+			reason, detail = wire.ReasonNotReady, rw.notReady()
 		case <-rw.dogC:
-			reason, detail = ReasonWatchdog, fmt.Sprintf("no WATCHDOG=1 for %v", rw.dog)
+			reason, detail = wire.ReasonWatchdog, fmt.Sprintf("no WATCHDOG=1 for %v", rw.dog)
 		case m := <-tr.msgs:
 			switch {
-			case m.Type == msgStop:
-				reason = ReasonStopRequested
+			case m.Type == wire.MsgStop:
+				reason = wire.ReasonStopRequested
 				if m.Timeout != nil && *m.Timeout > 0 {
-					timeout = m.Timeout.d()
+					timeout = m.Timeout.Duration()
 				}
-			case m.Type == msgAttach:
+			case m.Type == wire.MsgAttach:
 				g.attach(m, rw)
 			default:
 				g.logf("ignoring unexpected %q message", m.Type)
@@ -450,29 +451,29 @@ func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
 			}
 			tr = &tetherReader{}
 			if orphan = g.orphaned(rw); orphan == nil {
-				reason, seen = ReasonOwnerLost, e.at
+				reason, seen = wire.ReasonOwnerLost, e.at
 			}
 		case <-g.ownerGone():
 			g.logf("owner process exited")
 			tr = &tetherReader{}
 			if orphan = g.orphaned(rw); orphan == nil {
-				reason = ReasonOwnerLost
+				reason = wire.ReasonOwnerLost
 			}
 		case a := <-orphan.found():
 			orphan.close()
 			orphan = nil
 			tr = g.adopted(a, rw)
 		case <-orphan.expired():
-			reason, detail = ReasonOwnerLost, fmt.Sprintf("not adopted within %v of the owner's death", g.req.SurviveCrash.d())
+			reason, detail = wire.ReasonOwnerLost, fmt.Sprintf("not adopted within %v of the owner's death", g.req.SurviveCrash.Duration())
 		case s := <-term:
-			reason = ReasonSignal
+			reason = wire.ReasonSignal
 			g.logf("received %v", s)
 		case e := <-g.agentExit:
 			exit = &e
 			g.agentExit = nil
-			reason = ReasonAgentExited
+			reason = wire.ReasonAgentExited
 			g.logf("agent pid %d exited: %s", g.agentPid, e)
-			g.send(message{Type: msgExited, Exit: exit})
+			g.send(message{Type: wire.MsgExited, Exit: exit})
 		}
 	}
 	if seen.IsZero() {
@@ -522,7 +523,7 @@ func readTether(rd *lineReader, eof func(at time.Time) time.Time) *tetherReader 
 }
 
 // current is the agent as it is now, for a new owner.
-func (g *guardian) current(rw *readyWatch) *Ready {
+func (g *guardian) current(rw *readyWatch) *wire.Ready {
 	r := g.ready()
 	r.Pending = !rw.up
 	return r
@@ -537,7 +538,7 @@ func (g *guardian) attach(m message, rw *readyWatch) {
 		}
 		g.logf("the tether has a new owner, pid %d (protocol version %d)", m.Owner.Pid, m.Version)
 	}
-	g.send(message{Type: msgAttached, Version: ProtocolVersion, Ready: g.current(rw), Detail: rw.status, MainPID: rw.mainPID})
+	g.send(message{Type: wire.MsgAttached, Version: wire.Version, Ready: g.current(rw), Detail: rw.status, MainPID: rw.mainPID})
 }
 
 // teardown stops the tree, removes the private directory and the
@@ -545,16 +546,16 @@ func (g *guardian) attach(m message, rw *readyWatch) {
 // from begin, when the end of the agent's life was seen. A tree that
 // cannot be confirmed empty keeps the lock and is retried with backoff,
 // reported each time.
-func (g *guardian) teardown(reason StopReason, begin time.Time, timeout time.Duration, exit *Exit, detail string) int {
+func (g *guardian) teardown(reason wire.StopReason, begin time.Time, timeout time.Duration, exit *wire.Exit, detail string) int {
 	g.logf("stopping (%s), stop timeout %v", reason, timeout)
 	var sib *siblingCount
-	if reason == ReasonOwnerLost {
+	if reason == wire.ReasonOwnerLost {
 		sib = countSibling(g.siblings())
 	}
 	rep, err := g.stopTree(max(timeout-time.Since(begin), 0))
 	backoff := time.Second
 	for err != nil {
-		c := &Cleanup{Code: CleanupTreeAlive, Message: err.Error(), Terminated: rep.Terminated, Killed: rep.Killed, Forced: rep.Forced, Elapsed: Duration(time.Since(begin))}
+		c := &wire.Cleanup{Code: wire.CleanupTreeAlive, Message: err.Error(), Terminated: rep.Terminated, Killed: rep.Killed, Forced: rep.Forced, Elapsed: wire.Duration(time.Since(begin))}
 		var alive *treeAliveError
 		if errors.As(err, &alive) {
 			c.Survivors = alive.left
@@ -562,12 +563,12 @@ func (g *guardian) teardown(reason StopReason, begin time.Time, timeout time.Dur
 				c.Left = append(c.Left, p.PID)
 			}
 		} else {
-			c.Code = CleanupInternal
+			c.Code = wire.CleanupInternal
 		}
-		retry := Duration(backoff)
+		retry := wire.Duration(backoff)
 		g.logf("cleanup failed, lock kept, retrying in %v: %v", backoff, err)
 		g.recordCleanup(c)
-		g.send(message{Type: msgCleanupFailed, Cleanup: c, Retry: &retry, Reason: reason})
+		g.send(message{Type: wire.MsgCleanupFailed, Cleanup: c, Retry: &retry, Reason: reason})
 		// The retries are nobody else's wait.
 		sib.end()
 		time.Sleep(backoff)
@@ -584,9 +585,9 @@ func (g *guardian) teardown(reason StopReason, begin time.Time, timeout time.Dur
 		default:
 		}
 	}
-	c := &Cleanup{Code: CleanupOK, Terminated: rep.Terminated, Killed: rep.Killed, Forced: rep.Forced}
+	c := &wire.Cleanup{Code: wire.CleanupOK, Terminated: rep.Terminated, Killed: rep.Killed, Forced: rep.Forced}
 	if err := platform.RemoveAll(g.privateDir); err != nil {
-		c.Code, c.Message = CleanupPrivateDir, err.Error()
+		c.Code, c.Message = wire.CleanupPrivateDir, err.Error()
 	}
 	// The tree is gone and its directory too: the identity is free.
 	// What is left (the containment, empty now, and this process's
@@ -598,16 +599,16 @@ func (g *guardian) teardown(reason StopReason, begin time.Time, timeout time.Dur
 	if !sib.wait() {
 		g.logf("other guardians of the owner still tearing down after %v; going on", siblingWait)
 	}
-	if err := g.removeContainment(); err != nil && c.Code == CleanupOK {
+	if err := g.removeContainment(); err != nil && c.Code == wire.CleanupOK {
 		c.Code, c.Message = containmentCleanupCode, err.Error()
 	}
-	c.Elapsed = Duration(time.Since(begin))
-	if c.Code == CleanupOK {
-		g.logf("stopped (%s) in %v: %d terminated, %d killed", reason, c.Elapsed.d(), c.Terminated, c.Killed)
+	c.Elapsed = wire.Duration(time.Since(begin))
+	if c.Code == wire.CleanupOK {
+		g.logf("stopped (%s) in %v: %d terminated, %d killed", reason, c.Elapsed.Duration(), c.Terminated, c.Killed)
 	} else {
-		g.logf("stopped (%s) in %v with a cleanup error: %s: %s", reason, c.Elapsed.d(), c.Code, c.Message)
+		g.logf("stopped (%s) in %v with a cleanup error: %s: %s", reason, c.Elapsed.Duration(), c.Code, c.Message)
 	}
-	g.send(message{Type: msgStopped, Cleanup: c, Reason: reason, Exit: exit, Detail: detail})
+	g.send(message{Type: wire.MsgStopped, Cleanup: c, Reason: reason, Exit: exit, Detail: detail})
 	sib.leave()
 	return 0
 }
@@ -672,7 +673,7 @@ func (c *siblingCount) leave() {
 // confirm the tree dead, so that whoever reads the record (a service
 // relaunched after this guardian's owner died) learns why the identity
 // is still held, until the release clears the record.
-func (g *guardian) recordCleanup(c *Cleanup) {
+func (g *guardian) recordCleanup(c *wire.Cleanup) {
 	if g.rec == nil || g.own == nil {
 		return
 	}
@@ -686,5 +687,3 @@ func (g *guardian) recordCleanup(c *Cleanup) {
 		g.logf("noting the failed cleanup in the owner record: %v", err)
 	}
 }
-
-func (d Duration) d() time.Duration { return time.Duration(d) }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tether-dev/tether/platform"
 	punix "github.com/tether-dev/tether/platform/unix"
+	"github.com/tether-dev/tether/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,7 +30,7 @@ agent to run; it is not meant to be run by hand. To run an agent, use
 
 // containmentCleanupCode is the cleanup code of a containment that could
 // not be removed: the agent's cgroup.
-const containmentCleanupCode = CleanupCgroup
+const containmentCleanupCode = wire.CleanupCgroup
 
 // osGuardian is the Unix half of a guardian: the flock, the reaper, the
 // session and the cgroup.
@@ -155,17 +156,17 @@ func (g *guardian) ownerGone() <-chan struct{} { return nil }
 // watchOwner does nothing: on Unix the tether alone says the owner died.
 func (g *guardian) watchOwner(*procRef) error { return nil }
 
-func (g *guardian) containment() Containment {
+func (g *guardian) containment() wire.Containment {
 	switch {
 	case g.cgroup == nil:
-		return ContainmentSession
+		return wire.ContainmentSession
 	case g.scope != "":
-		return ContainmentScope
+		return wire.ContainmentScope
 	}
-	return ContainmentCgroup
+	return wire.ContainmentCgroup
 }
 
-func (g *guardian) describe(r *Ready) {
+func (g *guardian) describe(r *wire.Ready) {
 	r.Cgroup = cgroupPath(g.cgroup)
 	r.Scope = g.scope
 	r.Subreaper = g.subreaper
@@ -181,25 +182,25 @@ func cgroupPath(c *punix.Cgroup) string {
 
 // acquire takes the flock on <key>.lock. A held lock is contention, or
 // the tree of a dead guardian that holds it still: see takeOver.
-func (g *guardian) acquire(prev *record) *failure {
+func (g *guardian) acquire(prev *record) *wire.Failure {
 	lockPath := filepath.Join(g.req.LockDir, g.key+".lock")
 	var err error
 	if g.lock, err = platform.OpenLockFile(lockPath); err != nil {
-		return &failure{Code: CodeLock, Path: lockPath, Message: err.Error()}
+		return &wire.Failure{Code: wire.CodeLock, Path: lockPath, Message: err.Error()}
 	}
 	err = platform.TryLock(g.lock)
 	if errors.Is(err, platform.ErrLocked) {
 		return g.takeOver(prev, lockPath)
 	}
 	if err != nil {
-		return &failure{Code: CodeLock, Path: lockPath, Message: err.Error()}
+		return &wire.Failure{Code: wire.CodeLock, Path: lockPath, Message: err.Error()}
 	}
 	return nil
 }
 
 // clearEarlier: the lock was free, but an earlier tree may live on after
 // closing its inherited lock descriptor: stop it before starting another.
-func (g *guardian) clearEarlier(prev *record) *failure {
+func (g *guardian) clearEarlier(prev *record) *wire.Failure {
 	if prev != nil && (prev.Agent.Pid > 0 || prev.Cgroup != "") {
 		return g.stopLeftover(prev)
 	}
@@ -209,9 +210,9 @@ func (g *guardian) clearEarlier(prev *record) *failure {
 // takeOver handles a held lock: a live recorded guardian means contention;
 // a dead one means its tree was abandoned, so stop that tree and take the
 // lock once it is free.
-func (g *guardian) takeOver(prev *record, lockPath string) *failure {
+func (g *guardian) takeOver(prev *record, lockPath string) *wire.Failure {
 	if prev != nil && prev.Guardian.Pid > 0 && platform.Alive(prev.Guardian) {
-		return &failure{Code: CodeContention, Message: "identity " + quote(g.req.Identity) + " is held by " + prev.holder().String(), Holder: prev.holder()}
+		return &wire.Failure{Code: wire.CodeContention, Message: "identity " + quote(g.req.Identity) + " is held by " + prev.holder().String(), Holder: prev.holder()}
 	}
 	holders, _ := punix.FileHolders(lockPath)
 	tree := &punix.Tree{}
@@ -221,8 +222,8 @@ func (g *guardian) takeOver(prev *record, lockPath string) *failure {
 		}
 	}
 	if prev == nil && len(tree.Extra) == 0 {
-		h := &Holder{Identity: g.req.Identity, Unknown: true}
-		return &failure{Code: CodeContention, Message: "identity " + quote(g.req.Identity) + " is locked but no record says by whom", Holder: h}
+		h := &wire.Holder{Identity: g.req.Identity, Unknown: true}
+		return &wire.Failure{Code: wire.CodeContention, Message: "identity " + quote(g.req.Identity) + " is locked but no record says by whom", Holder: h}
 	}
 	if prev != nil {
 		tree.Leader = prev.Agent
@@ -231,20 +232,20 @@ func (g *guardian) takeOver(prev *record, lockPath string) *failure {
 		}
 	}
 	g.logf("guardian of %s is gone but its tree holds the lock; stopping that tree", prev.holder())
-	if _, err := tree.Stop(g.req.StopTimeout.d(), g.req.KillGrace.d()); err != nil {
-		return &failure{Code: CodeContention, Message: "the abandoned tree of " + prev.holder().String() + " could not be stopped: " + err.Error(), Holder: prev.holder()}
+	if _, err := tree.Stop(g.req.StopTimeout.Duration(), g.req.KillGrace.Duration()); err != nil {
+		return &wire.Failure{Code: wire.CodeContention, Message: "the abandoned tree of " + prev.holder().String() + " could not be stopped: " + err.Error(), Holder: prev.holder()}
 	}
-	deadline := time.Now().Add(g.req.KillGrace.d())
+	deadline := time.Now().Add(g.req.KillGrace.Duration())
 	for {
 		err := platform.TryLock(g.lock)
 		if err == nil {
 			break
 		}
 		if !errors.Is(err, platform.ErrLocked) {
-			return &failure{Code: CodeLock, Path: lockPath, Message: err.Error()}
+			return &wire.Failure{Code: wire.CodeLock, Path: lockPath, Message: err.Error()}
 		}
 		if time.Now().After(deadline) {
-			return &failure{Code: CodeContention, Message: "the abandoned tree of " + prev.holder().String() + " was stopped but the lock is still held", Holder: prev.holder()}
+			return &wire.Failure{Code: wire.CodeContention, Message: "the abandoned tree of " + prev.holder().String() + " was stopped but the lock is still held", Holder: prev.holder()}
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -256,19 +257,19 @@ func (g *guardian) takeOver(prev *record, lockPath string) *failure {
 }
 
 // stopLeftover stops what is left of a recorded earlier tree.
-func (g *guardian) stopLeftover(prev *record) *failure {
+func (g *guardian) stopLeftover(prev *record) *wire.Failure {
 	tree := &punix.Tree{Leader: prev.Agent}
 	if prev.Cgroup != "" {
 		tree.Cgroup, _ = punix.OpenCgroup(prev.Cgroup)
 	}
 	ms, err := tree.Members()
 	if err != nil {
-		return &failure{Code: CodeInternal, Message: "scanning for an earlier tree: " + err.Error()}
+		return &wire.Failure{Code: wire.CodeInternal, Message: "scanning for an earlier tree: " + err.Error()}
 	}
 	if len(ms) > 0 {
 		g.logf("an earlier tree of this identity (session %d) still has %d process(es); stopping them", prev.Agent.Pid, len(ms))
-		if _, err := tree.Stop(g.req.StopTimeout.d(), g.req.KillGrace.d()); err != nil {
-			return &failure{Code: CodeContention, Message: "an earlier tree of this identity could not be stopped: " + err.Error(), Holder: prev.holder()}
+		if _, err := tree.Stop(g.req.StopTimeout.Duration(), g.req.KillGrace.Duration()); err != nil {
+			return &wire.Failure{Code: wire.CodeContention, Message: "an earlier tree of this identity could not be stopped: " + err.Error(), Holder: prev.holder()}
 		}
 	}
 	g.removeOld(prev)
@@ -302,7 +303,7 @@ func CgroupKey(name string) (string, bool) {
 // contain creates the agent's cgroup on the strongest rung it can get
 // (see cgroupOrScope); without one the agent's session is its
 // containment.
-func (g *guardian) contain(name string, self *record) *failure {
+func (g *guardian) contain(name string, self *record) *wire.Failure {
 	if g.cgroup, g.scope = g.cgroupOrScope(cgroupPrefix + name); g.cgroup != nil {
 		self.Cgroup = g.cgroup.Path
 	}
@@ -312,7 +313,7 @@ func (g *guardian) contain(name string, self *record) *failure {
 // spawn starts the agent in its own session (and cgroup), with the lock
 // descriptor inherited so the lock lives as long as any process of the
 // tree keeps it.
-func (g *guardian) spawn(c *agentCommand) (procRef, <-chan Exit, *failure) {
+func (g *guardian) spawn(c *agentCommand) (procRef, <-chan wire.Exit, *wire.Failure) {
 	spec := punix.SpawnSpec{
 		Path: c.path, Argv: c.argv, Dir: c.dir, Env: c.env,
 		Stdin: c.stdin, Stdout: g.log, Stderr: g.log,
@@ -330,14 +331,14 @@ func (g *guardian) spawn(c *agentCommand) (procRef, <-chan Exit, *failure) {
 		pid, exit, err = g.reaper.Start(func() (int, error) { return punix.StartSession(spec) })
 	}
 	if err != nil {
-		return procRef{}, nil, &failure{Code: CodeSpawn, Cause: CauseExec, Path: c.path, Message: err.Error()}
+		return procRef{}, nil, &wire.Failure{Code: wire.CodeSpawn, Cause: wire.CauseExec, Path: c.path, Message: err.Error()}
 	}
 	g.cgroup.CloseSpawnFD()
 	agent := punix.Ref{Pid: pid}
 	if p, err := punix.Stat(pid); err == nil {
 		agent = p.Ref()
 	}
-	exits := make(chan Exit, 1)
+	exits := make(chan wire.Exit, 1)
 	go func() {
 		if st, ok := <-exit; ok {
 			exits <- toExit(st)
@@ -368,30 +369,30 @@ func (g *guardian) inherited() []*os.File {
 	return files
 }
 
-func toExit(st punix.ExitStatus) Exit {
+func toExit(st punix.ExitStatus) wire.Exit {
 	if st.Signal != 0 {
-		return Exit{Code: -1, Signal: st.Signal.String()}
+		return wire.Exit{Code: -1, Signal: st.Signal.String()}
 	}
-	return Exit{Code: st.Code}
+	return wire.Exit{Code: st.Code}
 }
 
 // stopTree stops the tree: SIGTERM, timeout, SIGKILL, the kill grace.
 func (g *guardian) stopTree(timeout time.Duration) (stopReport, error) {
-	rep, err := g.tree.Stop(timeout, g.req.KillGrace.d())
+	rep, err := g.tree.Stop(timeout, g.req.KillGrace.Duration())
 	out := treeReport(rep)
 	// A scan of /proc is not atomic: a process reparented to the
 	// guardian in the middle of it can be missed. The guardian is a
 	// subreaper, so its having no children at all is the proof that no
 	// descendant is left; a live child means a member was missed.
 	for i := 0; err == nil && g.subreaper && g.reaper.ReapNow() && i < 20; i++ {
-		rep, err = g.tree.Stop(timeout, g.req.KillGrace.d())
+		rep, err = g.tree.Stop(timeout, g.req.KillGrace.Duration())
 		out.add(treeReport(rep))
 	}
 	var alive *punix.TreeAliveError
 	if errors.As(err, &alive) {
-		left := make([]Survivor, 0, len(alive.Left))
+		left := make([]wire.Survivor, 0, len(alive.Left))
 		for _, p := range alive.Left {
-			left = append(left, Survivor{PID: p.Pid, State: string(p.State)})
+			left = append(left, wire.Survivor{PID: p.Pid, State: string(p.State)})
 		}
 		return out, &treeAliveError{left: left, err: err}
 	}
@@ -405,8 +406,8 @@ func treeReport(r punix.StopReport) stopReport {
 // afterStop reaps the members that died as zombies reparented here before
 // the guardian exits, or they would fall to a parent that may not reap.
 func (g *guardian) afterStop() {
-	if !g.reaper.ReapAll(g.req.KillGrace.d()) {
-		g.logf("children still unreaped after %v", g.req.KillGrace.d())
+	if !g.reaper.ReapAll(g.req.KillGrace.Duration()) {
+		g.logf("children still unreaped after %v", g.req.KillGrace.Duration())
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	pwin "github.com/tether-dev/tether/platform/windows"
+	"github.com/tether-dev/tether/wire"
 	"golang.org/x/sys/windows"
 )
 
@@ -26,7 +27,7 @@ agent to run; it is not meant to be run by hand. To run an agent, use
 
 // containmentCleanupCode is the cleanup code of a containment that could
 // not be removed: closing the job object failed.
-const containmentCleanupCode = CleanupInternal
+const containmentCleanupCode = wire.CleanupInternal
 
 // osGuardian is the Windows half of a guardian: the named mutex, the job
 // object and the handles on the agent and on the owner.
@@ -192,9 +193,9 @@ func (g *guardian) watchOwner(r *procRef) error {
 	return nil
 }
 
-func (g *guardian) containment() Containment { return ContainmentJob }
+func (g *guardian) containment() wire.Containment { return wire.ContainmentJob }
 
-func (g *guardian) describe(r *Ready) {
+func (g *guardian) describe(r *wire.Ready) {
 	r.Job = g.job.Name()
 	r.LockPath = g.mutexName
 }
@@ -223,18 +224,18 @@ func userTag() (string, error) {
 // acquire takes the named mutex of the identity. A held mutex is
 // contention: its holder is alive, since a mutex is abandoned, and so
 // free, when its holding thread dies.
-func (g *guardian) acquire(prev *record) *failure {
+func (g *guardian) acquire(prev *record) *wire.Failure {
 	var err error
 	if g.mutexName, err = MutexName(g.req.Identity); err != nil {
-		return &failure{Code: CodeLock, Message: err.Error()}
+		return &wire.Failure{Code: wire.CodeLock, Message: err.Error()}
 	}
 	g.mutex, err = pwin.TryLockMutex(g.mutexName)
 	if errors.Is(err, pwin.ErrLocked) {
 		h := prev.holder()
-		return &failure{Code: CodeContention, Message: "identity " + quote(g.req.Identity) + " is held by " + h.String(), Holder: h}
+		return &wire.Failure{Code: wire.CodeContention, Message: "identity " + quote(g.req.Identity) + " is held by " + h.String(), Holder: h}
 	}
 	if err != nil {
-		return &failure{Code: CodeLock, Path: g.mutexName, Message: err.Error()}
+		return &wire.Failure{Code: wire.CodeLock, Path: g.mutexName, Message: err.Error()}
 	}
 	return nil
 }
@@ -244,7 +245,7 @@ func (g *guardian) acquire(prev *record) *failure {
 // says so, as abandoned). Its job took its tree down with it, but make
 // sure before starting another: the job outlives the guardian for as long
 // as Windows takes to end its processes.
-func (g *guardian) clearEarlier(prev *record) *failure {
+func (g *guardian) clearEarlier(prev *record) *wire.Failure {
 	if prev != nil {
 		g.logf("identity was held by %s, which ended without releasing it (mutex abandoned: %v)", prev.holder(), g.mutex.Abandoned)
 		if fl := g.stopLeftover(prev); fl != nil {
@@ -253,18 +254,18 @@ func (g *guardian) clearEarlier(prev *record) *failure {
 		g.tookOver = prev.holder()
 	} else if g.mutex.Abandoned {
 		g.logf("mutex %s was abandoned by a holder that left no record", g.mutexName)
-		g.tookOver = &Holder{Identity: g.req.Identity, Unknown: true}
+		g.tookOver = &wire.Holder{Identity: g.req.Identity, Unknown: true}
 	}
 	return nil
 }
 
 // contain creates the agent's kill-on-close job object, named after the
 // private directory: Local\tether-<user>-<name>.
-func (g *guardian) contain(name string, self *record) *failure {
+func (g *guardian) contain(name string, self *record) *wire.Failure {
 	tag, _ := userTag()
 	job, err := pwin.NewJob(`Local\tether-` + tag + "-" + name)
 	if err != nil {
-		return &failure{Code: CodeInternal, Message: "creating the job object: " + err.Error()}
+		return &wire.Failure{Code: wire.CodeInternal, Message: "creating the job object: " + err.Error()}
 	}
 	g.job = job
 	self.Job = job.Name()
@@ -273,21 +274,21 @@ func (g *guardian) contain(name string, self *record) *failure {
 
 // stopLeftover stops what is left of the job of a holder that died, and
 // removes its private directory.
-func (g *guardian) stopLeftover(prev *record) *failure {
+func (g *guardian) stopLeftover(prev *record) *wire.Failure {
 	if prev.Job != "" {
 		job, err := pwin.OpenJob(prev.Job)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			// Gone with its last process.
 		case err != nil:
-			return &failure{Code: CodeInternal, Message: "opening the job of an earlier tree: " + err.Error()}
+			return &wire.Failure{Code: wire.CodeInternal, Message: "opening the job of an earlier tree: " + err.Error()}
 		default:
 			defer job.Close()
 			if n, _ := job.Active(); n > 0 {
 				g.logf("an earlier tree of this identity (job %s) still has %d process(es); stopping them", prev.Job, n)
 			}
-			if _, err := job.Stop(nil, 0, g.req.KillGrace.d()); err != nil {
-				return &failure{Code: CodeContention, Message: "an earlier tree of this identity could not be stopped: " + err.Error(), Holder: prev.holder()}
+			if _, err := job.Stop(nil, 0, g.req.KillGrace.Duration()); err != nil {
+				return &wire.Failure{Code: wire.CodeContention, Message: "an earlier tree of this identity could not be stopped: " + err.Error(), Holder: prev.holder()}
 			}
 		}
 	}
@@ -296,27 +297,27 @@ func (g *guardian) stopLeftover(prev *record) *failure {
 }
 
 // spawn starts the agent inside the job, suspended until it is in it.
-func (g *guardian) spawn(c *agentCommand) (procRef, <-chan Exit, *failure) {
+func (g *guardian) spawn(c *agentCommand) (procRef, <-chan wire.Exit, *wire.Failure) {
 	p, err := pwin.StartInJob(pwin.SpawnSpec{
 		Path: c.path, Argv: c.argv, Dir: c.dir, Env: c.env,
 		Stdin: c.stdin, Stdout: g.log, Stderr: g.log,
 	}, g.job)
 	if err != nil {
-		cause := CauseExec
+		cause := wire.CauseExec
 		switch {
 		case errors.Is(err, os.ErrNotExist):
-			cause = CauseNotFound
+			cause = wire.CauseNotFound
 		case errors.Is(err, windows.ERROR_BAD_EXE_FORMAT), errors.Is(err, os.ErrPermission):
-			cause = CauseNotExecutable
+			cause = wire.CauseNotExecutable
 		}
-		return procRef{}, nil, &failure{Code: CodeSpawn, Cause: cause, Path: c.path, Message: err.Error()}
+		return procRef{}, nil, &wire.Failure{Code: wire.CodeSpawn, Cause: cause, Path: c.path, Message: err.Error()}
 	}
 	g.agent = p
-	exits := make(chan Exit, 1)
+	exits := make(chan wire.Exit, 1)
 	go func() {
 		<-p.Exited()
 		code, _ := p.ExitCode()
-		exits <- Exit{Code: int(code)}
+		exits <- wire.Exit{Code: int(code)}
 	}()
 	return p.Ref(), exits, nil
 }
@@ -330,7 +331,7 @@ func (g *guardian) stopTree(timeout time.Duration) (stopReport, error) {
 		return stopReport{}, nil
 	}
 	graceful := func() error { return pwin.CtrlBreak(g.agentPid) }
-	rep, err := g.job.Stop(graceful, timeout, g.req.KillGrace.d())
+	rep, err := g.job.Stop(graceful, timeout, g.req.KillGrace.Duration())
 	if rep.Graceful != nil {
 		g.logf("no graceful stop request could be made (%v); terminating the job", rep.Graceful)
 	}
@@ -338,9 +339,9 @@ func (g *guardian) stopTree(timeout time.Duration) (stopReport, error) {
 	var alive *pwin.JobAliveError
 	if errors.As(err, &alive) {
 		// A job reports its members' pids; Windows has no state to add.
-		left := make([]Survivor, 0, len(alive.Pids))
+		left := make([]wire.Survivor, 0, len(alive.Pids))
 		for _, pid := range alive.Pids {
-			left = append(left, Survivor{PID: pid})
+			left = append(left, wire.Survivor{PID: pid})
 		}
 		return out, &treeAliveError{left: left, err: err}
 	}

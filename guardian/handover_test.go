@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/platform"
+	"github.com/tether-dev/tether/wire"
 )
 
 // TestLineReaderKeepsWhatItRead: a read cut by a deadline in the middle
@@ -44,7 +45,7 @@ func TestLineReaderKeepsWhatItRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	rd2 := newLineReaderAfter(rest, r)
-	if m, err := rd2.next(); err != nil || m.Type != msgStatus || m.Detail != "b" {
+	if m, err := rd2.next(); err != nil || m.Type != wire.MsgStatus || m.Detail != "b" {
 		t.Fatalf("line across owners: %+v, %v", m, err)
 	}
 }

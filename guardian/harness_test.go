@@ -19,6 +19,7 @@ import (
 
 	"github.com/tether-dev/tether/internal/testdir"
 	"github.com/tether-dev/tether/internal/testproc"
+	"github.com/tether-dev/tether/wire"
 )
 
 // The test binary doubles as the guardian ("guardian"), as misbehaving
@@ -53,9 +54,9 @@ type ownerOp struct {
 }
 
 type ownerReply struct {
-	Ready *Ready `json:"ready,omitempty"`
-	Code  Code   `json:"code,omitempty"`
-	Error string `json:"error,omitempty"`
+	Ready *wire.Ready `json:"ready,omitempty"`
+	Code  wire.Code   `json:"code,omitempty"`
+	Error string      `json:"error,omitempty"`
 }
 
 // runOwner starts sessions as told on stdin and holds them until killed.
@@ -289,7 +290,7 @@ func (o *owner) do(op ownerOp) ownerReply {
 
 // start starts spec in the owner process and registers cleanup of the
 // guardian it will leave behind when the owner is killed.
-func (o *owner) start(spec Spec) *Ready {
+func (o *owner) start(spec Spec) *wire.Ready {
 	o.t.Helper()
 	rep := o.do(ownerOp{Op: "start", Spec: spec})
 	if rep.Ready == nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/tether-dev/tether/internal/freezer"
+	"github.com/tether-dev/tether/wire"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,11 +72,11 @@ func TestGuardianValidatesRawRequest(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		line string
-		code Code
+		code wire.Code
 	}{
-		{"NUL identity", `{"type":"start","version":1,"start":{"identity":"a\u0000b","argv":["/bin/true"],"stop_timeout":"1s","lock_dir":"/tmp","private_root":"/tmp"}}`, CodeConfig},
-		{"relative lock dir", `{"type":"start","version":1,"start":{"identity":"a","argv":["/bin/true"],"stop_timeout":"1s","lock_dir":"locks","private_root":"/tmp"}}`, CodeConfig},
-		{"not a start", `{"type":"stop","version":1}`, CodeConfig},
+		{"NUL identity", `{"type":"start","version":1,"start":{"identity":"a\u0000b","argv":["/bin/true"],"stop_timeout":"1s","lock_dir":"/tmp","private_root":"/tmp"}}`, wire.CodeConfig},
+		{"relative lock dir", `{"type":"start","version":1,"start":{"identity":"a","argv":["/bin/true"],"stop_timeout":"1s","lock_dir":"locks","private_root":"/tmp"}}`, wire.CodeConfig},
+		{"not a start", `{"type":"stop","version":1}`, wire.CodeConfig},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, rc := rawGuardian(t, e, c.line+"\n")
@@ -99,7 +100,7 @@ func TestGuardianRefusesUnknownVersion(t *testing.T) {
 	e := newWorld(t)
 	line := `{"type":"start","version":2,"start":{"identity":"a","argv":["/bin/true"],"stop_timeout":"1s","lock_dir":"` + e.locks + `","private_root":"` + e.priv + `"}}`
 	out, rc := rawGuardian(t, e, line+"\n")
-	want := fmt.Sprintf(`"failure":{"code":"%s","message":"protocol version 2; this guardian speaks %d"}`, CodeConfig, ProtocolVersion)
+	want := fmt.Sprintf(`"failure":{"code":"%s","message":"protocol version 2; this guardian speaks %d"}`, wire.CodeConfig, wire.Version)
 	if rc != 1 || !strings.Contains(out, `"type":"failed"`) || !strings.Contains(out, want) {
 		t.Fatalf("exit %d, answer %s; want a failure with %s", rc, out, want)
 	}
@@ -371,7 +372,7 @@ func TestPrivateDirRemovalFailureReported(t *testing.T) {
 	})
 	err := s.Stop(context.Background(), 0)
 	var ce *CleanupError
-	if !errors.Is(err, ErrCleanupFailed) || errors.Is(err, ErrTreeAlive) || !errors.As(err, &ce) || ce.Code != CleanupPrivateDir {
+	if !errors.Is(err, ErrCleanupFailed) || errors.Is(err, ErrTreeAlive) || !errors.As(err, &ce) || ce.Code != wire.CleanupPrivateDir {
 		t.Fatalf("Stop: %v, want a private_dir cleanup error", err)
 	}
 	if !errors.Is(s.Err(), ErrCleanupFailed) {

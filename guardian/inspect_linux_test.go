@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/internal/freezer"
+	"github.com/tether-dev/tether/wire"
 )
 
 // A guardian whose cleanup fails says so in its owner record, so that a
@@ -35,14 +36,14 @@ func TestInspectNamesAFailedCleanup(t *testing.T) {
 		t.Fatalf("event %+v, want cleanup_failed", ev)
 	}
 	h, err = Inspect(spec.LockDir, spec.Identity)
-	if err != nil || h == nil || h.Cleanup == nil || h.Cleanup.Code != CleanupTreeAlive || h.GuardianPID != s.Ready().GuardianPID {
+	if err != nil || h == nil || h.Cleanup == nil || h.Cleanup.Code != wire.CleanupTreeAlive || h.GuardianPID != s.Ready().GuardianPID {
 		t.Fatalf("Inspect during the failed cleanup: %+v, %v; want the guardian and its tree_alive cleanup", h, err)
 	}
 	other := spec
 	other.Profile = "other"
 	_, err = Start(context.Background(), other)
 	var se *StartError
-	if !errors.As(err, &se) || se.Code != CodeContention || se.Holder == nil || se.Holder.Cleanup == nil {
+	if !errors.As(err, &se) || se.Code != wire.CodeContention || se.Holder == nil || se.Holder.Cleanup == nil {
 		t.Fatalf("contender: %v (holder %+v), want contention naming the failed cleanup", err, se)
 	}
 	thaw()

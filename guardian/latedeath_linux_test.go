@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
+	"github.com/tether-dev/tether/wire"
 )
 
 // A guardian that sees its owner's death late (here stopped by SIGSTOP
@@ -18,7 +19,7 @@ func TestLateGuardianCountsFromTheOwnersDeath(t *testing.T) {
 	e := newWorld(t)
 	o := e.newOwner()
 	timeout := time.Second
-	var late *Ready
+	var late *wire.Ready
 	for _, id := range []string{"death-first", "death-late"} {
 		spec := e.spec(id, "stubborn")
 		spec.StopTimeout = timeout

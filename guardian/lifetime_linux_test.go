@@ -15,6 +15,7 @@ import (
 
 	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
+	"github.com/tether-dev/tether/wire"
 )
 
 // bothContainments runs f with cgroup containment (where this machine
@@ -67,7 +68,7 @@ func TestStartStopLeavesNothing(t *testing.T) {
 		spec.NoCgroup = noCgroup
 		s := e.start(spec)
 		r := s.Ready()
-		if want := map[bool]Containment{true: ContainmentSession, false: ContainmentCgroup}[noCgroup]; r.Containment != want {
+		if want := map[bool]wire.Containment{true: wire.ContainmentSession, false: wire.ContainmentCgroup}[noCgroup]; r.Containment != want {
 			t.Errorf("containment %q, want %q", r.Containment, want)
 		}
 		if !r.Subreaper {
@@ -93,7 +94,7 @@ func TestStartStopLeavesNothing(t *testing.T) {
 		var types []EventType
 		for ev := range s.Events() {
 			types = append(types, ev.Type)
-			if ev.Type == EventStopped && (ev.Cleanup == nil || ev.Cleanup.Code != CleanupOK || ev.Cleanup.Forced || ev.Reason != ReasonStopRequested) {
+			if ev.Type == EventStopped && (ev.Cleanup == nil || ev.Cleanup.Code != wire.CleanupOK || ev.Cleanup.Forced || ev.Reason != wire.ReasonStopRequested) {
 				t.Errorf("stopped event %+v %+v", ev, ev.Cleanup)
 			}
 		}
@@ -277,7 +278,7 @@ func TestI7SignalsAreNotOwnerDeath(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := <-s.Events()
-	if ev.Type != EventStopped || ev.Reason != ReasonStopRequested {
+	if ev.Type != EventStopped || ev.Reason != wire.ReasonStopRequested {
 		t.Fatalf("first event %v (%s), want stopped by request", ev.Type, ev.Reason)
 	}
 }
@@ -291,7 +292,7 @@ func TestGuardianSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := <-s.Events()
-	if ev.Type != EventStopped || ev.Reason != ReasonSignal || ev.Err != nil {
+	if ev.Type != EventStopped || ev.Reason != wire.ReasonSignal || ev.Err != nil {
 		t.Fatalf("event %+v, want stopped by signal", ev)
 	}
 	waitGone(t, rs, time.Second)
@@ -307,15 +308,15 @@ func TestSpawnFailuresLeaveNothing(t *testing.T) {
 		name  string
 		argv  []string
 		dir   string
-		cause SpawnCause
+		cause wire.SpawnCause
 		is    error
 		path  string
 	}{
-		{"missing absolute", []string{filepath.Join(e.dir, "nope")}, "", CauseNotFound, fs.ErrNotExist, filepath.Join(e.dir, "nope")},
-		{"missing in PATH", []string{"tether-no-such-command"}, "", CauseNotFound, fs.ErrNotExist, "tether-no-such-command"},
-		{"not executable", []string{noexec}, "", CauseNotExecutable, fs.ErrPermission, noexec},
-		{"directory", []string{e.dir}, "", CauseNotExecutable, fs.ErrPermission, e.dir},
-		{"bad dir", []string{"/bin/true"}, filepath.Join(e.dir, "nodir"), CauseBadDir, nil, filepath.Join(e.dir, "nodir")},
+		{"missing absolute", []string{filepath.Join(e.dir, "nope")}, "", wire.CauseNotFound, fs.ErrNotExist, filepath.Join(e.dir, "nope")},
+		{"missing in PATH", []string{"tether-no-such-command"}, "", wire.CauseNotFound, fs.ErrNotExist, "tether-no-such-command"},
+		{"not executable", []string{noexec}, "", wire.CauseNotExecutable, fs.ErrPermission, noexec},
+		{"directory", []string{e.dir}, "", wire.CauseNotExecutable, fs.ErrPermission, e.dir},
+		{"bad dir", []string{"/bin/true"}, filepath.Join(e.dir, "nodir"), wire.CauseBadDir, nil, filepath.Join(e.dir, "nodir")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -354,7 +355,7 @@ func TestAgentExitsOnItsOwnThenRestart(t *testing.T) {
 	}
 	<-s.Done()
 	if len(got) != 2 || got[0].Type != EventExited || got[0].Exit == nil || got[0].Exit.Code != 3 ||
-		got[1].Type != EventStopped || got[1].Reason != ReasonAgentExited || got[1].Err != nil {
+		got[1].Type != EventStopped || got[1].Reason != wire.ReasonAgentExited || got[1].Err != nil {
 		t.Fatalf("events %+v", got)
 	}
 	if err := s.Stop(context.Background(), 0); err != nil {

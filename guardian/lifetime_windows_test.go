@@ -13,6 +13,7 @@ import (
 
 	"github.com/tether-dev/tether/internal/testproc"
 	pwin "github.com/tether-dev/tether/platform/windows"
+	"github.com/tether-dev/tether/wire"
 	"golang.org/x/sys/windows"
 )
 
@@ -38,7 +39,7 @@ func TestStartStopLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Containment != ContainmentJob || r.Job == "" || r.LockPath != name || r.AgentPID == 0 {
+	if r.Containment != wire.ContainmentJob || r.Job == "" || r.LockPath != name || r.AgentPID == 0 {
 		t.Errorf("ready %+v", r)
 	}
 	if fi, err := os.Stat(r.PrivateDir); err != nil || !fi.IsDir() {
@@ -57,7 +58,7 @@ func TestStartStopLeavesNothing(t *testing.T) {
 	var types []EventType
 	for ev := range s.Events() {
 		types = append(types, ev.Type)
-		if ev.Type == EventStopped && (ev.Cleanup == nil || ev.Cleanup.Code != CleanupOK || ev.Reason != ReasonStopRequested) {
+		if ev.Type == EventStopped && (ev.Cleanup == nil || ev.Cleanup.Code != wire.CleanupOK || ev.Reason != wire.ReasonStopRequested) {
 			t.Errorf("stopped event %+v %+v", ev, ev.Cleanup)
 		}
 		if ev.Type == EventStopped && gracefulWorks() && ev.Cleanup.Forced {
@@ -208,7 +209,7 @@ func TestRaceOneWinner(t *testing.T) {
 	spec := e.spec("raced", "polite")
 	owners := []*owner{e.newOwner(), e.newOwner()}
 	var mu sync.Mutex
-	var readies []*Ready
+	var readies []*wire.Ready
 	var refusals []ownerReply
 	var sessions []*Session
 	var wg sync.WaitGroup
@@ -244,7 +245,7 @@ func TestRaceOneWinner(t *testing.T) {
 				return
 			}
 			refusals = append(refusals, ownerReply{Code: se.Code, Error: err.Error()})
-			if se.Code == CodeContention && (se.Holder == nil || se.Holder.GuardianPID == 0) {
+			if se.Code == wire.CodeContention && (se.Holder == nil || se.Holder.GuardianPID == 0) {
 				t.Errorf("contention without a holder: %v", err)
 			}
 		})
@@ -257,7 +258,7 @@ func TestRaceOneWinner(t *testing.T) {
 		t.Fatalf("%d agents started, want 1; refusals %+v", len(readies), refusals)
 	}
 	for _, rep := range refusals {
-		if rep.Code != CodeContention {
+		if rep.Code != wire.CodeContention {
 			t.Errorf("refusal %+v, want contention", rep)
 		}
 	}
@@ -327,7 +328,7 @@ func TestAgentExitsOnItsOwn(t *testing.T) {
 		if ev.Type == EventExited && (ev.Exit == nil || ev.Exit.Code != 3) {
 			t.Errorf("exited %+v", ev.Exit)
 		}
-		if ev.Type == EventStopped && ev.Reason != ReasonAgentExited {
+		if ev.Type == EventStopped && ev.Reason != wire.ReasonAgentExited {
 			t.Errorf("stopped for %s", ev.Reason)
 		}
 	}
@@ -345,7 +346,7 @@ func TestSpawnFailureLeavesNothing(t *testing.T) {
 	spec.Argv = []string{filepath.Join(e.dir, "no-such-agent")}
 	_, err := Start(context.Background(), spec)
 	var se *StartError
-	if !errors.As(err, &se) || se.Code != CodeSpawn || se.Cause != CauseNotFound || !errors.Is(err, os.ErrNotExist) {
+	if !errors.As(err, &se) || se.Code != wire.CodeSpawn || se.Cause != wire.CauseNotFound || !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("err %v, want spawn/not_found", err)
 	}
 	name, _ := MutexName("missing")

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/tether-dev/tether/wire"
 )
 
 // The agent's command is looked up the way the platform's own search
@@ -35,24 +37,24 @@ func lookupEnv(env []string, key string) (string, bool) {
 // resolveCommand finds argv0 the way the platform's own search would
 // (execvp's PATH walk; on Windows also PATHEXT), in the PATH of the
 // agent's environment, and says precisely why it cannot be run.
-func resolveCommand(argv0, dir string, env []string) (string, *failure) {
-	check := func(p string) (string, *failure) {
-		var missing *failure
+func resolveCommand(argv0, dir string, env []string) (string, *wire.Failure) {
+	check := func(p string) (string, *wire.Failure) {
+		var missing *wire.Failure
 		for _, c := range commandCandidates(p, env) {
 			fi, err := os.Stat(c)
 			switch {
 			case err != nil && errors.Is(err, os.ErrNotExist):
 				if missing == nil {
-					missing = &failure{Code: CodeSpawn, Cause: CauseNotFound, Path: p, Message: "command " + quote(p) + " not found"}
+					missing = &wire.Failure{Code: wire.CodeSpawn, Cause: wire.CauseNotFound, Path: p, Message: "command " + quote(p) + " not found"}
 				}
 				continue
 			case err != nil:
-				return "", &failure{Code: CodeSpawn, Cause: CauseNotExecutable, Path: c, Message: err.Error()}
+				return "", &wire.Failure{Code: wire.CodeSpawn, Cause: wire.CauseNotExecutable, Path: c, Message: err.Error()}
 			case fi.IsDir():
-				return "", &failure{Code: CodeSpawn, Cause: CauseNotExecutable, Path: c, Message: "command " + quote(c) + " is a directory"}
+				return "", &wire.Failure{Code: wire.CodeSpawn, Cause: wire.CauseNotExecutable, Path: c, Message: "command " + quote(c) + " is a directory"}
 			}
 			if why := notExecutable(c, fi, env); why != "" {
-				return "", &failure{Code: CodeSpawn, Cause: CauseNotExecutable, Path: c, Message: why}
+				return "", &wire.Failure{Code: wire.CodeSpawn, Cause: wire.CauseNotExecutable, Path: c, Message: why}
 			}
 			return c, nil
 		}
@@ -69,7 +71,7 @@ func resolveCommand(argv0, dir string, env []string) (string, *failure) {
 	if !ok {
 		pathEnv = defaultPath()
 	}
-	var firstBad *failure
+	var firstBad *wire.Failure
 	for _, d := range filepath.SplitList(pathEnv) {
 		if d == "" {
 			d = "."
@@ -81,14 +83,14 @@ func resolveCommand(argv0, dir string, env []string) (string, *failure) {
 		if fl == nil {
 			return p, nil
 		}
-		if fl.Cause == CauseNotExecutable && firstBad == nil {
+		if fl.Cause == wire.CauseNotExecutable && firstBad == nil {
 			firstBad = fl
 		}
 	}
 	if firstBad != nil {
 		return "", firstBad
 	}
-	return "", &failure{Code: CodeSpawn, Cause: CauseNotFound, Path: argv0, Message: fmt.Sprintf("command %q not found in PATH %q", argv0, pathEnv)}
+	return "", &wire.Failure{Code: wire.CodeSpawn, Cause: wire.CauseNotFound, Path: argv0, Message: fmt.Sprintf("command %q not found in PATH %q", argv0, pathEnv)}
 }
 
 // ResolveCommand finds the program argv0 names the way a guardian

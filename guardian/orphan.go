@@ -3,6 +3,8 @@ package guardian
 import (
 	"os"
 	"time"
+
+	"github.com/tether-dev/tether/wire"
 )
 
 // orphanWait is a guardian whose owner died while its agent had
@@ -21,12 +23,12 @@ type orphanWait struct {
 func (g *guardian) orphaned(rw *readyWatch) *orphanWait {
 	g.setConn(nil)
 	_ = g.watchOwner(nil)
-	d := g.req.SurviveCrash.d()
+	d := g.req.SurviveCrash.Duration()
 	if d <= 0 || g.req.AdoptPath == "" {
 		return nil
 	}
 	now := time.Now().UTC()
-	info := Waiting{Identity: g.req.Identity, Profile: g.req.Profile, GuardianPID: os.Getpid(),
+	info := wire.Waiting{Identity: g.req.Identity, Profile: g.req.Profile, GuardianPID: os.Getpid(),
 		AgentPID: g.agentPid, Since: g.since, Orphaned: now, Until: now.Add(d)}
 	l, err := listenAdopt(g.req.AdoptPath, info, g.logf)
 	if err != nil {

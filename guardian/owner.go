@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"sync"
 	"time"
+
+	"github.com/tether-dev/tether/wire"
 )
 
 // stderrLimit bounds what is kept of a guardian's stderr for error
@@ -29,7 +31,7 @@ func Start(ctx context.Context, spec Spec) (*Session, error) {
 	}
 	g, err := spawn(exe)
 	if err != nil {
-		return nil, &StartError{Identity: spec.Identity, Code: CodeInternal, Message: err.Error()}
+		return nil, &StartError{Identity: spec.Identity, Code: wire.CodeInternal, Message: err.Error()}
 	}
 	return g.handshake(ctx, spec, req)
 }
@@ -46,17 +48,17 @@ func prepare(spec *Spec) (*request, string, error) {
 	if exe == "" {
 		var err error
 		if exe, err = os.Executable(); err != nil {
-			return nil, "", &StartError{Identity: spec.Identity, Code: CodeInternal, Message: "finding the tether executable: " + err.Error()}
+			return nil, "", &StartError{Identity: spec.Identity, Code: wire.CodeInternal, Message: "finding the tether executable: " + err.Error()}
 		}
 	}
 	req := &request{
 		Identity: spec.Identity, Profile: spec.Profile, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env,
-		StopTimeout: Duration(spec.StopTimeout), KillGrace: Duration(spec.KillGrace), LockDir: spec.LockDir, PrivateRoot: spec.PrivateRoot,
+		StopTimeout: wire.Duration(spec.StopTimeout), KillGrace: wire.Duration(spec.KillGrace), LockDir: spec.LockDir, PrivateRoot: spec.PrivateRoot,
 		LogPath: spec.LogPath, NoCgroup: spec.NoCgroup, Readiness: spec.Readiness,
-		SurviveCrash: Duration(spec.SurviveCrash), AdoptPath: spec.AdoptPath,
+		SurviveCrash: wire.Duration(spec.SurviveCrash), AdoptPath: spec.AdoptPath,
 	}
 	if err := req.validate(); err != nil {
-		return nil, "", &StartError{Identity: spec.Identity, Code: CodeConfig, Message: err.Error()}
+		return nil, "", &StartError{Identity: spec.Identity, Code: wire.CodeConfig, Message: err.Error()}
 	}
 	return req, exe, nil
 }
@@ -133,7 +135,7 @@ func (g *spawned) handshake(ctx context.Context, spec Spec, req *request) (*Sess
 		}
 		return se
 	}
-	if err := s.write(message{Type: msgStart, Version: ProtocolVersion, Start: req}); err != nil {
+	if err := s.write(message{Type: wire.MsgStart, Version: wire.Version, Start: req}); err != nil {
 		return nil, handshakeFailed(fmt.Errorf("sending the start request: %w", err))
 	}
 	m, err := handshake(ctx, conn, rd, spec.HandshakeTimeout)
@@ -142,16 +144,16 @@ func (g *spawned) handshake(ctx context.Context, spec Spec, req *request) (*Sess
 	}
 	s.version = m.Version
 	switch {
-	case m.Type == msgReady && m.Ready != nil:
+	case m.Type == wire.MsgReady && m.Ready != nil:
 		s.ready = *m.Ready
 		go s.run()
 		return s, nil
-	case m.Type == msgFailed && m.Failure != nil:
+	case m.Type == wire.MsgFailed && m.Failure != nil:
 		reapLater()
 		f := m.Failure
 		se := &StartError{Identity: spec.Identity, Code: f.Code, Message: f.Message, Path: f.Path, Cause: f.Cause, Holder: f.Holder}
 		if _, ok := codeSentinels[f.Code]; !ok {
-			se.Code = CodeInternal
+			se.Code = wire.CodeInternal
 			se.Message = fmt.Sprintf("unknown failure code %q: %s", f.Code, f.Message)
 		}
 		// A guardian that answered exits at once; wait briefly so
@@ -217,7 +219,7 @@ func Reclaim(ctx context.Context, spec Spec) error {
 	req.Reclaim = true
 	g, err := spawn(exe)
 	if err != nil {
-		return &StartError{Identity: spec.Identity, Code: CodeInternal, Message: err.Error()}
+		return &StartError{Identity: spec.Identity, Code: wire.CodeInternal, Message: err.Error()}
 	}
 	return g.reclaim(ctx, spec, req)
 }
@@ -227,7 +229,7 @@ func (g *spawned) reclaim(ctx context.Context, spec Spec, req *request) error {
 		g.conn.Close()
 		_ = g.proc.Wait()
 	}()
-	if err := writeMessage(g.conn, message{Type: msgStart, Version: ProtocolVersion, Start: req}); err != nil {
+	if err := writeMessage(g.conn, message{Type: wire.MsgStart, Version: wire.Version, Start: req}); err != nil {
 		return &StartError{Identity: spec.Identity, handshake: fmt.Errorf("sending the reclaim request: %w", err)}
 	}
 	// Stopping an abandoned tree takes up to its stop timeout and the
@@ -238,9 +240,9 @@ func (g *spawned) reclaim(ctx context.Context, spec Spec, req *request) error {
 		return &StartError{Identity: spec.Identity, handshake: err, Stderr: g.stderr.String()}
 	}
 	switch {
-	case m.Type == msgStopped:
+	case m.Type == wire.MsgStopped:
 		return nil
-	case m.Type == msgFailed && m.Failure != nil:
+	case m.Type == wire.MsgFailed && m.Failure != nil:
 		f := m.Failure
 		return &StartError{Identity: spec.Identity, Code: f.Code, Message: f.Message, Path: f.Path, Holder: f.Holder}
 	default:

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/tether-dev/tether/wire"
 )
 
 // A pool keeps poolSize guardians started ahead of need, so a start pays
@@ -79,7 +81,7 @@ func (p *Pool) Start(ctx context.Context, spec Spec) (*Session, error) {
 			g.discard()
 		}
 		if g, err = spawn(exe); err != nil {
-			return nil, &StartError{Identity: spec.Identity, Code: CodeInternal, Message: err.Error()}
+			return nil, &StartError{Identity: spec.Identity, Code: wire.CodeInternal, Message: err.Error()}
 		}
 	}
 	return g.handshake(ctx, spec, req)

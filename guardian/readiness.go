@@ -16,6 +16,7 @@ import (
 	"github.com/tether-dev/tether/platform"
 	"github.com/tether-dev/tether/probe"
 	"github.com/tether-dev/tether/sdnotify"
+	"github.com/tether-dev/tether/wire"
 )
 
 // Readiness is how the agent is found ready (I8) and kept healthy, as the
@@ -27,11 +28,11 @@ type Readiness struct {
 	Ready *probe.Spec `json:"ready,omitempty"`
 	// StartTimeout bounds the wait for ready; past it the tree is
 	// stopped (ReasonNotReady). EXTEND_TIMEOUT_USEC= moves it.
-	StartTimeout Duration `json:"start_timeout,omitempty"`
+	StartTimeout wire.Duration `json:"start_timeout,omitempty"`
 	// Watchdog, with a notify agent, is the longest time between two
 	// WATCHDOG=1 pings once ready; a missed one stops the tree
 	// (ReasonWatchdog). The agent sees it as WATCHDOG_USEC.
-	Watchdog Duration `json:"watchdog,omitempty"`
+	Watchdog wire.Duration `json:"watchdog,omitempty"`
 	// Health is checked every Health.Every once ready; Health.Failures
 	// failures in a row stop the tree (ReasonUnhealthy).
 	Health *HealthCheck `json:"health,omitempty"`
@@ -42,10 +43,10 @@ type Readiness struct {
 
 // HealthCheck is a check repeated while the agent runs.
 type HealthCheck struct {
-	Check    probe.Spec `json:"check"`
-	Every    Duration   `json:"every"`
-	Timeout  Duration   `json:"timeout"`
-	Failures int        `json:"failures"`
+	Check    probe.Spec    `json:"check"`
+	Every    wire.Duration `json:"every"`
+	Timeout  wire.Duration `json:"timeout"`
+	Failures int           `json:"failures"`
 }
 
 // DefaultStartTimeout is used when a Readiness leaves StartTimeout zero.
@@ -174,7 +175,7 @@ func (r *readiness) watch(f func()) {
 // prepare makes what the agent must inherit: the notify socket or the
 // notification pipe. env receives the variables the agent needs to find
 // them.
-func (g *guardian) prepareReadiness(env map[string]string) *failure {
+func (g *guardian) prepareReadiness(env map[string]string) *wire.Failure {
 	spec := g.req.Readiness
 	if spec == nil {
 		return nil
@@ -190,17 +191,17 @@ func (g *guardian) prepareReadiness(env map[string]string) *failure {
 		path := filepath.Join(spec.NotifyDir, g.key[:min(len(g.key), 40)]+"-"+strconv.Itoa(os.Getpid())+".sock")
 		n, err := listenNotify(path)
 		if err != nil {
-			return &failure{Code: CodeSpawn, Path: path, Message: "making the notify socket: " + err.Error()}
+			return &wire.Failure{Code: wire.CodeSpawn, Path: path, Message: "making the notify socket: " + err.Error()}
 		}
 		r.notify = n
 		env["NOTIFY_SOCKET"] = n.Path()
 		if spec.Watchdog > 0 {
-			env["WATCHDOG_USEC"] = strconv.FormatInt(spec.Watchdog.d().Microseconds(), 10)
+			env["WATCHDOG_USEC"] = strconv.FormatInt(spec.Watchdog.Duration().Microseconds(), 10)
 		}
 	case probe.KindFD:
 		rd, wr, err := os.Pipe()
 		if err != nil {
-			return &failure{Code: CodeInternal, Message: "making the notification descriptor: " + err.Error()}
+			return &wire.Failure{Code: wire.CodeInternal, Message: "making the notification descriptor: " + err.Error()}
 		}
 		r.fdRead, r.fdWrite = rd, wr
 	}
@@ -389,7 +390,7 @@ func (r *readiness) monitor() error {
 	if err != nil {
 		return err
 	}
-	m := &probe.Monitor{Check: c, Every: h.Every.d(), Timeout: h.Timeout.d(), Failures: h.Failures,
+	m := &probe.Monitor{Check: c, Every: h.Every.Duration(), Timeout: h.Timeout.Duration(), Failures: h.Failures,
 		Unhealthy: func(last error) { r.emit(readyEvent{kind: readyUnhealthy, err: last}) }}
 	r.watch(func() { m.Run(r.ctx) })
 	return nil
@@ -447,14 +448,14 @@ func (g *guardian) readyWatch() *readyWatch {
 		return rw
 	}
 	rw.events = r.events
-	rw.dog = r.spec.Watchdog.d()
+	rw.dog = r.spec.Watchdog.Duration()
 	if r.spec.Ready == nil {
 		rw.becameReady()
 		return rw
 	}
 	rw.up = false
 	rw.began = time.Now()
-	rw.limit = r.spec.StartTimeout.d()
+	rw.limit = r.spec.StartTimeout.Duration()
 	if rw.limit <= 0 {
 		rw.limit = DefaultStartTimeout
 	}
@@ -464,7 +465,7 @@ func (g *guardian) readyWatch() *readyWatch {
 }
 
 // handle applies one event; a non-empty reason ends the agent's life.
-func (rw *readyWatch) handle(ev readyEvent) (StopReason, string) {
+func (rw *readyWatch) handle(ev readyEvent) (wire.StopReason, string) {
 	g := rw.g
 	switch ev.kind {
 	case readyUp:
@@ -475,17 +476,17 @@ func (rw *readyWatch) handle(ev readyEvent) (StopReason, string) {
 			took := time.Since(rw.began)
 			// The owner hears it first: a start waits on it, the
 			// log does not.
-			g.send(message{Type: msgAgentReady, Detail: rw.status})
+			g.send(message{Type: wire.MsgAgentReady, Detail: rw.status})
 			g.logf("agent ready after %v (%s)", took.Round(time.Millisecond), g.req.Readiness.Ready)
 			rw.becameReady()
 		}
 	case readyStatus:
 		rw.status = ev.status
-		g.send(message{Type: msgStatus, Detail: ev.status})
+		g.send(message{Type: wire.MsgStatus, Detail: ev.status})
 	case readyMainPID:
 		rw.mainPID = ev.pid
 		g.logf("the agent names pid %d as its main process", ev.pid)
-		g.send(message{Type: msgStatus, Detail: rw.status, MainPID: ev.pid})
+		g.send(message{Type: wire.MsgStatus, Detail: rw.status, MainPID: ev.pid})
 	case readyExtend:
 		if !rw.up {
 			rw.startT.Reset(ev.extend)
@@ -496,13 +497,13 @@ func (rw *readyWatch) handle(ev readyEvent) (StopReason, string) {
 			rw.dogT.Reset(rw.dog)
 		}
 	case readyTrigger:
-		return ReasonWatchdog, "the agent asked for its watchdog action (WATCHDOG=trigger)"
+		return wire.ReasonWatchdog, "the agent asked for its watchdog action (WATCHDOG=trigger)"
 	case readyUnhealthy:
 		h := g.req.Readiness.Health
-		return ReasonUnhealthy, fmt.Sprintf("%d health checks in a row failed; last: %v", h.Failures, ev.err)
+		return wire.ReasonUnhealthy, fmt.Sprintf("%d health checks in a row failed; last: %v", h.Failures, ev.err)
 	case readyFDClosed:
 		if !rw.up {
-			return ReasonNotReady, fmt.Sprintf("the agent closed descriptor %d without writing the newline that says it is ready", g.req.Readiness.Ready.FD)
+			return wire.ReasonNotReady, fmt.Sprintf("the agent closed descriptor %d without writing the newline that says it is ready", g.req.Readiness.Ready.FD)
 		}
 	}
 	return "", ""

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tether-dev/tether/internal/testproc"
 	"github.com/tether-dev/tether/probe"
+	"github.com/tether-dev/tether/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -114,14 +115,14 @@ func TestReadyNotifyIgnoresOutsiders(t *testing.T) {
 func TestReadyNotifyTimesOut(t *testing.T) {
 	e := readyEnv(t, "systemd-notify")
 	spec := e.script("notify@late", `systemd-notify --status="loading the model"; exec sleep 1000`,
-		&Readiness{Ready: &probe.Spec{Kind: probe.KindNotify}, StartTimeout: Duration(1500 * time.Millisecond)})
+		&Readiness{Ready: &probe.Spec{Kind: probe.KindNotify}, StartTimeout: wire.Duration(1500 * time.Millisecond)})
 	begin := time.Now()
 	s := e.start(spec)
 	agent, _ := refOf(s.Ready().AgentPID)
 	if ev := nextEvent(t, e, s, 10*time.Second); ev.Type != EventStatus {
 		t.Fatalf("event %+v, want the status", ev)
 	}
-	ev := expectStopped(t, e, s, ReasonNotReady, 10*time.Second)
+	ev := expectStopped(t, e, s, wire.ReasonNotReady, 10*time.Second)
 	if d := time.Since(begin); d < 1500*time.Millisecond {
 		t.Errorf("not_ready after %v, before the start timeout", d)
 	}
@@ -135,7 +136,7 @@ func TestReadyNotifyExtendTimeout(t *testing.T) {
 	e := readyEnv(t, "systemd-notify")
 	spec := e.script("notify@extend",
 		`systemd-notify EXTEND_TIMEOUT_USEC=5000000; sleep 1.5; systemd-notify --ready; exec sleep 1000`,
-		&Readiness{Ready: &probe.Spec{Kind: probe.KindNotify}, StartTimeout: Duration(time.Second)})
+		&Readiness{Ready: &probe.Spec{Kind: probe.KindNotify}, StartTimeout: wire.Duration(time.Second)})
 	s := e.start(spec)
 	for {
 		ev := nextEvent(t, e, s, 10*time.Second)
@@ -154,13 +155,13 @@ func TestWatchdog(t *testing.T) {
 	spec := e.script("notify@watchdog",
 		`echo "$WATCHDOG_USEC $WATCHDOG_PID $$" > `+out+`; systemd-notify --ready
 		for i in 1 2 3 4 5 6; do systemd-notify WATCHDOG=1; sleep 0.1; done; exec sleep 1000`,
-		&Readiness{Ready: &probe.Spec{Kind: probe.KindNotify}, Watchdog: Duration(400 * time.Millisecond)})
+		&Readiness{Ready: &probe.Spec{Kind: probe.KindNotify}, Watchdog: wire.Duration(400 * time.Millisecond)})
 	s := e.start(spec)
 	if ev := nextEvent(t, e, s, 10*time.Second); ev.Type != EventAgentReady {
 		t.Fatalf("event %+v, want agent_ready", ev)
 	}
 	begin := time.Now()
-	ev := expectStopped(t, e, s, ReasonWatchdog, 10*time.Second)
+	ev := expectStopped(t, e, s, wire.ReasonWatchdog, 10*time.Second)
 	// Six pings 100 ms apart keep it alive for at least 0.5 s past ready.
 	if d := time.Since(begin); d < 500*time.Millisecond {
 		t.Errorf("watchdog fired %v after ready, while the agent was still pinging", d)
@@ -181,12 +182,12 @@ func TestWatchdog(t *testing.T) {
 func TestWatchdogTrigger(t *testing.T) {
 	e := readyEnv(t, "systemd-notify")
 	spec := e.script("notify@trigger", `systemd-notify --ready; sleep 0.1; systemd-notify WATCHDOG=trigger; exec sleep 1000`,
-		&Readiness{Ready: &probe.Spec{Kind: probe.KindNotify}, Watchdog: Duration(time.Hour)})
+		&Readiness{Ready: &probe.Spec{Kind: probe.KindNotify}, Watchdog: wire.Duration(time.Hour)})
 	s := e.start(spec)
 	if ev := nextEvent(t, e, s, 10*time.Second); ev.Type != EventAgentReady {
 		t.Fatalf("event %+v, want agent_ready", ev)
 	}
-	expectStopped(t, e, s, ReasonWatchdog, 10*time.Second)
+	expectStopped(t, e, s, wire.ReasonWatchdog, 10*time.Second)
 }
 
 func TestReadyFD(t *testing.T) {
@@ -213,7 +214,7 @@ func TestReadyFDClosedWithoutNewline(t *testing.T) {
 	spec := e.script("fd@closed", `exec 3>&-; exec sleep 1000`,
 		&Readiness{Ready: &probe.Spec{Kind: probe.KindFD, FD: 3}})
 	s := e.start(spec)
-	ev := expectStopped(t, e, s, ReasonNotReady, 10*time.Second)
+	ev := expectStopped(t, e, s, wire.ReasonNotReady, 10*time.Second)
 	if !strings.Contains(ev.Detail, "descriptor 3") {
 		t.Errorf("detail %q", ev.Detail)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tether-dev/tether/internal/testproc"
 	"github.com/tether-dev/tether/probe"
+	"github.com/tether-dev/tether/wire"
 )
 
 // The checks made from the outside (http, tcp, exec, log) work on every
@@ -72,7 +73,7 @@ func nextEvent(t *testing.T, e *world, s *Session, within time.Duration) Event {
 }
 
 // expectStopped reads events until the stopped one and checks its reason.
-func expectStopped(t *testing.T, e *world, s *Session, reason StopReason, within time.Duration) Event {
+func expectStopped(t *testing.T, e *world, s *Session, reason wire.StopReason, within time.Duration) Event {
 	t.Helper()
 	for {
 		ev := nextEvent(t, e, s, within)
@@ -81,7 +82,7 @@ func expectStopped(t *testing.T, e *world, s *Session, reason StopReason, within
 			if ev.Reason != reason {
 				t.Fatalf("stopped for %q (%s), want %q\nlog:\n%s", ev.Reason, ev.Detail, reason, e.log())
 			}
-			if ev.Cleanup == nil || ev.Cleanup.Code != CleanupOK {
+			if ev.Cleanup == nil || ev.Cleanup.Code != wire.CleanupOK {
 				t.Fatalf("cleanup %+v", ev.Cleanup)
 			}
 			return ev
@@ -159,9 +160,9 @@ func TestReadyOutsideCheckTimesOut(t *testing.T) {
 	e := newWorld(t)
 	spec := e.spec("outside@late")
 	spec.Argv = testproc.Argv("ready-agent", "log", "0s", "something else")
-	spec.Readiness = &Readiness{Ready: &probe.Spec{Kind: probe.KindLog, Pattern: "^never$"}, StartTimeout: Duration(time.Second)}
+	spec.Readiness = &Readiness{Ready: &probe.Spec{Kind: probe.KindLog, Pattern: "^never$"}, StartTimeout: wire.Duration(time.Second)}
 	s := e.start(spec)
-	ev := expectStopped(t, e, s, ReasonNotReady, 20*time.Second)
+	ev := expectStopped(t, e, s, wire.ReasonNotReady, 20*time.Second)
 	if !strings.Contains(ev.Detail, "not ready within 1s") || !strings.Contains(ev.Detail, "^never$") {
 		t.Errorf("detail %q", ev.Detail)
 	}
@@ -179,7 +180,7 @@ func TestHealthCheckStopsAnUnhealthyAgent(t *testing.T) {
 	spec := e.spec("health@exec")
 	spec.Argv = testproc.Argv("ready-agent", "none", "0s", "-")
 	spec.Readiness = &Readiness{Health: &HealthCheck{Check: probe.Spec{Kind: probe.KindExec, Argv: testproc.Argv("exists", up)},
-		Every: Duration(50 * time.Millisecond), Timeout: Duration(5 * time.Second), Failures: 3}}
+		Every: wire.Duration(50 * time.Millisecond), Timeout: wire.Duration(5 * time.Second), Failures: 3}}
 	s := e.start(spec)
 	if s.Ready().Pending {
 		t.Fatal("an agent with only a health check is ready at spawn")
@@ -193,7 +194,7 @@ func TestHealthCheckStopsAnUnhealthyAgent(t *testing.T) {
 	if err := os.Remove(up); err != nil {
 		t.Fatal(err)
 	}
-	ev := expectStopped(t, e, s, ReasonUnhealthy, 20*time.Second)
+	ev := expectStopped(t, e, s, wire.ReasonUnhealthy, 20*time.Second)
 	if d := time.Since(removed); d < 100*time.Millisecond {
 		t.Errorf("unhealthy %v after the check began failing; three failures 50 ms apart take longer", d)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/platform"
+	"github.com/tether-dev/tether/wire"
 )
 
 // recordVersion is the version of the owner record this guardian writes.
@@ -37,14 +38,14 @@ type record struct {
 	// tree dead and is being retried: whoever reads the record, such as
 	// a service relaunched after the one that owned this guardian died,
 	// learns why the identity is still held.
-	Cleanup *Cleanup `json:"cleanup,omitempty"`
+	Cleanup *wire.Cleanup `json:"cleanup,omitempty"`
 }
 
-func (r *record) holder() *Holder {
+func (r *record) holder() *wire.Holder {
 	if r == nil {
-		return &Holder{Unknown: true}
+		return &wire.Holder{Unknown: true}
 	}
-	return &Holder{
+	return &wire.Holder{
 		Identity:    r.Identity,
 		Profile:     r.Profile,
 		GuardianPID: r.Guardian.Pid,
@@ -136,7 +137,7 @@ func (r *recordFile) write(rec *record) error {
 // Holding is what the owner record of an identity says while a live
 // guardian holds it.
 type Holding struct {
-	Holder
+	wire.Holder
 	// PrivateDir is the holder's private directory, made or about to be.
 	PrivateDir string
 }

@@ -11,15 +11,16 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/platform"
+	"github.com/tether-dev/tether/wire"
 )
 
 // Event is one report from a running session.
 type Event struct {
 	Type    EventType
 	Time    time.Time
-	Reason  StopReason
-	Exit    *Exit    // EventExited, and EventStopped when known
-	Cleanup *Cleanup // EventStopped and EventCleanupFailed
+	Reason  wire.StopReason
+	Exit    *wire.Exit    // EventExited, and EventStopped when known
+	Cleanup *wire.Cleanup // EventStopped and EventCleanupFailed
 	// Err is the typed error of the event: a *CleanupError, or
 	// ErrGuardianLost wrapped with the guardian's exit status.
 	Err error
@@ -35,13 +36,13 @@ type Event struct {
 	// Ready is the agent as the guardian reported it to a new owner
 	// (EventAttached): its pids, and Pending while its readiness check
 	// has not passed.
-	Ready *Ready
+	Ready *wire.Ready
 }
 
 // Session is the owner's handle on one running guardian.
 type Session struct {
 	spec    Spec
-	ready   Ready
+	ready   wire.Ready
 	version int          // the protocol version spoken with the guardian
 	owner   platform.Ref // this process, for attach
 	conn    tetherConn
@@ -89,7 +90,7 @@ const eventBuffer = 256
 
 // Ready returns what the guardian reported when the agent started (for
 // an attached session, what the owner before knew).
-func (s *Session) Ready() Ready { return s.ready }
+func (s *Session) Ready() wire.Ready { return s.ready }
 
 // Version returns the protocol version spoken with the guardian.
 func (s *Session) Version() int { return s.version }
@@ -136,9 +137,9 @@ func (s *Session) RequestStop(timeout time.Duration) error {
 		return nil
 	default:
 	}
-	m := message{Type: msgStop}
+	m := message{Type: wire.MsgStop}
 	if timeout > 0 {
-		d := Duration(timeout)
+		d := wire.Duration(timeout)
 		m.Timeout = &d
 	}
 	return s.write(m)
@@ -175,7 +176,7 @@ func (s *Session) write(m message) error {
 func newSession(spec Spec, conn tetherConn, rd *lineReader, proc guardianProcess) *Session {
 	return &Session{
 		spec: spec, conn: conn, rd: rd, proc: proc,
-		version:  ProtocolVersion,
+		version:  wire.Version,
 		events:   make(chan Event, eventBuffer),
 		stopped:  make(chan struct{}),
 		done:     make(chan struct{}),
@@ -205,24 +206,24 @@ func (s *Session) run() {
 		}
 		ev := Event{Time: m.Time, Reason: m.Reason, Exit: m.Exit, Cleanup: m.Cleanup}
 		switch m.Type {
-		case msgExited:
+		case wire.MsgExited:
 			ev.Type = EventExited
-		case msgCleanupFailed:
+		case wire.MsgCleanupFailed:
 			ev.Type = EventCleanupFailed
-			ev.Err = m.Cleanup.Err()
+			ev.Err = CleanupErr(m.Cleanup)
 			if ev.Err == nil {
-				ev.Err = &CleanupError{Code: CleanupInternal, Message: "cleanup_failed without a cause"}
+				ev.Err = &CleanupError{Code: wire.CleanupInternal, Message: "cleanup_failed without a cause"}
 			}
-		case msgStopped:
+		case wire.MsgStopped:
 			ev.Type = EventStopped
-			ev.Err = m.Cleanup.Err()
+			ev.Err = CleanupErr(m.Cleanup)
 			ev.Detail = m.Detail
-		case msgAgentReady, msgStatus, msgAttached:
+		case wire.MsgAgentReady, wire.MsgStatus, wire.MsgAttached:
 			ev.Type = EventAgentReady
 			switch m.Type {
-			case msgStatus:
+			case wire.MsgStatus:
 				ev.Type = EventStatus
-			case msgAttached:
+			case wire.MsgAttached:
 				ev.Type, ev.Ready = EventAttached, m.Ready
 				s.markAttached()
 			}
@@ -290,7 +291,7 @@ func handshake(ctx context.Context, conn tetherConn, rd *lineReader, timeout tim
 	}
 	_ = conn.SetReadDeadline(time.Time{})
 	if !versionOK(m.Version) {
-		return m, fmt.Errorf("guardian speaks protocol version %d; this tether speaks %d", m.Version, ProtocolVersion)
+		return m, fmt.Errorf("guardian speaks protocol version %d; this tether speaks %d", m.Version, wire.Version)
 	}
 	return m, nil
 }

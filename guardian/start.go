@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/platform"
+	"github.com/tether-dev/tether/wire"
 )
 
 // start takes the lock, makes the private directory and starts the agent;
@@ -16,18 +17,18 @@ import (
 // is made and again once the agent runs, so that the next holder of the
 // identity finds what a guardian that died part way left behind
 // (clearEarlier).
-func (g *guardian) start() *failure {
+func (g *guardian) start() *wire.Failure {
 	if err := platform.SecureDir(g.req.LockDir); err != nil {
-		return &failure{Code: CodeLock, Path: g.req.LockDir, Message: "lock directory: " + err.Error()}
+		return &wire.Failure{Code: wire.CodeLock, Path: g.req.LockDir, Message: "lock directory: " + err.Error()}
 	}
 	rec, err := openRecord(g.req.LockDir, g.key)
 	if err != nil {
-		return &failure{Code: CodeLock, Path: recordPath(g.req.LockDir, g.key), Message: err.Error()}
+		return &wire.Failure{Code: wire.CodeLock, Path: recordPath(g.req.LockDir, g.key), Message: err.Error()}
 	}
 	g.rec = rec
 	if err := rec.lock(recordWait); err != nil {
 		prev, _ := rec.read()
-		return &failure{Code: CodeContention, Message: err.Error(), Holder: prev.holder()}
+		return &wire.Failure{Code: wire.CodeContention, Message: err.Error(), Holder: prev.holder()}
 	}
 	defer rec.unlock()
 	prev, perr := rec.read()
@@ -50,7 +51,7 @@ func (g *guardian) start() *failure {
 	g.since = time.Now().UTC()
 	name, err := randomName(g.key)
 	if err != nil {
-		return &failure{Code: CodeInternal, Message: err.Error()}
+		return &wire.Failure{Code: wire.CodeInternal, Message: err.Error()}
 	}
 	parent := identityDir(g.req.PrivateRoot, g.key)
 	planned := filepath.Join(parent, name)
@@ -60,16 +61,16 @@ func (g *guardian) start() *failure {
 		return fl
 	}
 	if err := rec.write(self); err != nil {
-		return &failure{Code: CodeLock, Path: rec.f.Name(), Message: "writing the owner record: " + err.Error()}
+		return &wire.Failure{Code: wire.CodeLock, Path: rec.f.Name(), Message: "writing the owner record: " + err.Error()}
 	}
 	g.own = self
 	for _, dir := range []string{g.req.PrivateRoot, parent} {
 		if err := platform.SecureDir(dir); err != nil {
-			return &failure{Code: CodePrivateDir, Path: dir, Message: err.Error()}
+			return &wire.Failure{Code: wire.CodePrivateDir, Path: dir, Message: err.Error()}
 		}
 	}
 	if err := platform.MkdirPrivate(planned); err != nil {
-		return &failure{Code: CodePrivateDir, Path: planned, Message: err.Error()}
+		return &wire.Failure{Code: wire.CodePrivateDir, Path: planned, Message: err.Error()}
 	}
 	g.privateDir = planned
 
@@ -85,7 +86,7 @@ func (g *guardian) start() *failure {
 	g.agentPid, g.agentExit = agent.Pid, exits
 	if g.readiness != nil {
 		if err := g.readiness.begin(g.member, g.req.LogPath, c.dir, c.env); err != nil {
-			return &failure{Code: CodeConfig, Message: "readiness: " + err.Error()}
+			return &wire.Failure{Code: wire.CodeConfig, Message: "readiness: " + err.Error()}
 		}
 	}
 	self.Agent = agent

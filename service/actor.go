@@ -11,6 +11,7 @@ import (
 	"github.com/tether-dev/tether/platform"
 	"github.com/tether-dev/tether/service/config"
 	"github.com/tether-dev/tether/service/state"
+	"github.com/tether-dev/tether/wire"
 )
 
 type cmdKind int
@@ -525,7 +526,7 @@ func (a *actor) began(s *guardian.Session, since time.Time) {
 	a.startedAt = since
 	r := s.Ready()
 	a.row.PID, a.row.GuardianPID = r.AgentPID, r.GuardianPID
-	a.row.Containment = api.Containment(r.Containment)
+	a.row.Containment = r.Containment
 	tree := treeOf(r)
 	a.c.setTree(a.id, &tree)
 	a.pending = r.Pending
@@ -781,7 +782,7 @@ func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 // nothing.
 func leftBehind(ev guardian.Event) string {
 	c := ev.Cleanup
-	if ev.Reason != guardian.ReasonAgentExited || c == nil || c.Terminated+c.Killed == 0 {
+	if ev.Reason != wire.ReasonAgentExited || c == nil || c.Terminated+c.Killed == 0 {
 		return ""
 	}
 	n := max(c.Terminated, c.Killed)

@@ -5,18 +5,19 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/wire"
 )
 
 // startCodes maps the guardian's startup failure codes onto the API's,
 // one to one: a lock or private directory that could not be used keeps
 // its cause end to end. Only the guardian's internal, and a guardian
 // that gave no typed answer, are internal in the API.
-var startCodes = map[guardian.Code]api.Code{
-	guardian.CodeContention: api.CodeContention,
-	guardian.CodeSpawn:      api.CodeSpawn,
-	guardian.CodeConfig:     api.CodeConfig,
-	guardian.CodeLock:       api.CodeLock,
-	guardian.CodePrivateDir: api.CodePrivateDir,
+var startCodes = map[wire.Code]api.Code{
+	wire.CodeContention: api.CodeContention,
+	wire.CodeSpawn:      api.CodeSpawn,
+	wire.CodeConfig:     api.CodeConfig,
+	wire.CodeLock:       api.CodeLock,
+	wire.CodePrivateDir: api.CodePrivateDir,
 }
 
 // startCode is the API code of a guardian start that failed with err.
@@ -31,10 +32,10 @@ func startCode(err error) api.Code {
 
 // checkCodes maps the stop reasons of a readiness, watchdog or health
 // check onto the API's codes.
-var checkCodes = map[guardian.StopReason]api.Code{
-	guardian.ReasonNotReady:  api.CodeNotReady,
-	guardian.ReasonWatchdog:  api.CodeWatchdog,
-	guardian.ReasonUnhealthy: api.CodeUnhealthy,
+var checkCodes = map[wire.StopReason]api.Code{
+	wire.ReasonNotReady:  api.CodeNotReady,
+	wire.ReasonWatchdog:  api.CodeWatchdog,
+	wire.ReasonUnhealthy: api.CodeUnhealthy,
 }
 
 // cleanupError is the API's error for a cleanup that failed with err,

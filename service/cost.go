@@ -5,8 +5,8 @@ import (
 	"sync"
 
 	"github.com/tether-dev/tether/api"
-	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/platform"
+	"github.com/tether-dev/tether/wire"
 )
 
 // What each agent costs is measured by the service itself, when a status
@@ -25,12 +25,12 @@ import (
 // describes it. The session's leader is named with its start time, read
 // now (the agent has just started), so that its PID, reused later by
 // another process, never names that one's session.
-func treeOf(r guardian.Ready) platform.Tree { return treeLed(r, platform.Ref{}) }
+func treeOf(r wire.Ready) platform.Tree { return treeLed(r, platform.Ref{}) }
 
 // treeLed is treeOf with the leader known already (read when the agent
 // started, by the service before an upgrade); a zero leader, or one of
 // another pid, is read now.
-func treeLed(r guardian.Ready, leader platform.Ref) platform.Tree {
+func treeLed(r wire.Ready, leader platform.Ref) platform.Tree {
 	pid := r.SessionID
 	if pid == 0 {
 		pid = r.AgentPID

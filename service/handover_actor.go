@@ -7,6 +7,7 @@ import (
 	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/platform"
 	"github.com/tether-dev/tether/service/config"
+	"github.com/tether-dev/tether/wire"
 )
 
 // agentHandover is what an actor knew, for its successor in the next
@@ -51,7 +52,7 @@ type tetherHandover struct {
 	// Guardian names the guardian process.
 	Guardian platform.Ref `json:"guardian"`
 	// Ready is what the guardian said when the agent started.
-	Ready guardian.Ready `json:"ready"`
+	Ready wire.Ready `json:"ready"`
 	// Pending holds the bytes read off the tether and not yet parsed.
 	Pending []byte `json:"pending,omitempty"`
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/wire"
 )
 
 // A guardian whose cleanup failed keeps the identity and retries, even
@@ -37,7 +38,7 @@ func (a *actor) inspectHeld() *guardian.Holding {
 // when it is such a guardian's.
 func (a *actor) heldBy(err error) *guardian.Holding {
 	se, ok := errors.AsType[*guardian.StartError](err)
-	if !ok || se.Code != guardian.CodeContention || se.Holder == nil || se.Holder.Cleanup == nil || se.Holder.Profile != a.c.opts.Paths.Profile {
+	if !ok || se.Code != wire.CodeContention || se.Holder == nil || se.Holder.Cleanup == nil || se.Holder.Profile != a.c.opts.Paths.Profile {
 		return nil
 	}
 	return &guardian.Holding{Holder: *se.Holder}
@@ -50,7 +51,7 @@ func (a *actor) watchHeld(h *guardian.Holding) {
 	a.row.PID, a.row.GuardianPID = h.AgentPID, h.GuardianPID
 	a.setState(api.StateCleanupFailed, &api.Error{Code: api.CodeCleanupFailed, Message: fmt.Sprintf(
 		"guardian pid %d, left by an earlier run of the service, could not confirm the agent's tree dead; it keeps the identity and retries: %v",
-		h.GuardianPID, h.Cleanup.Err())})
+		h.GuardianPID, guardian.CleanupErr(h.Cleanup))})
 	if first {
 		a.heldWait = heldRecheckMin
 	} else {

@@ -3,6 +3,7 @@ package service
 import (
 	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/service/config"
+	"github.com/tether-dev/tether/wire"
 )
 
 // readiness is the guardian's view of an agent's readiness and health
@@ -13,13 +14,13 @@ func readiness(a config.Agent, p Paths) *guardian.Readiness {
 	}
 	r := &guardian.Readiness{
 		Ready:        a.Ready,
-		StartTimeout: guardian.Duration(a.StartTimeout),
-		Watchdog:     guardian.Duration(a.Watchdog),
+		StartTimeout: wire.Duration(a.StartTimeout),
+		Watchdog:     wire.Duration(a.Watchdog),
 		NotifyDir:    p.NotifyDir(),
 	}
 	if h := a.Health; h != nil {
-		r.Health = &guardian.HealthCheck{Check: h.Check, Every: guardian.Duration(h.Every),
-			Timeout: guardian.Duration(h.Timeout), Failures: h.Failures}
+		r.Health = &guardian.HealthCheck{Check: h.Check, Every: wire.Duration(h.Every),
+			Timeout: wire.Duration(h.Timeout), Failures: h.Failures}
 	}
 	return r
 }

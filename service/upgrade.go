@@ -22,6 +22,7 @@ import (
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/platform"
+	"github.com/tether-dev/tether/wire"
 )
 
 // An upgrade (I9), as the running service makes it:
@@ -259,7 +260,7 @@ type handoverOffer struct {
 // is parsed. It exits 0 when it can.
 func HandoverCheck(p Paths, version string, stdin io.Reader, stdout io.Writer) int {
 	ans := successorCheck{Version: version, Handover: [2]int{MinHandoverVersion, HandoverVersion},
-		Protocol: [2]int{guardian.ProtocolVersion, guardian.ProtocolVersion}}
+		Protocol: [2]int{wire.Version, wire.Version}}
 	ans.Build = selfBuild()
 	var offer handoverOffer
 	dec := json.NewDecoder(io.LimitReader(stdin, 16<<20))
@@ -271,8 +272,8 @@ func HandoverCheck(p Paths, version string, stdin io.Reader, stdout io.Writer) i
 		problems = append(problems, fmt.Sprintf("it writes handover records of version %d; this tether reads %d to %d", offer.Handover, MinHandoverVersion, HandoverVersion))
 	}
 	for _, v := range slices.Compact(slices.Sorted(slices.Values(offer.Guardian))) {
-		if v != guardian.ProtocolVersion {
-			problems = append(problems, fmt.Sprintf("a guardian speaks protocol version %d; this tether takes over %d", v, guardian.ProtocolVersion))
+		if v != wire.Version {
+			problems = append(problems, fmt.Sprintf("a guardian speaks protocol version %d; this tether takes over %d", v, wire.Version))
 		}
 	}
 	if len(problems) == 0 && offer.ParseApart {

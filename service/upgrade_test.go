@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/service/config"
+	"github.com/tether-dev/tether/wire"
 )
 
 // The record written is the newest version both sides read, so that a
@@ -50,7 +50,7 @@ func TestHandoverCheckVersions(t *testing.T) {
 		{HandoverVersion, true},
 		{HandoverVersion + 1, false},
 	} {
-		in, err := json.Marshal(handoverOffer{Handover: c.offer, Guardian: []int{guardian.ProtocolVersion}, Config: cfg})
+		in, err := json.Marshal(handoverOffer{Handover: c.offer, Guardian: []int{wire.Version}, Config: cfg})
 		if err != nil {
 			t.Fatal(err)
 		}
