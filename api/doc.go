@@ -1,11 +1,8 @@
 // Package api is the local API's contract: its versioned paths, wire
-// types, error codes and agent states, the client that speaks it, and where
-// a profile's service listens (SocketPath: a unix socket, or a named pipe
-// on Windows) and what a profile may be called (ValidateProfile).
-//
-// The service serves these types (service/localapi); the command line, the
-// tray and the demo are its clients. It owns no agent and imports nothing
-// of the service; on Windows it uses the platform package's pipe dial.
+// types, error codes and agent states, where a profile's service listens
+// (SocketPath: a unix socket, or a named pipe on Windows) and what a
+// profile may be called (ValidateProfile). It holds types only: the
+// service serves them (service/localapi), and package client speaks them.
 //
 // # Paths
 //
@@ -21,14 +18,14 @@
 // POST upgrade (an UpgradeRequest, answered by an UpgradeAnswer once the
 // new binary passed its check; Status.Service then says how it went). An
 // event stream ends with a handover event when the service hands over to
-// its successor; Client.Events reconnects by itself.
+// its successor; the client's Events reconnects by itself.
 //
 // # States
 //
 // An Agent's State is one of the State constants, listed by States:
 // stopped, starting, running, stopping, backoff, failed, cleanup_failed,
 // and adoptable, which only a client shows, for an agent that outlived its
-// service (WaitingToBeAdopted) while none runs.
+// service (client.WaitingToBeAdopted) while none runs.
 // Each constant's comment says what the service means by it.
 //
 // # Error codes

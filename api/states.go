@@ -40,7 +40,7 @@ const (
 	// survive_service_crash: its guardian keeps the tree and the identity,
 	// waiting for a relaunched service of the profile to adopt it, until
 	// the window closes (then the tree is stopped). Only a client shows
-	// it, while no service runs (WaitingToBeAdopted); a service that
+	// it, while no service runs (client.WaitingToBeAdopted); a service that
 	// starts adopts the tree, which is running again.
 	StateAdoptable State = "adoptable"
 )

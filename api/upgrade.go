@@ -1,11 +1,6 @@
 package api
 
-import (
-	"context"
-	"encoding/json"
-	"net/http"
-	"time"
-)
+import "time"
 
 // PathUpgrade replaces the running service by the binary named in an
 // UpgradeRequest, with every agent left running (I9). POST.
@@ -92,17 +87,4 @@ type UpgradeRequest struct {
 // To), or why the handover failed (Upgrade.Error).
 type UpgradeAnswer struct {
 	Upgrade Upgrade `json:"upgrade"`
-}
-
-// Upgrade asks the service to replace itself by req.Executable. An
-// *Error with code upgrade says why it will not (the service keeps
-// running as it was).
-func (c *Client) Upgrade(ctx context.Context, req UpgradeRequest) (UpgradeAnswer, error) {
-	var ans UpgradeAnswer
-	body, err := json.Marshal(req)
-	if err != nil {
-		return ans, err
-	}
-	err = c.call(ctx, http.MethodPost, PathUpgrade, body, &ans)
-	return ans, err
 }

@@ -3,13 +3,11 @@ package api
 import (
 	"fmt"
 	"time"
-
-	"github.com/tether-dev/tether/platform"
 )
 
 // Usage is what an agent's process tree costs, measured by the service
 // when a status asks for it (GET status?usage=1, see PathStatus and
-// Client.StatusWithUsage), never in the background. An agent that does
+// client.Client.StatusWithUsage), never in the background. An agent that does
 // not run has a zero Usage.
 type Usage struct {
 	// CPUSeconds is the processor time, user and system, its tree has
@@ -30,18 +28,18 @@ type Usage struct {
 }
 
 // UsageSource says how a Usage was measured: one of the UsageSource
-// constants, which are the platform's.
-type UsageSource = platform.UsageSource
+// constants.
+type UsageSource string
 
 // The usage sources.
 const (
 	// UsageCgroup: the agent's cgroup's own accounting (Linux, where its
 	// cgroup has the memory controller).
-	UsageCgroup = platform.UsageCgroup
+	UsageCgroup UsageSource = "cgroup"
 	// UsageProcesses: the sum over the tree's live processes.
-	UsageProcesses = platform.UsageProcesses
+	UsageProcesses UsageSource = "processes"
 	// UsageJob: the agent's job object's accounting (Windows).
-	UsageJob = platform.UsageJob
+	UsageJob UsageSource = "job"
 )
 
 // CPUText writes the CPU time as 0.42s, 12.3s, 4m05s or 3h07m.

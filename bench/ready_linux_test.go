@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/client"
 	"golang.org/x/sys/unix"
 )
 
@@ -94,7 +95,7 @@ func BenchmarkReadyNotify(b *testing.B) {
 }
 
 // waitAPI waits until the service answers.
-func waitAPI(c *api.Client, s *svc) error {
+func waitAPI(c *client.Client, s *svc) error {
 	deadline := time.Now().Add(waitLimit)
 	for {
 		if _, err := c.Status(context.Background()); err == nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/client"
 	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
@@ -74,14 +75,14 @@ const upLimit = 60 * time.Second
 //     down-locks-ms: when each part alone was seen done.
 //
 // Each iteration, with all the agents running, starts the probe through
-// the API (api.Client.Start, which answers once the agent runs) and then
+// the API (client.Client.Start, which answers once the agent runs) and then
 // through the command line (an exec of "tether --profile bench start
 // probe", measured until it has been reaped), and stops it after each
 // start, untimed; each start comes startGap after the last stop, so it
 // meets a warm guardian that is done starting. api-start-p50-ms, api-start-max-ms, cli-start-p50-ms
 // and cli-start-max-ms are their median and maximum; ns/op is the two
 // starts together. api-stop-p50-ms and api-stop-max-ms are those of the
-// stops (api.Client.Stop, which answers once the tree is gone, the
+// stops (client.Client.Stop, which answers once the tree is gone, the
 // private directory removed and the lock free). api-start-cpu-ms and
 // api-start-ctxsw are the median CPU time and context switches an API
 // start cost the service and the probe's guardian, from just before the
@@ -292,7 +293,7 @@ type svcWorld struct {
 	n      int
 	ids    []string
 	paths  svcPaths
-	client *api.Client
+	client *client.Client
 }
 
 // svcPaths are where the service of the world keeps its files, as
@@ -355,7 +356,7 @@ func newSvcWorldOf(b *testing.B, n int, many treeAgent) *svcWorld {
 	if len(w.paths.socket) > 100 {
 		b.Fatalf("socket path %s is too long for a unix socket: set TMPDIR to a shorter directory", w.paths.socket)
 	}
-	w.client = api.NewClient(w.paths.socket)
+	w.client = client.New(w.paths.socket)
 
 	var cfg strings.Builder
 	cfg.WriteString("agents:\n")

@@ -18,7 +18,7 @@ const stopTarget = 3 * time.Millisecond
 // double-forked escapee in a session of its own), all of which die of
 // SIGTERM. Each iteration starts the agent through the API, untimed,
 // waits until its tree is whole and then times, from just before
-// api.Client.Stop is called, until every process of the tree has exited
+// client.Client.Stop is called, until every process of the tree has exited
 // (zombies count as dead), by poll(2) on their pidfds. The call's own
 // answer comes later (the private directory, the lock and the synced
 // intent come first); it is waited for, untimed, before the next start.

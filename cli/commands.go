@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/client"
 	"github.com/tether-dev/tether/service"
 	"github.com/tether-dev/tether/service/config"
 )
@@ -20,26 +21,26 @@ func (inv *invocation) paths() (service.Paths, error) {
 }
 
 // client returns an API client for the profile's service.
-func (inv *invocation) client() (*api.Client, service.Paths, error) {
+func (inv *invocation) client() (*client.Client, service.Paths, error) {
 	p, err := inv.paths()
 	if err != nil {
 		return nil, p, err
 	}
-	return api.NewClient(p.Socket), p, nil
+	return client.New(p.Socket), p, nil
 }
 
 // apiFailure turns a client error into a message and an exit code.
 func (inv *invocation) apiFailure(p service.Paths, err error) int {
 	switch {
-	case errors.Is(err, api.ErrUntrusted):
+	case errors.Is(err, client.ErrUntrusted):
 		// Nothing was sent: the error names whose it is.
 		fmt.Fprintf(inv.stderr, "tether: refusing to talk to what listens for profile %q: %v\n", p.Profile, err)
 		return ExitUnreachable
-	case errors.Is(err, api.ErrUnreachable):
+	case errors.Is(err, client.ErrUnreachable):
 		fmt.Fprintf(inv.stderr, "tether: the service of profile %q cannot be reached: %v\n", p.Profile, err)
 		return ExitUnreachable
 	}
-	if errors.Is(err, api.ErrNotRunning) {
+	if errors.Is(err, client.ErrNotRunning) {
 		if pid, ok := service.RunningPID(p); ok {
 			fmt.Fprintf(inv.stderr, "tether: service pid %d of profile %q is running but its socket %s is gone; send it SIGHUP (kill -HUP %d) to make it listen again, or restart it.\n",
 				pid, p.Profile, p.Socket, pid)
@@ -290,7 +291,7 @@ func (inv *invocation) service(args []string) int {
 }
 
 // serviceIDs are the ids of the running service's agents, or none.
-func (inv *invocation) serviceIDs(c *api.Client) []string {
+func (inv *invocation) serviceIDs(c *client.Client) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	st, err := c.Status(ctx)

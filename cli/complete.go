@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/client"
 	"github.com/tether-dev/tether/service"
 )
 
@@ -179,7 +180,7 @@ func (inv *invocation) agentIDs() []string {
 	ctx, cancel := context.WithTimeout(context.Background(), completeTimeout)
 	defer cancel()
 	var ids []string
-	if st, err := api.NewClient(p.Socket).Status(ctx); err == nil {
+	if st, err := client.New(p.Socket).Status(ctx); err == nil {
 		for _, a := range st.Agents {
 			ids = append(ids, a.ID)
 		}

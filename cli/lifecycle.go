@@ -13,6 +13,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/assets"
+	"github.com/tether-dev/tether/client"
 	"github.com/tether-dev/tether/install"
 	"github.com/tether-dev/tether/service"
 	"github.com/tether-dev/tether/service/config"
@@ -55,12 +56,12 @@ func (inv *invocation) install(p service.Paths, o install.Options, start bool) i
 	if !start {
 		return ExitOK
 	}
-	c := api.NewClient(p.Socket)
+	c := client.New(p.Socket)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	st, err := c.Status(ctx)
 	cancel()
 	switch {
-	case errors.Is(err, api.ErrNotRunning):
+	case errors.Is(err, client.ErrNotRunning):
 		return inv.startService(p, o)
 	case err != nil:
 		return inv.apiFailure(p, err)
@@ -103,7 +104,7 @@ func (inv *invocation) startService(p service.Paths, o install.Options) int {
 
 // waitAnswer polls the service until it answers, up to within.
 func waitAnswer(p service.Paths, within time.Duration) (api.Status, error) {
-	c := api.NewClient(p.Socket)
+	c := client.New(p.Socket)
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	for {
@@ -122,7 +123,7 @@ func waitAnswer(p service.Paths, within time.Duration) (api.Status, error) {
 // uninstall is "service uninstall": where the OS stops the service with
 // its registration, it says which agents went with it.
 func (inv *invocation) uninstall(p service.Paths, o install.Options) int {
-	c := api.NewClient(p.Socket)
+	c := client.New(p.Socket)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	before, beforeErr := c.Status(ctx)
 	cancel()
@@ -137,7 +138,7 @@ func (inv *invocation) uninstall(p service.Paths, o install.Options) int {
 	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
 	_, afterErr := c.Status(ctx)
 	cancel()
-	if !errors.Is(afterErr, api.ErrNotRunning) {
+	if !errors.Is(afterErr, client.ErrNotRunning) {
 		fmt.Fprintf(inv.stdout, "the service (pid %d) goes on running; `tether service stop` stops it and its agents\n", before.ServicePID)
 		return ExitOK
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/client"
 	"github.com/tether-dev/tether/install"
 	"github.com/tether-dev/tether/service"
 )
@@ -94,7 +95,7 @@ func (inv *invocation) stopService(p service.Paths, o install.Options) int {
 	if errors.Is(err, install.ErrNoServiceManager) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		if qerr := api.NewClient(p.Socket).Quit(ctx); qerr != nil {
+		if qerr := client.New(p.Socket).Quit(ctx); qerr != nil {
 			return inv.apiFailure(p, qerr)
 		}
 		err = nil
@@ -140,14 +141,14 @@ func (inv *invocation) installFailure(err error) int {
 // as the service streams it, until interrupted. A stream the service ends
 // (it quit, or this reader fell too far behind) is an error: the output
 // would otherwise stop without a word.
-func (inv *invocation) followLogs(c *api.Client, p service.Paths, id string, n int) int {
+func (inv *invocation) followLogs(c *client.Client, p service.Paths, id string, n int) int {
 	events, err := c.FollowLog(context.Background(), id, n)
 	if err != nil {
 		return inv.apiFailure(p, err)
 	}
 	for ev, err := range events {
 		if err != nil {
-			if errors.Is(err, api.ErrStreamClosed) {
+			if errors.Is(err, client.ErrStreamClosed) {
 				fmt.Fprintf(inv.stderr, "tether logs: the service ended the stream (%v)\n", err)
 				return ExitFailure
 			}

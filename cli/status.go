@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/client"
 	"github.com/tether-dev/tether/service"
 	"github.com/tether-dev/tether/wire"
 )
@@ -34,7 +35,7 @@ func (inv *invocation) status(args []string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	st, err := c.StatusWithUsage(ctx)
-	if errors.Is(err, api.ErrNotRunning) {
+	if errors.Is(err, client.ErrNotRunning) {
 		// Agents that outlived their service still show.
 		st.Agents = inv.waitingRows(ctx, p)
 		code := inv.apiFailure(p, err)
@@ -110,7 +111,7 @@ func writeStatusTable(w io.Writer, st api.Status, limit int) {
 // wait to be adopted, while no service runs: state adoptable, the status
 // saying until when.
 func (inv *invocation) waitingRows(ctx context.Context, p service.Paths) []api.Agent {
-	ws, _ := api.WaitingToBeAdopted(ctx, p.Socket, p.Profile)
+	ws, _ := client.WaitingToBeAdopted(ctx, p.Socket, p.Profile)
 	ids := map[string]string{}
 	if cfg, err := service.LoadConfig(p); err == nil {
 		for _, a := range cfg.Agents {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/client"
 	"github.com/tether-dev/tether/service"
 )
 
@@ -35,7 +36,7 @@ func (inv *invocation) upgrade(p service.Paths, args []string) int {
 	if err != nil {
 		return inv.fail("%v", err)
 	}
-	c := api.NewClient(p.Socket)
+	c := client.New(p.Socket)
 	up, err := upgradeService(c, exe)
 	if err != nil {
 		return inv.apiFailure(p, err)
@@ -47,7 +48,7 @@ func (inv *invocation) upgrade(p service.Paths, args []string) int {
 // upgradeService asks the service behind c to become exe and waits until
 // its successor serves, or the attempt failed: the error is then an
 // *api.Error with code upgrade, the service running as before.
-func upgradeService(c *api.Client, exe string) (api.Upgrade, error) {
+func upgradeService(c *client.Client, exe string) (api.Upgrade, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), upgradeWait)
 	defer cancel()
 	before, err := c.Status(ctx)
@@ -62,7 +63,7 @@ func upgradeService(c *api.Client, exe string) (api.Upgrade, error) {
 	for {
 		st, err := c.Status(ctx)
 		switch {
-		case errors.Is(err, api.ErrNotRunning):
+		case errors.Is(err, client.ErrNotRunning):
 			return api.Upgrade{}, &api.Error{Code: api.CodeUpgrade, Message: "the service stopped during the upgrade: its successor died after taking over (the service manager, if any, starts it again)"}
 		case err != nil:
 			return api.Upgrade{}, err

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/client"
 	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/internal/logline"
 	"github.com/tether-dev/tether/platform"
@@ -215,8 +216,8 @@ func (e *sandbox) stopBoth(a api.Agent) error {
 	return err
 }
 
-func (e *sandbox) client(profile string) *api.Client {
-	return api.NewClient(filepath.Join(e.dir, "run", "tether", profile+".sock"))
+func (e *sandbox) client(profile string) *client.Client {
+	return client.New(filepath.Join(e.dir, "run", "tether", profile+".sock"))
 }
 
 // startService runs "tether --profile P service run" in the demo's world.

@@ -56,6 +56,14 @@ func (c *Controller) setTree(id string, t *platform.Tree) {
 	}
 }
 
+// usageSources names each way the platform measures a tree in the API's
+// words.
+var usageSources = map[platform.UsageSource]api.UsageSource{
+	platform.UsageCgroup:    api.UsageCgroup,
+	platform.UsageProcesses: api.UsageProcesses,
+	platform.UsageJob:       api.UsageJob,
+}
+
 // StatusWithUsage implements localapi.Backend: the status, each row with
 // what its tree costs, measured now. An agent without a running session
 // costs nothing (a zero Usage); one whose tree could not be measured has
@@ -84,7 +92,7 @@ func (c *Controller) StatusWithUsage() api.Status {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			if m, err := platform.TreeUsage(t); err == nil {
-				st.Agents[i].Usage = &api.Usage{CPUSeconds: m.CPU.Seconds(), MemoryBytes: m.Memory, Procs: m.Procs, Source: m.Source}
+				st.Agents[i].Usage = &api.Usage{CPUSeconds: m.CPU.Seconds(), MemoryBytes: m.Memory, Procs: m.Procs, Source: usageSources[m.Source]}
 			}
 		})
 	}

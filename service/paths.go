@@ -9,6 +9,7 @@ import (
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/service/config"
+	"github.com/tether-dev/tether/wire"
 )
 
 // DefaultProfile is the profile used without --profile.
@@ -106,5 +107,5 @@ func (p Paths) AdoptPath(identity string) string {
 		// '@' is in no user's part of a pipe name (api.SocketPath).
 		return strings.TrimSuffix(p.Socket, "-"+p.Profile) + "@adopt-" + key
 	}
-	return filepath.Join(api.AdoptDir(p.Socket), key+".sock")
+	return filepath.Join(wire.AdoptDir(p.Socket), key+".sock")
 }

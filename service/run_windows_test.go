@@ -14,6 +14,7 @@ import (
 	"github.com/tether-dev/tether/internal/testdir"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/client"
 )
 
 // TestResolvePathsWindows: the config is roaming (%AppData%), the state
@@ -72,13 +73,13 @@ func TestRunWindows(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := api.NewClient(p.Socket)
+	c := client.New(p.Socket)
 	var st api.Status
 	for {
 		if st, err = c.Status(ctx); err == nil {
 			break
 		}
-		if !errors.Is(err, api.ErrNotRunning) || ctx.Err() != nil {
+		if !errors.Is(err, client.ErrNotRunning) || ctx.Err() != nil {
 			t.Fatalf("waiting for the service: %v", err)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -107,7 +108,7 @@ func TestRunWindows(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the service did not exit after Quit")
 	}
-	if _, err := c.Status(ctx); !errors.Is(err, api.ErrNotRunning) {
+	if _, err := c.Status(ctx); !errors.Is(err, client.ErrNotRunning) {
 		t.Errorf("Status after the service exited = %v, want ErrNotRunning", err)
 	}
 	lock, err := takeServiceLock(p)

@@ -47,7 +47,7 @@ func helperGetStatus(args []string) int {
 }
 
 // unixHTTPClient is a plain net/http client of the local API at socket:
-// unlike api.Client, it sends exactly the request a test builds.
+// unlike client.Client, it sends exactly the request a test builds.
 func unixHTTPClient(socket string) *http.Client {
 	return &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/client"
 	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
@@ -371,7 +372,7 @@ func childOf(t *testing.T, pid int) int {
 func quitDetached(t *testing.T, w *world, pid int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := w.client("default").Quit(ctx); err != nil && !errors.Is(err, api.ErrNotRunning) {
+	if err := w.client("default").Quit(ctx); err != nil && !errors.Is(err, client.ErrNotRunning) {
 		t.Errorf("quitting the service the tray started: %v", err)
 		_ = unix.Kill(pid, unix.SIGKILL)
 	}

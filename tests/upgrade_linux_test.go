@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/client"
 	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 )
@@ -46,7 +47,7 @@ func upgradeWorld(t *testing.T, stop time.Duration, extraEnv ...string) (w *worl
 }
 
 // rowsByID returns the service's rows and its status.
-func rowsByID(t *testing.T, c *api.Client) (map[string]api.Agent, api.Status) {
+func rowsByID(t *testing.T, c *client.Client) (map[string]api.Agent, api.Status) {
 	t.Helper()
 	st, err := c.Status(context.Background())
 	if err != nil {
@@ -74,7 +75,7 @@ func sameAgents(t *testing.T, before, after map[string]api.Agent) {
 
 // hammer asks for the status as fast as it can until stop is called, and
 // then returns how many requests were made and the errors.
-func hammer(c *api.Client) (stop func() (int, []error)) {
+func hammer(c *client.Client) (stop func() (int, []error)) {
 	var n atomic.Int64
 	var mu sync.Mutex
 	var errs []error
@@ -490,7 +491,7 @@ func land(t *testing.T, path string, body []byte) {
 
 // waitPrepared waits until the service has checked a binary that landed
 // after since, and returns that check.
-func waitPrepared(t *testing.T, c *api.Client, since time.Time, svc *service) *api.Prepared {
+func waitPrepared(t *testing.T, c *client.Client, since time.Time, svc *service) *api.Prepared {
 	t.Helper()
 	var got *api.Prepared
 	if !testproc.Until(10*time.Second, func() bool {

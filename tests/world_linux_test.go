@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/client"
 	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 )
@@ -90,7 +91,7 @@ func (w *world) socket(profile string) string {
 	return filepath.Join(w.dir, "run", "tether", profile+".sock")
 }
 
-func (w *world) client(profile string) *api.Client { return api.NewClient(w.socket(profile)) }
+func (w *world) client(profile string) *client.Client { return client.New(w.socket(profile)) }
 
 // service runs "tether --profile P service run" until the test ends.
 type service struct {

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/client"
 	"github.com/tether-dev/tether/internal/logline"
+	"github.com/tether-dev/tether/wire"
 )
 
 // Options are what the command line hands the tray.
@@ -111,7 +113,7 @@ type deps struct {
 // systray itself (see ui).
 type engine struct {
 	opts   Options
-	client *api.Client
+	client *client.Client
 	deps   deps
 	ui     ui
 	ctx    context.Context
@@ -154,7 +156,7 @@ func newEngine(parent context.Context, o Options, d deps, u ui) *engine {
 	ctx, cancel := context.WithCancel(parent)
 	return &engine{
 		opts:       o,
-		client:     api.NewClient(o.Socket),
+		client:     client.New(o.Socket),
 		deps:       d,
 		ui:         u,
 		ctx:        ctx,
@@ -403,7 +405,7 @@ func (e *engine) stream() (up bool, err error) {
 			e.hello(*ev.Status)
 		}
 	}
-	return up, api.ErrStreamClosed
+	return up, client.ErrStreamClosed
 }
 
 // hello takes a whole status: at connection and after the service
@@ -481,14 +483,14 @@ func (e *engine) noteLocked(a api.Agent) (Notice, bool) {
 func (e *engine) down(err error) {
 	conn := Unreachable
 	msg := err.Error()
-	if errors.Is(err, api.ErrNotRunning) {
+	if errors.Is(err, client.ErrNotRunning) {
 		conn = NotRunning
 		msg = fmt.Sprintf("No tether service is running for profile %q (%s).", e.profileName(), e.opts.Socket)
 	}
-	var waiting []api.Waiting
+	var waiting []wire.Waiting
 	if conn == NotRunning {
 		ctx, cancel := context.WithTimeout(e.ctx, 2*time.Second)
-		waiting, _ = api.WaitingToBeAdopted(ctx, e.opts.Socket, e.profileName())
+		waiting, _ = client.WaitingToBeAdopted(ctx, e.opts.Socket, e.profileName())
 		cancel()
 	}
 	e.mu.Lock()
@@ -758,7 +760,7 @@ func (e *engine) reload() {
 	case err == nil || e.ctx.Err() != nil:
 	case isAPI && ae.Code == api.CodeConfig:
 		e.post(configNotice(*ae))
-	case errors.Is(err, api.ErrNotRunning):
+	case errors.Is(err, client.ErrNotRunning):
 		e.post(problemNotice("reload/"+KindAction, "tether: could not reload the config", "The service is not running: use Start service first."))
 	default:
 		e.post(problemNotice("reload/"+KindAction, "tether: could not reload the config", err.Error()))
@@ -802,7 +804,7 @@ func (e *engine) agentAction(a Action) {
 	who := strings.Join(a.IDs, ", ")
 	if err != nil {
 		body := err.Error()
-		if errors.Is(err, api.ErrNotRunning) {
+		if errors.Is(err, client.ErrNotRunning) {
 			body = "The service is not running: use Start service first."
 		}
 		e.post(problemNotice(who+"/"+KindAction, fmt.Sprintf("tether: could not %s %s", verb, who), body))

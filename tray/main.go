@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/client"
 )
 
 // Errors of Main's checks, matched with errors.Is.
@@ -42,9 +42,9 @@ func setLoginNow(o Options, arg string) int {
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	_, err := api.NewClient(o.Socket).Status(ctx)
+	_, err := client.New(o.Socket).Status(ctx)
 	cancel()
-	if on && errors.Is(err, api.ErrNotRunning) {
+	if on && errors.Is(err, client.ErrNotRunning) {
 		if _, _, err := startService(o); err != nil {
 			fmt.Fprintf(o.Stderr, "tether tray: starting the service: %v\n", err)
 			return 1

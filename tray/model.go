@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/assets"
+	"github.com/tether-dev/tether/wire"
 )
 
 // Conn is how the tray stands with the service.
@@ -59,7 +60,7 @@ type Input struct {
 	Slots int
 	// Waiting are the agents that outlived their service (its crash, with
 	// survive_service_crash) and wait to be adopted, while none runs.
-	Waiting []api.Waiting
+	Waiting []wire.Waiting
 	// Cost is what each running agent's tree cost when the menu last
 	// opened, by agent id (see engine.costLoop).
 	Cost map[string]api.Usage

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/wire"
 )
 
 // While no service runs, the menu says which agents outlived it and wait
 // to be adopted; once one runs, it does not.
 func TestMenuShowsAgentsWaitingToBeAdopted(t *testing.T) {
 	until := time.Date(2026, 1, 2, 10, 32, 1, 0, time.Local)
-	in := Input{Conn: NotRunning, Waiting: []api.Waiting{{Identity: "alice@relay", AgentPID: 123, Until: until}}}
+	in := Input{Conn: NotRunning, Waiting: []wire.Waiting{{Identity: "alice@relay", AgentPID: 123, Until: until}}}
 	var found *Item
 	m := Build(in)
 	for i, it := range m.Items {

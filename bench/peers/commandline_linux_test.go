@@ -90,7 +90,7 @@ func (s *s6Sup) cliStart(name string) error { return s.startAgents(name) }
 // supervisor.
 func drivenBy(sups []supervisor) string {
 	paths := map[string]string{
-		"tether":          "through its API (api.Client on the service's socket)",
+		"tether":          "through its API (client.Client on the service's socket)",
 		"supervisord":     "through XML-RPC on its unix socket",
 		"s6":              "with s6-svc (the client of its control FIFO)",
 		"pm2":             "through its programmatic API (pm2.connect, pm2.start of the ecosystem file, pm2.stop)",

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/client"
 	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
@@ -884,7 +885,7 @@ type tetherSup struct {
 	exe     string
 	dir     string
 	env     []string
-	client  *api.Client
+	client  *client.Client
 	cmd     *exec.Cmd
 	done    chan struct{}
 	lockDir string
@@ -906,7 +907,7 @@ func newTether(h *harness, exe string) *tetherSup {
 		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
 		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
 		"XDG_RUNTIME_DIR="+filepath.Join(dir, "run"))
-	s.client = api.NewClient(filepath.Join(dir, "run", "tether", tetherProfile+".sock"))
+	s.client = client.New(filepath.Join(dir, "run", "tether", tetherProfile+".sock"))
 	s.lockDir = filepath.Join(dir, "state", "tether", "locks")
 	return s
 }

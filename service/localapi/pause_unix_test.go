@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/client"
 )
 
 // A paused server accepts nothing and refuses nothing: a request made
@@ -22,7 +23,7 @@ import (
 func TestPauseQueuesRequests(t *testing.T) {
 	f := newFake()
 	ts := serve(t, f)
-	c := api.NewClient(ts.path)
+	c := client.New(ts.path)
 	ctx := testCtx(t)
 	pull, stop := openEvents(t, c, ctx)
 	defer stop()
@@ -79,7 +80,7 @@ func TestPauseWaitsForRequests(t *testing.T) {
 	release := make(chan struct{})
 	slow := &slowStart{fakeBackend: f, release: release, started: make(chan struct{}, 1)}
 	ts := serve(t, slow)
-	c := api.NewClient(ts.path)
+	c := client.New(ts.path)
 	ctx := testCtx(t)
 	done := make(chan error, 1)
 	go func() {

@@ -24,7 +24,7 @@ type helperResult struct {
 }
 
 // The helper "rawstatus" is a client that GETs the status from the
-// socket args[0] with a plain unix dial, without api.Client's own checks
+// socket args[0] with a plain unix dial, without client.Client's own checks
 // of the socket's directory and listener (which refuse another user's
 // service before the service can refuse them): what it tests is the
 // service's check. It prints a helperResult.

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/client"
 	"github.com/tether-dev/tether/internal/testproc"
 	"github.com/tether-dev/tether/platform"
 )
@@ -234,7 +235,7 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-// raw makes a request the api.Client would not make and returns the
+// raw makes a request the client.Client would not make and returns the
 // status and the decoded api.Error, if the body is one.
 func raw(t *testing.T, path string, req *http.Request) (int, *api.Error) {
 	t.Helper()
@@ -255,7 +256,7 @@ func raw(t *testing.T, path string, req *http.Request) (int, *api.Error) {
 }
 
 // rawClient is an HTTP client of the socket at path that sends requests
-// as they are, unlike api.Client.
+// as they are, unlike client.Client.
 func rawClient(path string) *http.Client {
 	return &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -286,7 +287,7 @@ func TestStatusAndActions(t *testing.T) {
 	f := newFake()
 	f.fail["b"] = &api.Error{Code: api.CodeContention, Message: "held by pid 7"}
 	ts := serve(t, f)
-	c := api.NewClient(ts.path)
+	c := client.New(ts.path)
 	ctx := testCtx(t)
 
 	st, err := c.Status(ctx)
@@ -351,7 +352,7 @@ func TestStatusAndActions(t *testing.T) {
 func TestLogs(t *testing.T) {
 	f := newFake()
 	ts := serve(t, f)
-	c := api.NewClient(ts.path)
+	c := client.New(ts.path)
 	ctx := testCtx(t)
 
 	lg, err := c.Logs(ctx, "a", 0)
@@ -380,7 +381,7 @@ func TestLogs(t *testing.T) {
 func TestReloadAndQuit(t *testing.T) {
 	f := newFake()
 	ts := serve(t, f)
-	c := api.NewClient(ts.path)
+	c := client.New(ts.path)
 	ctx := testCtx(t)
 	if err := c.Reload(ctx); err != nil {
 		t.Fatalf("Reload: %v", err)
@@ -548,7 +549,7 @@ func lastErr(t *testing.T, pull func() (api.Event, error, bool)) error {
 	}
 }
 
-func openEvents(t *testing.T, c *api.Client, ctx context.Context, logs ...string) (func() (api.Event, error, bool), func()) {
+func openEvents(t *testing.T, c *client.Client, ctx context.Context, logs ...string) (func() (api.Event, error, bool), func()) {
 	t.Helper()
 	seq, err := c.Events(ctx, logs...)
 	if err != nil {
@@ -562,7 +563,7 @@ func TestEvents(t *testing.T) {
 	defer goleak.VerifyNone(t, leakOptions...)
 	f := newFake()
 	ts := serve(t, f)
-	c := api.NewClient(ts.path)
+	c := client.New(ts.path)
 	ctx, cancel := context.WithCancel(testCtx(t))
 	defer cancel()
 
@@ -603,19 +604,19 @@ func TestEventsEndOnShutdown(t *testing.T) {
 	defer goleak.VerifyNone(t, leakOptions...)
 	f := newFake()
 	ts := serve(t, f)
-	c := api.NewClient(ts.path)
+	c := client.New(ts.path)
 	pull, stop := openEvents(t, c, testCtx(t))
 	defer stop()
 	next(t, pull)
 	ts.shutdown(t)
-	if err := lastErr(t, pull); !errors.Is(err, api.ErrStreamClosed) {
+	if err := lastErr(t, pull); !errors.Is(err, client.ErrStreamClosed) {
 		t.Errorf("after Shutdown, the stream ended with %v, want ErrStreamClosed", err)
 	}
 	if f.subscribers() != 0 {
 		t.Error("the subscription outlived the stream")
 	}
 	listenerGone(t, ts.path)
-	if _, err := c.Status(testCtx(t)); !errors.Is(err, api.ErrNotRunning) {
+	if _, err := c.Status(testCtx(t)); !errors.Is(err, client.ErrNotRunning) {
 		t.Errorf("Status after Shutdown = %v, want ErrNotRunning", err)
 	}
 }
@@ -624,11 +625,11 @@ func TestEventsBackendCloses(t *testing.T) {
 	defer goleak.VerifyNone(t, leakOptions...)
 	f := newFake()
 	ts := serve(t, f)
-	pull, stop := openEvents(t, api.NewClient(ts.path), testCtx(t))
+	pull, stop := openEvents(t, client.New(ts.path), testCtx(t))
 	defer stop()
 	next(t, pull)
 	f.closeAll()
-	if err := lastErr(t, pull); !errors.Is(err, api.ErrStreamClosed) {
+	if err := lastErr(t, pull); !errors.Is(err, client.ErrStreamClosed) {
 		t.Errorf("the stream ended with %v, want ErrStreamClosed", err)
 	}
 	stop()
@@ -638,7 +639,7 @@ func TestEventsBackendCloses(t *testing.T) {
 func TestEventsUnknownLogID(t *testing.T) {
 	f := newFake()
 	ts := serve(t, f)
-	_, err := api.NewClient(ts.path).Events(testCtx(t), "a", "nope")
+	_, err := client.New(ts.path).Events(testCtx(t), "a", "nope")
 	wantAPIError(t, "Events for an unknown id", err, api.CodeNotFound)
 	if n := locked(f, func() int { return len(f.subLogs) }); n != 0 {
 		t.Errorf("the backend was subscribed to %d time(s)", n)
@@ -673,7 +674,7 @@ func TestPeerIsCaller(t *testing.T) {
 			return p
 		}
 	})
-	if _, err := api.NewClient(ts.path).Status(testCtx(t)); err != nil {
+	if _, err := client.New(ts.path).Status(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
 	self, err := platform.CurrentUser()
@@ -700,7 +701,7 @@ func TestPeerRefused(t *testing.T) {
 			return peer{user: "intruder", pid: 4242}
 		}
 	})
-	c := api.NewClient(intruder.path)
+	c := client.New(intruder.path)
 	ctx := testCtx(t)
 	_, err := c.Status(ctx)
 	wantAPIError(t, "Status of another user", err, api.CodeForbidden)
@@ -721,14 +722,14 @@ func TestPeerRefused(t *testing.T) {
 	unknown := serve(t, f, func(s *Server) {
 		s.peerOf = func(net.Conn) peer { return peer{err: errors.New("no token")} }
 	})
-	_, err = api.NewClient(unknown.path).Status(ctx)
+	_, err = client.New(unknown.path).Status(ctx)
 	wantAPIError(t, "Status of an unknown caller", err, api.CodeForbidden)
 	if e, ok := errors.AsType[*api.Error](err); ok && !strings.Contains(e.Message, "no token") {
 		t.Errorf("the refusal does not say why: %q", e.Message)
 	}
 
 	lost := serve(t, f, func(s *Server) { s.self, s.selfErr = "", errors.New("no process token") })
-	_, err = api.NewClient(lost.path).Status(ctx)
+	_, err = client.New(lost.path).Status(ctx)
 	wantAPIError(t, "Status when the service cannot tell its user", err, api.CodeForbidden)
 }
 
@@ -740,7 +741,7 @@ func TestAnswered(t *testing.T) {
 		t.Fatal("answered before any request")
 	default:
 	}
-	if _, err := api.NewClient(ts.path).Status(testCtx(t)); err != nil {
+	if _, err := client.New(ts.path).Status(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
 	select {

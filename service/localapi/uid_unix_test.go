@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/client"
 	"github.com/tether-dev/tether/internal/testproc"
 )
 
@@ -43,7 +44,7 @@ func TestOtherUIDRefused(t *testing.T) {
 	ts := serveAt(t, f, filepath.Join(dir, "s", "t.sock"))
 	run := func() helperResult {
 		t.Helper()
-		// A plain dial: api.Client would refuse another user's
+		// A plain dial: client.Client would refuse another user's
 		// service itself, before this one's check could.
 		cmd := testproc.Command("rawstatus", ts.path)
 		cmd.Path = helper
@@ -87,7 +88,7 @@ func TestOtherUIDRefused(t *testing.T) {
 		t.Errorf("the refusal does not name the caller: %q", res.Error.Message)
 	}
 	// The service's own user still gets in.
-	if _, err := api.NewClient(ts.path).Status(testCtx(t)); err != nil {
+	if _, err := client.New(ts.path).Status(testCtx(t)); err != nil {
 		t.Errorf("own uid: %v", err)
 	}
 }

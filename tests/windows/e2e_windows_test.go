@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/client"
 	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/internal/testproc"
 	pwin "github.com/tether-dev/tether/platform/windows"
@@ -146,7 +147,7 @@ func (w *world) run(args ...string) (int, string) {
 type service struct {
 	cmd     *exec.Cmd
 	done    chan struct{}
-	client  *api.Client
+	client  *client.Client
 	profile string
 }
 
@@ -172,7 +173,7 @@ func (w *world) startService(profile string) *service {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	s.client = api.NewClient(sock)
+	s.client = client.New(sock)
 	exited := false
 	if !testproc.UntilEvery(30*time.Second, 20*time.Millisecond, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

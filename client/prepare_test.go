@@ -1,4 +1,4 @@
-package api
+package client
 
 import (
 	"bufio"
@@ -9,13 +9,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/api"
 )
 
 // TestSampleBodySetsEveryField keeps the sample answer whole: a field
 // added to Results, or to a type in it, that the sample leaves unset
 // would be decoded cold after the service's answer.
 func TestSampleBodySetsEveryField(t *testing.T) {
-	var res Results
+	var res api.Results
 	dec := json.NewDecoder(strings.NewReader(sampleBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&res); err != nil {
@@ -61,7 +63,7 @@ func TestSampleAnswerParses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var res Results
+	var res api.Results
 	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || len(res.Results) != 1 {
 		t.Fatalf("decoded %+v, %v", res, err)
 	}

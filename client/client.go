@@ -1,4 +1,4 @@
-package api
+package client
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/platform"
 )
 
@@ -46,7 +47,7 @@ const maxErrorBody = 64 << 10
 // Client speaks to the service of one profile over its local socket. Its
 // methods are safe for concurrent use.
 //
-// Errors: *Error (errors.As) when the service answered with one;
+// Errors: *api.Error (errors.As) when the service answered with one;
 // ErrNotRunning (errors.Is) when nothing listens on the socket;
 // ErrUntrusted when what listens is not the user's; ErrUnreachable when
 // the connect was refused; otherwise the transport's error, or the
@@ -56,9 +57,9 @@ type Client struct {
 	hc   *http.Client
 }
 
-// NewClient returns a client of the service listening at socketPath (see
-// SocketPath). It connects only when a method is called.
-func NewClient(socketPath string) *Client {
+// New returns a client of the service listening at socketPath (see
+// api.SocketPath). It connects only when a method is called.
+func New(socketPath string) *Client {
 	// One connection per request (see oneShot): a connect over a local
 	// socket is cheap, the service checks the peer per connection, and
 	// no idle connection outlives a call or points at a service that has
@@ -89,9 +90,9 @@ func dialSocket(ctx context.Context, path string) (net.Conn, error) {
 func (c *Client) SocketPath() string { return c.path }
 
 // Status returns the service's status.
-func (c *Client) Status(ctx context.Context) (Status, error) {
-	var st Status
-	err := c.call(ctx, http.MethodGet, PathStatus, nil, &st)
+func (c *Client) Status(ctx context.Context) (api.Status, error) {
+	var st api.Status
+	err := c.call(ctx, http.MethodGet, api.PathStatus, nil, &st)
 	return st, err
 }
 
@@ -99,38 +100,38 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 // which the service measures for this request (a cgroup's or job's
 // accounting, or a walk of each tree's processes): a little more work
 // than Status, for a caller that shows what each agent costs.
-func (c *Client) StatusWithUsage(ctx context.Context) (Status, error) {
-	var st Status
-	err := c.call(ctx, http.MethodGet, PathStatus+"?"+QueryUsage+"=1", nil, &st)
+func (c *Client) StatusWithUsage(ctx context.Context) (api.Status, error) {
+	var st api.Status
+	err := c.call(ctx, http.MethodGet, api.PathStatus+"?"+api.QueryUsage+"=1", nil, &st)
 	return st, err
 }
 
 // Start enables and starts the agents ids. The service answers one Result
 // per id, in order; a failure of one id is in its Result, not in the
 // error, which reports a request that failed as a whole.
-func (c *Client) Start(ctx context.Context, ids ...string) (Results, error) {
-	return c.action(ctx, PathStart, ids)
+func (c *Client) Start(ctx context.Context, ids ...string) (api.Results, error) {
+	return c.action(ctx, api.PathStart, ids)
 }
 
 // Stop disables and stops the agents ids; see Start for the answer.
-func (c *Client) Stop(ctx context.Context, ids ...string) (Results, error) {
-	return c.action(ctx, PathStop, ids)
+func (c *Client) Stop(ctx context.Context, ids ...string) (api.Results, error) {
+	return c.action(ctx, api.PathStop, ids)
 }
 
 // Restart restarts the agents ids; see Start for the answer.
-func (c *Client) Restart(ctx context.Context, ids ...string) (Results, error) {
-	return c.action(ctx, PathRestart, ids)
+func (c *Client) Restart(ctx context.Context, ids ...string) (api.Results, error) {
+	return c.action(ctx, api.PathRestart, ids)
 }
 
-func (c *Client) action(ctx context.Context, path string, ids []string) (Results, error) {
-	return c.Action(ctx, path, IDsRequest{IDs: ids})
+func (c *Client) action(ctx context.Context, path string, ids []string) (api.Results, error) {
+	return c.Action(ctx, path, api.IDsRequest{IDs: ids})
 }
 
 // Action posts req to path (PathStart, PathStop or PathRestart): Start,
 // Stop and Restart with the request's options, such as NoWait.
-func (c *Client) Action(ctx context.Context, path string, req IDsRequest) (Results, error) {
+func (c *Client) Action(ctx context.Context, path string, req api.IDsRequest) (api.Results, error) {
 	prepareAnswer()
-	var res Results
+	var res api.Results
 	body, err := json.Marshal(req)
 	if err != nil {
 		return res, err
@@ -141,24 +142,24 @@ func (c *Client) Action(ctx context.Context, path string, req IDsRequest) (Resul
 
 // Reload makes the service apply its config file again.
 func (c *Client) Reload(ctx context.Context) error {
-	return c.call(ctx, http.MethodPost, PathReload, nil, nil)
+	return c.call(ctx, http.MethodPost, api.PathReload, nil, nil)
 }
 
 // Quit makes the service stop every agent and exit. It returns once the
 // agents are stopped; the service then closes its socket.
 func (c *Client) Quit(ctx context.Context) error {
-	return c.call(ctx, http.MethodPost, PathQuit, nil, nil)
+	return c.call(ctx, http.MethodPost, api.PathQuit, nil, nil)
 }
 
 // Logs returns the last n lines of agent id's log; n <= 0 asks for the
 // service's default (100). The service allows at most 10000.
-func (c *Client) Logs(ctx context.Context, id string, n int) (Logs, error) {
+func (c *Client) Logs(ctx context.Context, id string, n int) (api.Logs, error) {
 	q := url.Values{"id": {id}}
 	if n > 0 {
 		q.Set("n", strconv.Itoa(n))
 	}
-	var lg Logs
-	err := c.call(ctx, http.MethodGet, PathLogs+"?"+q.Encode(), nil, &lg)
+	var lg api.Logs
+	err := c.call(ctx, http.MethodGet, api.PathLogs+"?"+q.Encode(), nil, &lg)
 	return lg, err
 }
 
@@ -177,28 +178,28 @@ func (c *Client) Logs(ctx context.Context, id string, n int) (Logs, error) {
 // service closed the stream, or the transport's. The connection is released
 // when the sequence ends, or when ctx is done; a caller that will not range
 // over it must cancel ctx.
-func (c *Client) Events(ctx context.Context, logs ...string) (iter.Seq2[Event, error], error) {
+func (c *Client) Events(ctx context.Context, logs ...string) (iter.Seq2[api.Event, error], error) {
 	return c.events(ctx, 0, logs)
 }
 
 // FollowLog is Events with the log of id: first its last n lines, then
 // every new line, from one point in the file, so none is lost or repeated
 // between the two.
-func (c *Client) FollowLog(ctx context.Context, id string, n int) (iter.Seq2[Event, error], error) {
+func (c *Client) FollowLog(ctx context.Context, id string, n int) (iter.Seq2[api.Event, error], error) {
 	return c.events(ctx, n, []string{id})
 }
 
-func (c *Client) events(ctx context.Context, tail int, logs []string) (iter.Seq2[Event, error], error) {
+func (c *Client) events(ctx context.Context, tail int, logs []string) (iter.Seq2[api.Event, error], error) {
 	path := eventsPath(tail, logs)
 	resp, err := c.do(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return nil, err
 	}
-	return func(yield func(Event, error) bool) {
+	return func(yield func(api.Event, error) bool) {
 		defer func() { resp.Body.Close() }()
 		dec := json.NewDecoder(resp.Body)
 		for {
-			var ev Event
+			var ev api.Event
 			if err := dec.Decode(&ev); err != nil {
 				switch {
 				case ctx.Err() != nil:
@@ -208,17 +209,17 @@ func (c *Client) events(ctx context.Context, tail int, logs []string) (iter.Seq2
 				case errors.Is(err, io.ErrUnexpectedEOF):
 					err = fmt.Errorf("%w in the middle of an event", ErrStreamClosed)
 				}
-				yield(Event{}, err)
+				yield(api.Event{}, err)
 				return
 			}
-			if ev.Type == EventHandover {
+			if ev.Type == api.EventHandover {
 				// The service hands over to its successor, which
 				// listens on the same socket: the stream goes on
 				// there, from its hello (the logs from their new
 				// lines).
 				resp.Body.Close()
 				if resp, err = c.do(ctx, http.MethodGet, eventsPath(0, logs), nil); err != nil {
-					yield(Event{}, fmt.Errorf("reconnecting after the service's handover: %w", err))
+					yield(api.Event{}, fmt.Errorf("reconnecting after the service's handover: %w", err))
 					return
 				}
 				dec = json.NewDecoder(resp.Body)
@@ -232,7 +233,7 @@ func (c *Client) events(ctx context.Context, tail int, logs []string) (iter.Seq2
 }
 
 func eventsPath(tail int, logs []string) string {
-	path := PathEvents
+	path := api.PathEvents
 	if len(logs) > 0 {
 		q := url.Values{"logs": {strings.Join(logs, ",")}}
 		if tail > 0 {
@@ -267,7 +268,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) (*htt
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+Host+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+api.Host+path, rd)
 	if err != nil {
 		return nil, err
 	}
@@ -289,9 +290,9 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) (*htt
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	var e Error
+	var e api.Error
 	if err := json.Unmarshal(b, &e); err != nil || e.Code == "" {
-		return nil, &Error{Code: CodeInternal, Message: fmt.Sprintf("unexpected answer to %s %s: %s: %.200s", method, path, resp.Status, b)}
+		return nil, &api.Error{Code: api.CodeInternal, Message: fmt.Sprintf("unexpected answer to %s %s: %s: %.200s", method, path, resp.Status, b)}
 	}
 	return nil, &e
 }

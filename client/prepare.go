@@ -1,4 +1,4 @@
-package api
+package client
 
 import (
 	"bufio"
@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/tether-dev/tether/api"
 )
 
 // prepareAnswer reads a made-up answer to an action once per process, the
@@ -25,7 +27,7 @@ func readSampleAnswer() {
 	if err != nil {
 		return
 	}
-	var res Results
+	var res api.Results
 	_ = json.NewDecoder(resp.Body).Decode(&res)
 }
 

@@ -1,4 +1,4 @@
-package api
+package client
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func TestClientNotRunning(t *testing.T) {
 	defer cancel()
 	l, path := testListener(t)
 	l.Close()
-	c := NewClient(path)
+	c := New(path)
 	_, err := c.Status(ctx)
 	if !errors.Is(err, ErrNotRunning) {
 		t.Fatalf("Status = %v, want ErrNotRunning", err)
@@ -45,21 +45,5 @@ func TestClientNotRunning(t *testing.T) {
 	}
 	if _, err := c.Start(ctx, "a"); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("Start = %v, want ErrNotRunning", err)
-	}
-}
-
-func TestSocketPath(t *testing.T) {
-	got, err := SocketPath("work")
-	if err != nil {
-		t.Fatal(err)
-	}
-	user, ok := strings.CutPrefix(got, `\\.\pipe\tether-`)
-	if !ok || !strings.HasSuffix(user, "-work") || strings.ContainsAny(user, `\/:`) {
-		t.Errorf("SocketPath = %q, want \\\\.\\pipe\\tether-<user>-work", got)
-	}
-	for _, bad := range []string{"", "../x", `a\b`, ".hidden", "-x", strings.Repeat("p", 65)} {
-		if got, err := SocketPath(bad); err == nil {
-			t.Errorf("SocketPath(%q) = %q, want an error", bad, got)
-		}
 	}
 }

@@ -1,6 +1,6 @@
 //go:build unix || windows
 
-package api
+package client
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/api"
 )
 
 // TestClientErrorAnswers: an api.Error body comes back as *Error with its
@@ -16,14 +18,14 @@ import (
 func TestClientErrorAnswers(t *testing.T) {
 	l, path := testListener(t)
 	mux := http.NewServeMux()
-	mux.HandleFunc(PathStatus, func(w http.ResponseWriter, r *http.Request) {
-		if r.Host != Host {
-			t.Errorf("Host = %q, want %q", r.Host, Host)
+	mux.HandleFunc(api.PathStatus, func(w http.ResponseWriter, r *http.Request) {
+		if r.Host != api.Host {
+			t.Errorf("Host = %q, want %q", r.Host, api.Host)
 		}
 		w.WriteHeader(http.StatusConflict)
 		w.Write([]byte(`{"code":"contention","message":"held by pid 7"}`))
 	})
-	mux.HandleFunc(PathReload, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc(api.PathReload, func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "gateway says no", http.StatusBadGateway)
 	})
 	srv := &http.Server{Handler: mux}
@@ -32,13 +34,13 @@ func TestClientErrorAnswers(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c := NewClient(path)
+	c := New(path)
 	_, err := c.Status(ctx)
-	if e, ok := errors.AsType[*Error](err); !ok || e.Code != CodeContention || e.Message != "held by pid 7" {
+	if e, ok := errors.AsType[*api.Error](err); !ok || e.Code != api.CodeContention || e.Message != "held by pid 7" {
 		t.Errorf("Status = %#v, want *Error contention", err)
 	}
 	err = c.Reload(ctx)
-	if e, ok := errors.AsType[*Error](err); !ok || e.Code != CodeInternal || !strings.Contains(e.Message, "gateway says no") {
+	if e, ok := errors.AsType[*api.Error](err); !ok || e.Code != api.CodeInternal || !strings.Contains(e.Message, "gateway says no") {
 		t.Errorf("Reload = %#v, want *Error internal quoting the answer", err)
 	}
 }
