@@ -1,8 +1,7 @@
 // Package assets holds tether's embedded images: the tray icons, one per
 // aggregate state, and the plain mark for informational notices, as PNG
 // (Linux and macOS) and ICO (Windows: an ICO container holding PNG
-// images). It owns data only and imports nothing of ours; the tray
-// uses it.
+// images). It owns data only; the tray uses it.
 //
 // The icons are drawn by draw.go; `go generate` writes them out again, and
 // a test fails when the embedded files and the drawing disagree.

@@ -37,9 +37,6 @@
 //
 // This package knows nothing of the service, its config or its state; it
 // takes paths and argv from its caller and leaves policy (restarts,
-// backoff) to it. Of tether's packages it imports only the platform
-// halves and two leaves that import nothing of tether's: identity (what an
-// identity may be) and internal/logline (the format of its log lines). The
-// service is its owner, and the benchmarks and end-to-end tests use the
-// owner side.
+// backoff) to it. The service is its owner, and the benchmarks and
+// end-to-end tests use the owner side.
 package guardian

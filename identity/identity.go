@@ -3,9 +3,8 @@
 // config checks an identity when it reads one, the guardian again when it
 // is asked to hold one; both use Validate.
 //
-// It imports nothing of tether's, so that any package may use it: the
-// config without importing the guardian, the guardian without importing
-// the service.
+// It is a leaf, so that any package may use it: the config without
+// importing the guardian, the guardian without importing the service.
 package identity
 
 import (

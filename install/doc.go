@@ -6,8 +6,7 @@
 //
 // It owns only the registration: the unit file, the LaunchAgent plist, the
 // Run value, the autostart entry. It never runs the service itself (that is
-// package service) and imports nothing of ours, so the command line and the
-// tray can both use it.
+// package service), so the command line and the tray can both use it.
 //
 // What is written, per platform:
 //

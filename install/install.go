@@ -26,7 +26,7 @@ var (
 
 // DefaultProfile is the profile used without --profile. It gets the plain
 // names (tether.service, ...) and no --profile flag. It mirrors
-// service.DefaultProfile; this package imports nothing of ours.
+// service.DefaultProfile, which this leaf cannot import.
 const DefaultProfile = "default"
 
 // profileRE mirrors service.ValidateProfile. A profile name becomes part of

@@ -8,6 +8,6 @@
 //
 // A check runs only when its caller asks; the only timer is the period the
 // caller gives. The package knows nothing of agents, guardians or
-// configuration files and imports nothing of tether's, so the config, the
-// guardian and the service may all import it.
+// configuration files, so the config, the guardian and the service may all
+// use it.
 package probe

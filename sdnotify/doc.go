@@ -5,6 +5,5 @@
 // It owns the wire format only: which assignments exist, what they mean and
 // how a malformed one is reported. Receiving datagrams, and deciding whether
 // their sender may speak for an agent, belong to the guardian and the
-// platform packages. It imports nothing of tether's, and anything may import
-// it.
+// platform packages. Anything may import it.
 package sdnotify

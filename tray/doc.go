@@ -31,9 +31,8 @@
 //     because the library panics without one, and waits for a tray host;
 //     opened_linux.go hears a host open the menu.
 //
-// It talks to the service only through package api, starts one when none
-// runs (the login service, or a detached "tether service run"), and reaches
-// the OS's login registration through package install (which imports
-// nothing of ours); it never imports the service or the guardian. Only the
-// command line imports it.
+// It talks to the service only through the local API (package client),
+// starts one when none runs (the login service, or a detached "tether
+// service run"), and reaches the OS's login registration through package
+// install.
 package tray

@@ -7,8 +7,7 @@
 // its pid. Agents' own output shares the guardian's log file; these lines
 // are told from it by their shape (Message).
 //
-// It imports nothing of tether's, so that every process may use it: the
-// guardian imports no service package, the tray no service or guardian.
+// It is a leaf, so that every process may use it.
 package logline
 
 import (

@@ -13,6 +13,6 @@
 // private directories and files, the local socket and its peer, process
 // references, the write watch) is called through it; the rest is Unix
 // mechanism, called by the guardian's Unix files, the demo and tests. It knows nothing of
-// identities, owners or protocols, and imports nothing of tether's: its
-// callers give it paths, pids and deadlines.
+// identities, owners or protocols: its callers give it paths, pids and
+// deadlines.
 package unix

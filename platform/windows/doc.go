@@ -12,6 +12,6 @@
 // private directories and files, the local pipe and its peer, process
 // references) is called through it; the rest is Windows mechanism, called
 // by the guardian's Windows files and by tests. It knows nothing of
-// identities, owners or protocols, and imports nothing of tether's: its
-// callers give it names, paths, handles and deadlines.
+// identities, owners or protocols: its callers give it names, paths,
+// handles and deadlines.
 package windows

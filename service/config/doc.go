@@ -21,7 +21,7 @@
 // home directory; relative paths are taken relative to the directory of the
 // config file as it was named (a symlinked config keeps its own directory).
 //
-// The service imports it, and the command line for "config init". Of
-// tether's packages it imports only api, for the restart policies, and
-// identity, for what an identity may be: never the guardian.
+// The service imports it, and the command line for "config init". It
+// takes the restart policies from api and what an identity may be from
+// identity.
 package config

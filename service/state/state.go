@@ -13,9 +13,8 @@
 // is fixed, never reset.
 //
 // The package owns those two files and the temporary files beside them; it
-// knows agents only by their ids, and nothing of configs or processes. Of
-// tether's packages it imports only api, for the error codes a run's
-// record carries. The service imports it; a process that only looks at a
+// knows agents only by their ids, and nothing of configs or processes; the
+// error codes a run's record carries are api's. The service imports it; a process that only looks at a
 // profile's state (the end-to-end tests) uses Read, which changes nothing.
 package state
 

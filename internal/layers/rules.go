@@ -1,0 +1,160 @@
+package layers
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Module is the module path the rules' patterns are relative to.
+const Module = "github.com/tether-dev/tether"
+
+// A rule says what the packages matching Who may depend on, directly or
+// through others, among the module's packages. Patterns are relative to
+// Module: "service" is that package, "service/..." it and every package
+// below it, "." the module's root.
+type rule struct {
+	Who []string
+	// Not lists what they may not reach.
+	Not []string
+	// Only, when not nil, lists all they may reach (an empty list:
+	// nothing of ours).
+	Only []string
+	Why  string
+}
+
+// rules is the layering: the thin clients above the service, the
+// guardian beside it knowing nothing of it, the contracts and data
+// packages below, the OS halves at the bottom.
+var rules = []rule{
+	{Who: []string{"tray/...", "api/...", "client/..."}, Not: []string{"service/...", "guardian/..."},
+		Why: "the tray and the local API's contract and client own no agent"},
+	{Who: []string{"guardian/..."}, Not: []string{"service/...", "tray/...", "client/...", "api/...", "cli/..."},
+		Why: "the guardian knows nothing of its owner and links no client"},
+	{Who: []string{"api/..."}, Only: []string{"wire"},
+		Why: "the contract is a leaf: types only, beside the guardian protocol's"},
+	{Who: []string{"wire/..."}, Only: []string{},
+		Why: "the guardian protocol's vocabulary is a leaf"},
+	{Who: []string{"service/config/...", "service/state/..."}, Not: []string{"platform/..."},
+		Why: "config and state are data: they never reach the OS layer"},
+	{Who: []string{"platform/unix/...", "platform/windows/..."}, Only: []string{},
+		Why: "the OS halves are the bottom layer"},
+	{Who: []string{"identity/...", "probe/...", "sdnotify/...", "internal/logline/...", "assets/...", "install/..."}, Only: []string{},
+		Why: "a leaf imports nothing of ours, so that any package may use it"},
+	{Who: []string{"..."}, Not: []string{"service", "tray/...", "demo/...", "cli/..."},
+		Why: "only the command line starts the service, the tray and the demo"},
+}
+
+// exempt are the packages a rule with Who "..." leaves out: the command
+// line and the binary's main.
+var exempt = []string{".", "cli"}
+
+// match reports whether the package path (relative to Module) matches
+// pattern.
+func match(pattern, path string) bool {
+	if pattern == "..." {
+		return true
+	}
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return path == base || strings.HasPrefix(path, base+"/")
+	}
+	return path == pattern
+}
+
+// within reports whether path is one of the packages a rule is about,
+// named by a pattern other than "...": what they reach of themselves.
+func within(who []string, path string) bool {
+	return slices.ContainsFunc(who, func(p string) bool { return p != "..." && match(p, path) })
+}
+
+func matchAny(patterns []string, path string) bool {
+	return slices.ContainsFunc(patterns, func(p string) bool { return match(p, path) })
+}
+
+// graph is the module's packages: each one's direct imports among them.
+type graph map[string][]string
+
+// check returns every breach of the rules in g, one line each.
+func check(g graph) []string {
+	var out []string
+	for _, from := range sortedKeys(g) {
+		reach := g.reach(from)
+		for _, r := range rules {
+			if !matchAny(r.Who, from) || slices.Contains(r.Who, "...") && slices.Contains(exempt, from) {
+				continue
+			}
+			for _, to := range reach {
+				bad := matchAny(r.Not, to) || r.Only != nil && !matchAny(r.Only, to)
+				if bad && !within(r.Who, to) {
+					out = append(out, fmt.Sprintf("%s reaches %s (%s): %s", name(from), name(to), strings.Join(mapNames(g.path(from, to)), " -> "), r.Why))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// reach lists the packages from depends on, directly or not, sorted.
+func (g graph) reach(from string) []string {
+	seen := map[string]bool{}
+	var walk func(p string)
+	walk = func(p string) {
+		for _, q := range g[p] {
+			if !seen[q] {
+				seen[q] = true
+				walk(q)
+			}
+		}
+	}
+	walk(from)
+	delete(seen, from)
+	return sortedKeys(seen)
+}
+
+// path is a shortest chain of imports from from to to.
+func (g graph) path(from, to string) []string {
+	prev := map[string]string{from: ""}
+	queue := []string{from}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if p == to {
+			var chain []string
+			for ; p != ""; p = prev[p] {
+				chain = append([]string{p}, chain...)
+			}
+			return chain
+		}
+		for _, q := range g[p] {
+			if _, ok := prev[q]; !ok {
+				prev[q] = p
+				queue = append(queue, q)
+			}
+		}
+	}
+	return nil
+}
+
+func name(p string) string {
+	if p == "." {
+		return "tether (main)"
+	}
+	return p
+}
+
+func mapNames(ps []string) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = name(p)
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
