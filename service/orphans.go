@@ -13,7 +13,7 @@ import (
 // tree is reparented to it, whatever held the tree, down to a descendant
 // that left the agent's session and closed every inherited descriptor,
 // which nothing else could find when no cgroup holds it
-// (guardian.ContainmentSession). The only children the service starts
+// (wire.ContainmentSession). The only children the service starts
 // are guardians, so every other child is such a leftover, and the service
 // stops it at once: the tree lost its owner.
 type Orphans interface {
