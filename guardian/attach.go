@@ -145,7 +145,7 @@ type Attachment struct {
 	// Windows a process watched by its handle.
 	Proc guardianProcess
 	// Version is the guardian's protocol version: one other than
-	// ProtocolVersion is refused.
+	// wire.Version is refused.
 	Version int
 	// Ready is what the previous owner knew of the agent.
 	Ready wire.Ready

@@ -17,7 +17,7 @@ import (
 const scopeWait = 5 * time.Second
 
 // cgroupOrScope returns the strongest containment the agent can get, name
-// naming its cgroup (see Containment): a cgroup of its own below the
+// naming its cgroup (see wire.Containment): a cgroup of its own below the
 // guardian's when that is writable; else the same below a transient scope
 // with Delegate=yes that the user's systemd manager, on the session bus
 // of the agent's environment, puts the guardian in (and then scope names
