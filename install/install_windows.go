@@ -132,13 +132,11 @@ func start(t target) error {
 	return cmd.Process.Release()
 }
 
+// stop says there is no manager to stop through, whether or not a Run
+// value is written: the caller asks the running service to quit through
+// its local API, which stops a service the tray or a person started just
+// the same (the uninstaller relies on it).
 func stop(t target) error {
-	name := serviceRunName(t)
-	if _, ok, err := getRunValue(name); err != nil {
-		return err
-	} else if !ok {
-		return fmt.Errorf("%w: no %s", ErrNotInstalled, runValuePath(name))
-	}
 	return fmt.Errorf("%w: Windows has no per-user service manager to stop tether with; ask the running service to quit through its local API", ErrNoServiceManager)
 }
 

@@ -1,6 +1,7 @@
 package install
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -112,4 +113,18 @@ func readRun(t *testing.T, name string) string {
 		t.Fatalf("reading %s: %v", name, err)
 	}
 	return v
+}
+
+// Stop names no manager whether or not a Run value is written: the
+// command line then asks the running service to quit through its API,
+// which stops one the tray started as well as one started at logon.
+func TestStopWithoutRunValueWindows(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Executable: exe, Profile: fmt.Sprintf("test-stop-%d", os.Getpid())}
+	if err := Stop(o); !errors.Is(err, ErrNoServiceManager) || errors.Is(err, ErrNotInstalled) {
+		t.Errorf("Stop without a Run value = %v, want ErrNoServiceManager", err)
+	}
 }
