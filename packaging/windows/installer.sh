@@ -57,21 +57,33 @@ mapfile -t others < <(cd "$stage/files" && LC_ALL=C find . -type f ! -name '*.ex
 	done
 	echo '  SetOutPath "$INSTDIR"'
 	echo '!macroend'
+	# An old binary still running (a guardian of an agent that has run
+	# since an upgrade before) keeps its name: the next one takes the
+	# next free name.
 	echo '!macro STAGED_ASIDE'
 	for f in "${exes[@]}"; do
-		echo "  Delete \"\$INSTDIR\\$f.old\""
-		echo "  ClearErrors"
-		echo "  Delete \"\$INSTDIR\\$f\""
-		echo "  \${If} \${Errors}"
-		echo "    Rename \"\$INSTDIR\\$f\" \"\$INSTDIR\\$f.old\""
-		echo "  \${EndIf}"
+		cat <<-EOF
+		  Delete "\$INSTDIR\\$f.old*"
+		  ClearErrors
+		  Delete "\$INSTDIR\\$f"
+		  \${If} \${Errors}
+		    StrCpy \$R9 0
+		    \${Do}
+		      \${IfNot} \${FileExists} "\$INSTDIR\\$f.old\$R9"
+		        Rename "\$INSTDIR\\$f" "\$INSTDIR\\$f.old\$R9"
+		        \${Break}
+		      \${EndIf}
+		      IntOp \$R9 \$R9 + 1
+		    \${LoopUntil} \$R9 >= 100
+		  \${EndIf}
+		EOF
 	done
 	echo '!macroend'
 	echo '!macro STAGED_OLD_DELETE'
-	for f in "${exes[@]}"; do echo "  Delete \"\$INSTDIR\\$f.old\""; done
+	for f in "${exes[@]}"; do echo "  Delete \"\$INSTDIR\\$f.old*\""; done
 	echo '!macroend'
 	echo '!macro STAGED_DELETE'
-	for f in "${exes[@]}"; do echo "  Delete \"\$INSTDIR\\$f.old\""; done
+	for f in "${exes[@]}"; do echo "  Delete \"\$INSTDIR\\$f.old*\""; done
 	for f in "${exes[@]}" "${others[@]}"; do echo "  Delete \"\$INSTDIR\\${f//\//\\}\""; done
 	echo '!macroend'
 } >"$stage/files.nsh"

@@ -35,7 +35,7 @@ RequestExecutionLevel user
 !define RUN_KEY "Software\Microsoft\Windows\CurrentVersion\Run"
 ; How long the uninstaller waits for the service, its guardians and the
 ; tray to let go of the binaries, in half seconds.
-!define RELEASE_WAIT 120
+!define RELEASE_WAIT 40
 
 Name "${PRODUCT} ${VERSION}"
 OutFile "${OUTFILE}"
@@ -77,8 +77,8 @@ VIAddVersionKey "LegalCopyright" "Apache-2.0"
 ; ---- helpers shared by the installer and the uninstaller ----
 
 ; ServiceCommand VERB: runs `tether.exe [--profile P] service VERB` for
-; the default profile and for each profile whose Run value (tether-P)
-; starts this installation's tether.exe: upgrade hands a running service
+; the default profile and for each profile whose Run value (tether-P,
+; tether.tray-P) starts this installation's tether.exe: upgrade hands a running service
 ; over to the new binary with every agent kept, stop makes it stop its
 ; agents and exit. A profile with no service running answers with an
 ; error, which is not one here.
@@ -98,16 +98,23 @@ Function ${un}ServiceCommand
       ${Break}
     ${EndIf}
     IntOp $R1 $R1 + 1
+    ; The profile: P of tether-P (the service's) or tether.tray-P (the
+    ; tray's, which starts the service of its profile).
     StrCpy $R3 $R2 7
+    StrCpy $R4 $R2 12
     ${If} $R3 == "tether-"
-      ReadRegStr $R4 HKCU "${RUN_KEY}" $R2
-      StrLen $R3 '"$INSTDIR\tether.exe"'
-      StrCpy $R3 $R4 $R3
-      ${If} $R3 == '"$INSTDIR\tether.exe"'
-        StrCpy $R3 $R2 "" 7
-        nsExec::Exec '"$INSTDIR\tether.exe" --profile "$R3" service $R0'
-        Pop $R4
-      ${EndIf}
+      StrCpy $R3 $R2 "" 7
+    ${ElseIf} $R4 == "tether.tray-"
+      StrCpy $R3 $R2 "" 12
+    ${Else}
+      ${Continue}
+    ${EndIf}
+    ReadRegStr $R2 HKCU "${RUN_KEY}" $R2
+    StrLen $R4 '"$INSTDIR\tether.exe"'
+    StrCpy $R2 $R2 $R4
+    ${If} $R2 == '"$INSTDIR\tether.exe"'
+      nsExec::Exec '"$INSTDIR\tether.exe" --profile "$R3" service $R0'
+      Pop $R4
     ${EndIf}
   ${Loop}
   Pop $R4
@@ -235,7 +242,7 @@ Section "Uninstall"
     ${If} $R0 >= ${RELEASE_WAIT}
       MessageBox MB_RETRYCANCEL|MB_ICONEXCLAMATION "tether is still running (the tray, or a service that did not stop). Quit it, then retry." /SD IDCANCEL IDRETRY retry
       SetErrorLevel 2
-      Abort "tether is still running: nothing was removed but its login entries"
+      Abort "tether is still running: its binaries stay; run the uninstaller again once it has quit"
       retry:
       StrCpy $R0 0
     ${EndIf}
