@@ -6,6 +6,7 @@
 # make peers  - tether side by side with supervisord, s6, PM2 and process-compose (installs them, see .ci/peers-deps)
 # make torture - the crash-torture test, TORTURE_ROUNDS rounds (TORTURE_SEED=N replays)
 # make fuzz   - every fuzz target for FUZZTIME (make fuzz FUZZTIME=10m), one at a time
+# make dist-test-windows - the Windows installer under Wine; dist-test-manifests - Scoop, Homebrew, Info.plist
 
 GO          ?= go
 GOBIN       := $(shell $(GO) env GOPATH)/bin
@@ -117,3 +118,15 @@ peers:
 # machine to others); a failing input lands in testdata/fuzz/ (.ci/fuzz).
 fuzz:
 	@GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZPARALLEL=$(FUZZPARALLEL) bash .ci/fuzz
+
+# The Windows installer installed silently into a fresh Wine prefix,
+# upgraded under a running service and uninstalled
+# (packaging/windows/wine-test.sh); the Scoop manifest, the Homebrew
+# formula and the tray's Info.plist checked against the artifacts
+# (packaging/manifests-test.sh). TEST_DISTDIR=dist VERSION=x.y.z tests
+# make dist's; without it, both make stand-ins from the tree.
+.PHONY: dist-test-windows dist-test-manifests
+dist-test-windows:
+	@GO=$(GO) bash packaging/windows/wine-test.sh $(if $(TEST_DISTDIR),$(VERSION) $(TEST_DISTDIR))
+dist-test-manifests:
+	@bash packaging/manifests-test.sh $(if $(TEST_DISTDIR),$(VERSION) $(TEST_DISTDIR))
