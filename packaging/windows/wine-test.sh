@@ -77,7 +77,8 @@ else
 	tree="$tmp/zip/tether_${version}_windows_amd64"
 	mkdir -p "$dist" "$tree/completions"
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $GO build -trimpath -o "$tree/tether.exe" .
-	$GO run . completion powershell >"$tree/completions/tether.ps1"
+	$GO run . completion powershell >"$tree/completions/tether.ps1" ||
+		fail "tether completion powershell: no PowerShell completion for the installer to take"
 	cp README.md "$tree/"
 	(cd "$tmp/zip" && zip -q -X -r "$dist/tether_${version}_windows_amd64.zip" .)
 	NSIS_COMPRESSOR=zlib bash packaging/windows/installer.sh "$version" "$dist" >/dev/null
