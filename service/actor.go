@@ -33,6 +33,9 @@ type command struct {
 	noWait bool       // start, restart: answer once spawned, not once ready
 	cause  *api.Error // dep stop: why
 	freeze chan<- *frozenActor
+	// stopped, for a reconfigure, hears once the old tree is stopped
+	// (at once when none runs), with the stop's outcome.
+	stopped chan error
 }
 
 // startWaiter is a caller waiting for a start to settle: once the agent
@@ -299,6 +302,9 @@ func (a *actor) handle(cmd command) bool {
 		a.failures, a.backoff = 0, 0
 		a.wait(cmd)
 		if a.session == nil {
+			if cmd.stopped != nil {
+				cmd.stopped <- nil
+			}
 			if a.want {
 				a.stopTimer()
 				a.start()
@@ -308,6 +314,15 @@ func (a *actor) handle(cmd command) bool {
 			return false
 		}
 		a.restartArm = true
+		if cmd.stopped != nil {
+			if a.row.State == api.StateCleanupFailed {
+				// Already known to be unconfirmed; the guardian
+				// goes on retrying.
+				cmd.stopped <- errOrNil(a.row.Error)
+			} else {
+				a.stopWait = append(a.stopWait, cmd.stopped)
+			}
+		}
 		a.requestStop()
 	}
 	return false

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -63,16 +62,19 @@ type Controller struct {
 	opts  Options
 	store *state.Store
 
-	mu        sync.Mutex
-	cfg       *config.Config
-	deps      depGraph // cfg's dependencies, both ways
-	configErr *api.Error
-	actors    map[string]*actor
-	rows      map[string]api.Agent
-	trees     map[string]platform.Tree // of the agents whose session runs, for StatusWithUsage
-	subs      map[*subscriber]struct{}
-	closing   bool
-	quitAsked bool
+	mu   sync.Mutex
+	cfg  *config.Config
+	deps depGraph // cfg's dependencies, both ways
+	// restarting counts, by agent id, the restarts into a changed
+	// config entry under way (see Reload).
+	restarting map[string]int
+	configErr  *api.Error
+	actors     map[string]*actor
+	rows       map[string]api.Agent
+	trees      map[string]platform.Tree // of the agents whose session runs, for StatusWithUsage
+	subs       map[*subscriber]struct{}
+	closing    bool
+	quitAsked  bool
 
 	orphanMu sync.Mutex     // one stop of orphans at a time
 	pool     *guardian.Pool // a guardian started ahead of each start
@@ -132,22 +134,23 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 		opts.CrashLoopLimit = DefaultCrashLoopLimit
 	}
 	c := &Controller{
-		opts:     opts,
-		store:    store,
-		cfg:      cfg,
-		deps:     newDepGraph(cfg),
-		actors:   map[string]*actor{},
-		rows:     map[string]api.Agent{},
-		trees:    map[string]platform.Tree{},
-		subs:     map[*subscriber]struct{}{},
-		quit:     make(chan struct{}),
-		done:     make(chan struct{}),
-		upgrades: make(chan upgradeCall),
-		stopping: make(chan struct{}),
-		pool:     newPool(opts),
-		runs:     make(chan stateWrite, runWriteBuffer),
-		runsDone: make(chan struct{}),
-		logStart: make(chan struct{}, 1),
+		opts:       opts,
+		store:      store,
+		cfg:        cfg,
+		deps:       newDepGraph(cfg),
+		restarting: map[string]int{},
+		actors:     map[string]*actor{},
+		rows:       map[string]api.Agent{},
+		trees:      map[string]platform.Tree{},
+		subs:       map[*subscriber]struct{}{},
+		quit:       make(chan struct{}),
+		done:       make(chan struct{}),
+		upgrades:   make(chan upgradeCall),
+		stopping:   make(chan struct{}),
+		pool:       newPool(opts),
+		runs:       make(chan stateWrite, runWriteBuffer),
+		runsDone:   make(chan struct{}),
+		logStart:   make(chan struct{}, 1),
 
 		unsaved:     map[string]unsavedIntent{},
 		intentRetry: make(chan struct{}, 1),
@@ -374,105 +377,6 @@ func (c *Controller) row(id string) api.Agent {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.rows[id]
-}
-
-// Reload implements localapi.Backend: load the config again and apply the
-// difference. An invalid config is rejected and the running one kept.
-func (c *Controller) Reload(ctx context.Context) error {
-	// Subscribers see the outcome whole: removed agents, a config error.
-	defer c.publishStatus()
-	// A state file the user repaired is read again before the answer,
-	// so the next start or stop can save its intent; what could not be
-	// saved before is saved now.
-	if c.store.Err() != nil {
-		_ = c.store.Reload()
-	}
-	c.intentMu.Lock()
-	c.saveUnsaved()
-	c.intentMu.Unlock()
-	cfg, err := loadConfig(c.opts.Paths)
-	c.mu.Lock()
-	if err != nil {
-		c.configErr = &api.Error{Code: api.CodeConfig, Message: err.Error()}
-		c.mu.Unlock()
-		return c.configErr
-	}
-	c.configErr = nil
-	old := c.cfg
-	c.cfg = cfg
-	c.deps = newDepGraph(cfg)
-	st := c.store.State()
-	var removed []*actor
-	var changed []*actor
-	var autostarted []string
-	var unparked []string // added agents whose parking no longer holds
-	oldByID := map[string]config.Agent{}
-	for _, a := range old.Agents {
-		oldByID[a.ID] = a
-	}
-	newIDs := map[string]bool{}
-	for _, a := range cfg.Agents {
-		newIDs[a.ID] = true
-		prev, ok := oldByID[a.ID]
-		switch {
-		case !ok:
-			enabled, record := a.Autostart, a.Autostart
-			var parked *state.Parked
-			if s, known := st.Agents[a.ID]; known && c.store.Err() == nil {
-				enabled, record = s.Enabled, false
-				if parked = parkedFor(s, a); parked == nil && s.Parked != nil {
-					unparked = append(unparked, a.ID)
-				}
-			}
-			c.addLocked(a, enabled, parked)
-			if enabled && record {
-				// Saved once c.mu is released: an autostart of
-				// an agent a reload added counts as intent.
-				autostarted = append(autostarted, a.ID)
-			}
-		case !sameAgent(prev, a):
-			act := c.actors[a.ID]
-			act.setConfig(a)
-			changed = append(changed, act)
-		}
-	}
-	for id, act := range c.actors {
-		if !newIDs[id] {
-			removed = append(removed, act)
-			delete(c.actors, id)
-			delete(c.unsaved, id)
-		}
-	}
-	c.mu.Unlock()
-
-	for _, id := range autostarted {
-		_ = c.setEnabled(id, true)
-	}
-	for _, id := range unparked {
-		c.saveParked(id, nil)
-	}
-	var errs []error
-	for _, act := range changed {
-		if err := act.do(ctx, cmdReconfigure); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	for _, act := range removed {
-		if err := act.do(ctx, cmdRemove); err != nil {
-			errs = append(errs, err)
-		}
-		c.mu.Lock()
-		delete(c.rows, act.id)
-		c.mu.Unlock()
-	}
-	return errors.Join(errs...)
-}
-
-// sameAgent says a reload leaves the agent as it was: every key the
-// same, wherever its entry now stands in the file.
-func sameAgent(a, b config.Agent) bool {
-	a.Line, b.Line = 0, 0
-	return reflect.DeepEqual(a, b)
 }
 
 // Logs implements localapi.Backend.

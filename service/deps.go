@@ -64,7 +64,7 @@ type depVerdict struct {
 // must be running (ready); one that failed, or is stopped and not wanted,
 // refuses the start. An agent it only comes after is waited for while it
 // is on its way (starting, backoff, stopping for a restart), and
-// otherwise not.
+// otherwise not. Either is waited for while a reload restarts it.
 func (c *Controller) depVerdict(cfg config.Agent) depVerdict {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -76,6 +76,10 @@ func (c *Controller) depVerdict(cfg config.Agent) depVerdict {
 		}
 		required := slices.Contains(cfg.Requires, id)
 		switch {
+		case c.restarting[id] > 0:
+			// Restarted into a changed entry by a reload: its
+			// row may still be the old tree's.
+			v.wait = append(v.wait, id)
 		case row.State == api.StateRunning:
 		case required && (row.State == api.StateFailed || row.State == api.StateCleanupFailed):
 			msg := fmt.Sprintf("required agent %q is %s", id, row.State)
