@@ -54,6 +54,7 @@ func waitWaiting(t *testing.T, path string) wire.Waiting {
 func TestSurviveCrashAdopted(t *testing.T) {
 	e := newWorld(t)
 	spec := e.spec("survivor", "polite")
+	spec.Agent, spec.Fingerprint = "survivor-agent", "entry-1"
 	rs, r := survivingOwner(t, e, spec, 30*time.Second)
 	path := filepath.Join(e.dir, "adopt", Key(spec.Identity)+".sock")
 	w := waitWaiting(t, path)
@@ -85,6 +86,10 @@ func TestSurviveCrashAdopted(t *testing.T) {
 	ev := <-s.Events()
 	if ev.Type != EventAttached || ev.Ready == nil || ev.Ready.AgentPID != r.AgentPID || !ev.Ready.Since.Equal(r.Since) {
 		t.Fatalf("first event %+v (ready %+v), want attached with agent %d since %v", ev, ev.Ready, r.AgentPID, r.Since)
+	}
+	// What the tree was started as comes back to its adopter.
+	if got := s.Ready(); got.Agent != spec.Agent || got.Fingerprint != spec.Fingerprint || *ev.Ready != got {
+		t.Errorf("adopted as agent %q with fingerprint %q (event %+v), started as %q with %q", got.Agent, got.Fingerprint, ev.Ready, spec.Agent, spec.Fingerprint)
 	}
 	if !gone(path) {
 		t.Error("the adopt socket is still there once adopted")

@@ -228,6 +228,8 @@ func (g *guardian) ready() *wire.Ready {
 		Since:         g.since,
 		TookOver:      g.tookOver,
 		Pending:       g.req.Readiness != nil && g.req.Readiness.Ready != nil,
+		Agent:         g.req.Agent,
+		Fingerprint:   g.req.Fingerprint,
 	}
 	g.describe(r)
 	return r

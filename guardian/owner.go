@@ -56,6 +56,7 @@ func prepare(spec *Spec) (*request, string, error) {
 		StopTimeout: wire.Duration(spec.StopTimeout), KillGrace: wire.Duration(spec.KillGrace), LockDir: spec.LockDir, PrivateRoot: spec.PrivateRoot,
 		LogPath: spec.LogPath, NoCgroup: spec.NoCgroup, Readiness: spec.Readiness,
 		SurviveCrash: wire.Duration(spec.SurviveCrash), AdoptPath: spec.AdoptPath,
+		Agent: spec.Agent, Fingerprint: spec.Fingerprint,
 	}
 	if err := req.validate(); err != nil {
 		return nil, "", &StartError{Identity: spec.Identity, Code: wire.CodeConfig, Message: err.Error()}

@@ -74,6 +74,10 @@ type request struct {
 	// same Profile to attach.
 	SurviveCrash wire.Duration `json:"survive_crash,omitempty"`
 	AdoptPath    string        `json:"adopt_path,omitempty"`
+	// Agent and Fingerprint are the owner's names for the agent and for
+	// what it asked to run, given back in every Ready (see Spec).
+	Agent       string `json:"agent,omitempty"`
+	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
 // message is one line on the tether. Only the fields of its Type are set.

@@ -54,6 +54,13 @@ type Spec struct {
 	// with its owner (I2).
 	SurviveCrash time.Duration
 	AdoptPath    string
+	// Agent and Fingerprint, opaque to the guardian, name the agent (the
+	// service: its id) and what the owner asked to run (the service: its
+	// config entry's Fingerprint). The guardian gives them back in Ready,
+	// so that an owner that adopts the tree can tell whether it is the
+	// one it would start now, and for which agent it was started.
+	Agent       string
+	Fingerprint string
 
 	// Executable is the tether binary to run as guardian; empty means
 	// os.Executable().

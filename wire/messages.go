@@ -61,6 +61,11 @@ type Ready struct {
 	// Pending says the agent has a readiness check that has not passed
 	// yet: an agent_ready message, or a stop with ReasonNotReady, follows.
 	Pending bool `json:"pending,omitempty"`
+	// Agent and Fingerprint are the start request's (guardian.Spec's
+	// Agent and Fingerprint): an owner that adopts the tree learns from
+	// them what the tree was started as.
+	Agent       string `json:"agent,omitempty"`
+	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
 // Holder says who holds, or held, an identity.
