@@ -63,7 +63,9 @@ type Agent struct {
 	Restarts    int       `json:"restarts"`
 	Error       *Error    `json:"error"`
 	// Status is the agent's own word on how it is doing: its last
-	// STATUS= text (ready: notify), or what a starting agent waits for.
+	// STATUS= text (ready: notify), or what a starting agent waits for,
+	// or why the service restarted it (an adopted tree whose config
+	// entry changed).
 	Status string `json:"status,omitempty"`
 	// IntentError, code state, says that the agent's intent (started
 	// or stopped, Enabled) could not be saved: the service retries until

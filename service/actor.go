@@ -78,6 +78,7 @@ type actor struct {
 	stopAsked  bool              // a stop was sent to the guardian
 	stopSince  time.Time         // when
 	restartArm bool              // start again once stopped
+	restartWhy string            // why it restarts, when the status of the start to come is to say so
 	ending     bool              // removed or shutting down: end once stopped
 	backoff    time.Duration
 	failures   int
@@ -168,6 +169,7 @@ var errEnded = &api.Error{Code: api.CodeInternal, Message: "the agent was remove
 func (a *actor) run() {
 	defer close(a.done)
 	defer a.stopHeldTimer()
+	a.c.awaitSweep(a.id)
 	a.awaitSession()
 	a.adoptUnwanted()
 	if a.session == nil {
@@ -430,6 +432,7 @@ func (a *actor) spec(env []string) guardian.Spec {
 		LogPath: p.LogPath(a.id), Executable: a.c.opts.Executable,
 		Readiness:    readiness(a.cfg, p),
 		SurviveCrash: a.cfg.SurviveCrash, AdoptPath: p.AdoptPath(a.cfg.Identity),
+		Agent: a.id, Fingerprint: a.cfg.Fingerprint(),
 	}
 }
 
@@ -508,7 +511,7 @@ func (a *actor) start() {
 		}
 		a.leftover = false
 	}
-	a.row.Status = ""
+	a.row.Status, a.restartWhy = a.restartWhy, ""
 	a.setState(api.StateStarting, a.row.Error)
 	env, err := a.cfg.Environ(a.c.opts.BaseEnv)
 	if err != nil {
@@ -532,8 +535,21 @@ func (a *actor) start() {
 }
 
 // began takes s, whose agent started at since (just now, or before an
-// adoption), as the agent's session.
+// adoption), as the agent's session, and settles the starts it answers.
 func (a *actor) began(s *guardian.Session, since time.Time) {
+	a.take(s, since)
+	if a.pending {
+		// Spawned, not ready: starting until its check passes (I8).
+		a.setState(api.StateStarting, nil)
+	} else {
+		a.setState(api.StateRunning, nil)
+	}
+	a.settleStarts()
+}
+
+// take makes s, whose agent started at since, the agent's session, and
+// records the run.
+func (a *actor) take(s *guardian.Session, since time.Time) {
 	a.setSession(s)
 	a.unclaimed = false // the new guardian took over whatever was left
 	a.stopAsked = false
@@ -546,13 +562,6 @@ func (a *actor) began(s *guardian.Session, since time.Time) {
 	a.c.setTree(a.id, &tree)
 	a.pending = r.Pending
 	a.recordRun(func(run *state.Run) { *run = state.Run{Started: a.startedAt.UTC(), PID: r.AgentPID} })
-	if a.pending {
-		// Spawned, not ready: starting until its check passes (I8).
-		a.setState(api.StateStarting, nil)
-	} else {
-		a.setState(api.StateRunning, nil)
-	}
-	a.settleStarts()
 }
 
 func (a *actor) startFailed(err error) {

@@ -62,9 +62,10 @@ type Controller struct {
 	opts  Options
 	store *state.Store
 
-	mu   sync.Mutex
-	cfg  *config.Config
-	deps depGraph // cfg's dependencies, both ways
+	mu    sync.Mutex
+	cfg   *config.Config
+	deps  depGraph // cfg's dependencies, both ways
+	sweep sweep    // the trees that outlived the service before and no entry claims
 	// restarting counts, by agent id, the restarts into a changed
 	// config entry under way (see Reload).
 	restarting map[string]int
@@ -139,6 +140,7 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 		cfg:        cfg,
 		deps:       newDepGraph(cfg),
 		restarting: map[string]int{},
+		sweep:      sweep{listed: make(chan struct{}), stopped: map[string]chan struct{}{}},
 		actors:     map[string]*actor{},
 		rows:       map[string]api.Agent{},
 		trees:      map[string]platform.Tree{},
@@ -159,9 +161,12 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 	go c.writeRuns()
 	go c.retryIntents()
 	if opts.resumed != nil {
+		// An upgrade's successor takes over the trees as they were.
+		close(c.sweep.listed)
 		c.resumeAll(cfg)
 		return c
 	}
+	go c.sweepUnclaimed(cfg)
 	st := store.State()
 	enabled := map[string]bool{}
 	parked := map[string]*state.Parked{}

@@ -109,3 +109,14 @@ func (p Paths) AdoptPath(identity string) string {
 	}
 	return filepath.Join(wire.AdoptDir(p.Socket), key+".sock")
 }
+
+// adoptSockets lists the sockets at which guardians of the user may wait
+// to be adopted (see AdoptPath), of every profile. Windows has none to
+// list: its guardians wait on named pipes.
+func (p Paths) adoptSockets() []string {
+	if runtime.GOOS == "windows" || p.Socket == "" {
+		return nil
+	}
+	socks, _ := filepath.Glob(filepath.Join(wire.AdoptDir(p.Socket), "*.sock"))
+	return socks
+}
