@@ -27,6 +27,18 @@ const (
 	cmdFreeze      // an upgrade: detach the session, say what is known, wait for the thaw
 )
 
+var cmdNames = [...]string{
+	cmdStart: "start", cmdStop: "stop", cmdRestart: "restart", cmdReconfigure: "reconfigure",
+	cmdRemove: "remove", cmdShutdown: "shutdown", cmdDepStop: "dependency stop", cmdFreeze: "freeze",
+}
+
+func (k cmdKind) String() string {
+	if int(k) < len(cmdNames) {
+		return cmdNames[k]
+	}
+	return fmt.Sprintf("cmdKind(%d)", int(k))
+}
+
 type command struct {
 	kind   cmdKind
 	reply  chan error // nil: nobody waits
@@ -170,6 +182,7 @@ func (a *actor) run() {
 	defer close(a.done)
 	defer a.stopHeldTimer()
 	a.c.awaitSweep(a.id)
+	from := a.state()
 	a.awaitSession()
 	a.adoptUnwanted()
 	if a.session == nil {
@@ -177,30 +190,37 @@ func (a *actor) run() {
 			a.watchHeld(h)
 		}
 	}
+	a.moved(from, "the actor's start", false)
 	for {
+		from := a.state()
+		var step string
+		var ended bool
 		select {
 		case cmd := <-a.cmds:
-			if a.handle(cmd) {
-				return
-			}
+			step, ended = cmd.kind.String(), a.handle(cmd)
 		case ev, ok := <-a.events:
 			if !ok {
 				a.events = nil
 				continue
 			}
-			if a.event(ev) {
-				return
-			}
+			step, ended = string(ev.Type), a.event(ev)
 		case <-a.timerC:
 			a.timerC = nil
+			step = "the timer"
 			if a.want && a.session == nil {
 				a.start()
 			}
 		case <-a.depc:
+			step = "a dependency's change"
 			a.depsChanged()
 		case <-a.heldC:
 			a.heldC = nil
+			step = "a recheck of the held identity"
 			a.recheckHeld()
+		}
+		a.moved(from, step, ended)
+		if ended {
+			return
 		}
 	}
 }
