@@ -30,6 +30,30 @@ type Sender struct {
 	// (macOS has no credentials on datagrams).
 	PID int
 	UID int // -1 where unknown
+	// pidfd is the sender's pidfd (SCM_PIDFD, Linux 6.5 and later), -1
+	// without: it names the sender even after it exited, so Exited is
+	// exact and PID cannot be reused while it is open.
+	pidfd int
+}
+
+// Exited reports whether the sender has exited by now (a zombie counts).
+// With the sender's pidfd the answer is exact; without, a PID that no
+// process has is taken for an exit. A sender of unknown PID has not
+// exited.
+func (s *Sender) Exited() bool {
+	if s.pidfd >= 0 {
+		return pidfdExited(s.pidfd)
+	}
+	return s.PID > 0 && errors.Is(unix.Kill(s.PID, 0), unix.ESRCH)
+}
+
+// Close lets go of what names the sender; Receive's caller calls it once
+// done with the sender.
+func (s *Sender) Close() {
+	if s.pidfd >= 0 {
+		unix.Close(s.pidfd)
+		s.pidfd = -1
+	}
 }
 
 // ListenDatagram binds a datagram socket at path, in a directory that
@@ -73,14 +97,14 @@ func ListenDatagram(path string) (*Datagram, error) {
 // Path is where the socket is bound.
 func (d *Datagram) Path() string { return d.path }
 
-// Receive reads one datagram into buf and says who sent it. Descriptors
-// sent with it (sd_notify_barrier sends one and waits for it to be closed)
-// are closed at once. A datagram longer than buf is cut, and Truncated
-// says so.
+// Receive reads one datagram into buf and says who sent it; the caller
+// closes the Sender. Descriptors sent with it (sd_notify_barrier sends
+// one and waits for it to be closed) are closed at once. A datagram
+// longer than buf is cut, and Truncated says so.
 func (d *Datagram) Receive(buf []byte) (n int, from Sender, truncated bool, err error) {
 	oob := make([]byte, oobSpace)
 	n, oobn, flags, _, err := d.c.ReadMsgUnix(buf, oob)
-	from = Sender{UID: -1}
+	from = Sender{UID: -1, pidfd: -1}
 	if err != nil {
 		return 0, from, false, err
 	}
@@ -92,8 +116,13 @@ func (d *Datagram) Receive(buf []byte) (n int, from Sender, truncated bool, err 
 			}
 			continue
 		}
+		if fd, ok := parsePidfd(&msgs[i]); ok {
+			from.Close()
+			from.pidfd = fd
+			continue
+		}
 		if pid, uid, ok := parseCredentials(&msgs[i]); ok {
-			from = Sender{PID: pid, UID: uid}
+			from.PID, from.UID = pid, uid
 		}
 	}
 	return n, from, flags&unix.MSG_TRUNC != 0, nil

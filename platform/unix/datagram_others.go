@@ -17,3 +17,7 @@ var oobSpace = unix.CmsgSpace(16 * 4)
 func passCredentials(*net.UnixConn) (bool, error) { return false, nil }
 
 func parseCredentials(*unix.SocketControlMessage) (pid, uid int, ok bool) { return 0, 0, false }
+
+func parsePidfd(*unix.SocketControlMessage) (int, bool) { return 0, false }
+
+func pidfdExited(int) bool { return false }

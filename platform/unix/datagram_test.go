@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 func TestDatagramSenderAndBarrier(t *testing.T) {
@@ -42,6 +44,7 @@ func TestDatagramSenderAndBarrier(t *testing.T) {
 	unix.Close(p[1])
 	buf := make([]byte, 64)
 	n, from, trunc, err := d.Receive(buf)
+	from.Close()
 	if err != nil || string(buf[:n]) != "BARRIER=1" || trunc {
 		t.Fatalf("Receive = %q, %v, %v", buf[:n], trunc, err)
 	}
@@ -81,5 +84,66 @@ func TestDatagramRefusesAnotherFile(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); string(b) != "mine" {
 		t.Fatalf("the file was changed: %q", b)
+	}
+}
+
+func init() {
+	// dgram-send PATH MESSAGE sends MESSAGE to the datagram socket at
+	// PATH and exits.
+	testproc.Register("dgram-send", func(args []string) int {
+		s, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM, 0)
+		if err != nil {
+			return 1
+		}
+		if unix.Sendto(s, []byte(args[1]), 0, &unix.SockaddrUnix{Name: args[0]}) != nil {
+			return 1
+		}
+		return 0
+	})
+}
+
+// A sender that exited, and was reaped, before its datagram is read is
+// known to have exited; a live one is not.
+func TestDatagramSenderExited(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("SKIP: only Linux attaches the sender's credentials")
+	}
+	d, err := ListenDatagram(filepath.Join(t.TempDir(), "n", "notify"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	cmd := testproc.Command("dgram-send", d.Path(), "READY=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("dgram-send: %v\n%s", err, out)
+	}
+	buf := make([]byte, 64)
+	n, from, _, err := d.Receive(buf)
+	if err != nil || string(buf[:n]) != "READY=1" {
+		t.Fatalf("Receive = %q, %v", buf[:n], err)
+	}
+	if from.PID != cmd.Process.Pid || !from.Exited() {
+		t.Errorf("sender %+v (exited %v), want pid %d, exited", from, from.Exited(), cmd.Process.Pid)
+	}
+	if from.pidfd < 0 {
+		t.Logf("no SCM_PIDFD on this kernel: the pid alone names the sender")
+	}
+	from.Close()
+
+	s, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(s)
+	if err := unix.Sendto(s, []byte("STATUS=x"), 0, &unix.SockaddrUnix{Name: d.Path()}); err != nil {
+		t.Fatal(err)
+	}
+	_, from, _, err = d.Receive(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer from.Close()
+	if from.PID != os.Getpid() || from.Exited() {
+		t.Errorf("sender %+v (exited %v), want this live process %d", from, from.Exited(), os.Getpid())
 	}
 }
