@@ -25,10 +25,20 @@ func listenNotify(path string) (notifySource, error) {
 	return datagramNotify{d}, nil
 }
 
-func (n datagramNotify) Receive(buf []byte) (int, int, bool, error) {
+func (n datagramNotify) Receive(buf []byte) (int, notifySender, bool, error) {
 	k, from, trunc, err := n.d.Receive(buf)
-	return k, from.PID, trunc, err
+	return k, &datagramSender{from}, trunc, err
 }
+
+// datagramSender is the platform's Sender as a notifySender.
+type datagramSender struct{ s punix.Sender }
+
+func (d *datagramSender) PID() int { return d.s.PID }
+
+// GoneOwn: the agent runs as the guardian's user.
+func (d *datagramSender) GoneOwn() bool { return d.s.UID == os.Geteuid() && d.s.Exited() }
+
+func (d *datagramSender) Close() { d.s.Close() }
 
 func (n datagramNotify) Path() string { return n.d.Path() }
 func (n datagramNotify) Close() error { return n.d.Close() }

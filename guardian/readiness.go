@@ -120,9 +120,21 @@ type readyEvent struct {
 // notifySource is the receiving end of $NOTIFY_SOCKET (platform's
 // datagram socket on Unix).
 type notifySource interface {
-	Receive(buf []byte) (n int, pid int, truncated bool, err error)
+	// Receive reads one datagram and says who sent it; the caller
+	// closes the sender.
+	Receive(buf []byte) (n int, from notifySender, truncated bool, err error)
 	Path() string
 	Close() error
+}
+
+// notifySender is what the kernel says of a datagram's sender.
+type notifySender interface {
+	// PID is the sender's pid, 0 where the system does not say.
+	PID() int
+	// GoneOwn reports whether the sender has exited by now and was a
+	// process of this user's.
+	GoneOwn() bool
+	Close()
 }
 
 // readiness is the guardian's watcher of one agent's readiness and
@@ -133,10 +145,12 @@ type readiness struct {
 	notify  notifySource
 	fdRead  *os.File // the read end of the notification descriptor
 	fdWrite *os.File // its write end, passed to the agent
-	events  chan readyEvent
-	ctx     context.Context
-	cancel  context.CancelFunc
-	logf    func(string, ...any)
+	// log is the ready: {log} check, made before the spawn.
+	log    *probe.Log
+	events chan readyEvent
+	ctx    context.Context
+	cancel context.CancelFunc
+	logf   func(string, ...any)
 	// The agent's working directory, environment and log, for checks;
 	// run runs an exec check's command (nil: os/exec).
 	dir, logPath string
@@ -204,6 +218,15 @@ func (g *guardian) prepareReadiness(env map[string]string) *wire.Failure {
 			return &wire.Failure{Code: wire.CodeInternal, Message: "making the notification descriptor: " + err.Error()}
 		}
 		r.fdRead, r.fdWrite = rd, wr
+	case probe.KindLog:
+		// Made before the spawn, so it reads from where the log ends
+		// now: a line the agent writes at once, before begin, is read.
+		c, err := spec.Ready.Check(probe.Context{LogPath: g.req.LogPath})
+		if err != nil {
+			return &wire.Failure{Code: wire.CodeConfig, Message: "readiness: " + err.Error()}
+		}
+		r.log = c.(*probe.Log)
+		r.log.Ignore = isGuardianLine
 	}
 	return nil
 }
@@ -230,14 +253,13 @@ func (r *readiness) begin(member func(pid int) bool, logPath, dir string, env []
 	case k == probe.KindFD:
 		r.watch(r.readFD)
 	case k.Outside():
+		if r.log != nil {
+			r.watch(func() { r.readLog(r.log, logPath) })
+			break
+		}
 		c, err := r.spec.Ready.Check(r.checkContext(logPath))
 		if err != nil {
 			return err
-		}
-		if l, ok := c.(*probe.Log); ok {
-			l.Ignore = isGuardianLine
-			r.watch(func() { r.readLog(c, logPath) })
-			break
 		}
 		r.watch(func() { r.poll(c) })
 	}
@@ -245,32 +267,107 @@ func (r *readiness) begin(member func(pid int) bool, logPath, dir string, env []
 }
 
 // readNotify turns datagrams on the notify socket into events. A datagram
-// whose sender is not a process of the agent's tree is logged and
-// dropped (I8: only the agent speaks for itself).
+// whose sender is not a process of the agent's tree is dropped (I8: only
+// the agent speaks for itself), and so is a MAINPID= outside it; drops
+// are logged at most once a second (see notifyGate).
 func (r *readiness) readNotify(member func(pid int) bool) {
 	buf := make([]byte, sdnotify.MaxDatagram+1)
+	gate := newNotifyGate(time.Now())
 	for {
-		n, pid, trunc, err := r.notify.Receive(buf)
+		n, from, trunc, err := r.notify.Receive(buf)
 		if err != nil {
 			if r.ctx.Err() == nil {
 				r.logf("notify socket: %v", err)
 			}
 			return
 		}
+		now := time.Now()
 		if trunc || n > sdnotify.MaxDatagram {
-			r.logf("notify: dropped a datagram longer than %d bytes", sdnotify.MaxDatagram)
+			from.Close()
+			gate.drop(now, fmt.Sprintf("a datagram longer than %d bytes", sdnotify.MaxDatagram), r.logf)
 			continue
 		}
-		if pid != 0 && !member(pid) {
-			r.logf("notify: ignored a message from pid %d, which is not in the agent's tree", pid)
+		ok, why := gate.accept(now, from, member)
+		from.Close()
+		if !ok {
+			gate.drop(now, why, r.logf)
 			continue
 		}
 		m, perr := sdnotify.Parse(buf[:n])
 		if perr != nil {
 			r.logf("notify: %v", perr)
 		}
+		if m.MainPID != 0 && !member(m.MainPID) {
+			gate.drop(now, fmt.Sprintf("MAINPID=%d, which is not in the agent's tree", m.MainPID), r.logf)
+			m.MainPID = 0
+		}
 		r.dispatch(m)
 	}
+}
+
+// The tree walks a flood of outsiders' datagrams may cost, and the pace
+// of the lines that say they were dropped.
+const (
+	notifyWalksPerSecond = 50
+	notifyDropLogEvery   = time.Second
+)
+
+// notifyGate decides whose datagrams are taken, and keeps the cost of
+// those that are not bounded: a process outside the tree that sends
+// datagrams as fast as it can gets a tree walk for at most
+// notifyWalksPerSecond of them a second (the rest are dropped unlooked
+// at), and one log line a second that counts them.
+type notifyGate struct {
+	walks   float64 // walks left, refilled at notifyWalksPerSecond
+	refill  time.Time
+	dropped int // since the last line
+	last    string
+	logged  time.Time
+}
+
+func newNotifyGate(now time.Time) *notifyGate {
+	return &notifyGate{walks: notifyWalksPerSecond, refill: now}
+}
+
+// accept says whether from speaks for the agent: a sender the system
+// does not name (no credentials on this system's datagrams: the socket's
+// user-only directory is the check), a member of the tree, or a sender
+// that has exited and was the user's (a forked child or systemd-notify
+// --no-block that sent and exited before its datagram was read: its
+// place in the tree is gone with it, and only the user reaches the
+// socket). A live sender is looked for in the tree, within the walks
+// left; one that exits while it is looked for counts as gone.
+func (g *notifyGate) accept(now time.Time, from notifySender, member func(pid int) bool) (bool, string) {
+	pid := from.PID()
+	if pid == 0 || from.GoneOwn() {
+		return true, ""
+	}
+	g.walks = min(g.walks+now.Sub(g.refill).Seconds()*notifyWalksPerSecond, notifyWalksPerSecond)
+	g.refill = now
+	if g.walks < 1 {
+		return false, fmt.Sprintf("a message from pid %d, not looked for in the agent's tree (too many messages from outside it)", pid)
+	}
+	g.walks--
+	if member(pid) || from.GoneOwn() {
+		return true, ""
+	}
+	return false, fmt.Sprintf("a message from pid %d, which is not in the agent's tree", pid)
+}
+
+// drop notes a dropped datagram, and logs what was dropped at most once
+// every notifyDropLogEvery.
+func (g *notifyGate) drop(now time.Time, what string, logf func(string, ...any)) {
+	g.dropped++
+	g.last = what
+	if now.Sub(g.logged) < notifyDropLogEvery {
+		return
+	}
+	if g.dropped == 1 {
+		logf("notify: ignored %s", what)
+	} else {
+		logf("notify: ignored %d messages in %v; the last: %s", g.dropped, now.Sub(g.logged).Round(time.Millisecond), what)
+	}
+	g.dropped, g.logged = 0, now
 }
 
 func (r *readiness) dispatch(m sdnotify.Message) {

@@ -19,6 +19,22 @@ import (
 
 // readyEnv is a test world whose agents are real programs: sh scripts,
 // systemd-notify and python3's http.server.
+func init() {
+	// notify-send MESSAGE sends MESSAGE to $NOTIFY_SOCKET from its own
+	// pid and exits.
+	testproc.Register("notify-send", func(args []string) int {
+		s, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return 1
+		}
+		if err := unix.Sendto(s, []byte(args[0]), 0, &unix.SockaddrUnix{Name: os.Getenv("NOTIFY_SOCKET")}); err != nil {
+			fmt.Fprintln(os.Stderr, "notify-send:", err)
+			return 1
+		}
+		return 0
+	})
+}
+
 func readyEnv(t *testing.T, need ...string) *world {
 	t.Helper()
 	for _, cmd := range need {
@@ -253,4 +269,127 @@ func sendNotify(t *testing.T, path, msg string) {
 	if err := unix.Sendto(s, []byte(msg), 0, &unix.SockaddrUnix{Name: path}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// readyRace is how many agents a race test starts at once: each start is
+// one more chance for the race, and the issue's 1-in-20 needs several
+// per run.
+const readyRace = 5
+
+// A ready line written at once, between the exec and the moment the
+// guardian starts watching the log, is seen: the check reads from where
+// the log ended before the spawn.
+func TestReadyLogLineWrittenAtOnce(t *testing.T) {
+	e := readyEnv(t)
+	ss := make([]*Session, readyRace)
+	for i := range ss {
+		id := fmt.Sprintf("log@once%d", i)
+		spec := e.script(id, `echo ready-now; exec sleep 1000`,
+			&Readiness{Ready: &probe.Spec{Kind: probe.KindLog, Pattern: "ready-now"}, StartTimeout: wire.Duration(3 * time.Second)})
+		spec.LogPath = filepath.Join(e.dir, id+".log")
+		ss[i] = e.start(spec)
+	}
+	for i, s := range ss {
+		if ev := nextEvent(t, e, s, 10*time.Second); ev.Type != EventAgentReady {
+			b, _ := os.ReadFile(filepath.Join(e.dir, fmt.Sprintf("log@once%d.log", i)))
+			t.Fatalf("agent %d: event %+v (%s), want agent_ready\nlog:\n%s", i, ev, ev.Detail, b)
+		}
+	}
+}
+
+// READY=1 from a process of the tree that exits at once (a forked child,
+// or systemd-notify --no-block) is taken, though the sender is gone before
+// the guardian reads its datagram. The guardian is stopped while the
+// sender runs, so that it always reads the datagram late.
+func TestReadyNotifyFromShortLivedSender(t *testing.T) {
+	e := readyEnv(t)
+	spec := e.script("notify@brief",
+		`while [ ! -e "$HELPER_DIR/go" ]; do sleep 0.01; done
+		"$@" READY=1; touch "$HELPER_DIR/sent"; exec sleep 1000`,
+		&Readiness{Ready: &probe.Spec{Kind: probe.KindNotify}, StartTimeout: wire.Duration(5 * time.Second)})
+	// The sender is a child of the shell, which waits for it: gone and
+	// reaped when the guardian reads. (systemd-notify run as root names
+	// its parent, the shell, as the sender; as the user it names itself.)
+	spec.Argv = append(spec.Argv, "sh", testproc.Executable(), "notify-send")
+	s := e.start(spec)
+	gpid := s.Ready().GuardianPID
+	if err := unix.Kill(gpid, unix.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Kill(gpid, unix.SIGCONT)
+	if err := os.WriteFile(filepath.Join(e.helper, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testproc.Eventually(t, 5*time.Second, func() bool { return !gone(filepath.Join(e.helper, "sent")) },
+		"the agent did not send its READY=1")
+	if err := unix.Kill(gpid, unix.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, e, s, 10*time.Second); ev.Type != EventAgentReady {
+		t.Fatalf("event %+v (%s), want agent_ready\nlog:\n%s", ev, ev.Detail, e.log())
+	}
+}
+
+// MAINPID= may name only a process of the agent's tree, as systemd
+// requires: pid 1 is refused and never shown as the agent's.
+func TestReadyNotifyRefusesMainPIDOutsideTree(t *testing.T) {
+	e := readyEnv(t)
+	spec := e.script("notify@mainpid", `"$@" "MAINPID=1
+READY=1"; exec sleep 1000`, &Readiness{Ready: &probe.Spec{Kind: probe.KindNotify}})
+	spec.Argv = append(spec.Argv, "sh", testproc.Executable(), "notify-send")
+	s := e.start(spec)
+	ev := nextEvent(t, e, s, 10*time.Second)
+	if ev.Type != EventAgentReady || ev.MainPID != 0 {
+		t.Fatalf("event %+v, want agent_ready and no main pid\nlog:\n%s", ev, e.log())
+	}
+	if !strings.Contains(e.log(), "MAINPID=1, which is not in the agent's tree") {
+		t.Errorf("the refused MAINPID= is not logged:\n%s", e.log())
+	}
+}
+
+// A flood of datagrams from outside the tree costs the guardian little
+// CPU and a few log lines: each is neither looked for in the tree nor
+// logged one by one.
+func TestReadyNotifyOutsiderFloodIsCheap(t *testing.T) {
+	e := readyEnv(t)
+	spec := e.script("notify@flood", `exec sleep 1000`, &Readiness{Ready: &probe.Spec{Kind: probe.KindNotify}})
+	s := e.start(spec)
+	sock := agentEnviron(t, s.Ready().AgentPID)["NOTIFY_SOCKET"]
+	gpid := s.Ready().GuardianPID
+	before := cpuTime(t, gpid)
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	const flood = 20000
+	for range flood {
+		if err := unix.Sendto(fd, []byte("STATUS=forged"), 0, &unix.SockaddrUnix{Name: sock}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A send blocks while the socket's queue is full (a few hundred
+	// datagrams): all but those have been read.
+	used := cpuTime(t, gpid) - before
+	lines := strings.Count(e.log(), "notify: ignored")
+	t.Logf("%d datagrams from outside the tree: %v of guardian CPU, %d log lines", flood, used, lines)
+	if used > time.Second {
+		t.Errorf("the guardian spent %v of CPU on %d dropped datagrams", used, flood)
+	}
+	if lines > 20 {
+		t.Errorf("%d log lines for %d dropped datagrams", lines, flood)
+	}
+}
+
+// cpuTime is the user and system CPU time pid has used.
+func cpuTime(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	ut, _ := strconv.Atoi(f[11])
+	st, _ := strconv.Atoi(f[12])
+	return time.Duration(ut+st) * time.Second / 100
 }
