@@ -14,9 +14,10 @@ import (
 // sixteen bytes: each may note a time in it (CLOCK_MONOTONIC, the same in
 // every process) unless an earlier one is there, and learn the earliest.
 // Beside the time it counts the processes still at work on that moment
-// (Begin, End), which the others can wait for (WaitEnded). One process
-// makes the file (NewSharedClockFile) and hands it to the others at a
-// known descriptor, which each maps (OpenSharedClock).
+// (Begin, End), which the others can wait for (WaitEnded), and names the
+// one that acts for them all (Delegate). One process makes the file
+// (NewSharedClockFile) and hands it to the others at a known descriptor,
+// which each maps (OpenSharedClock).
 //
 // A clock of eight bytes (made by an older tether) has the time and no
 // count.
@@ -31,9 +32,10 @@ const (
 	futexWait = 0
 	futexWake = 1
 
-	clockTimeSize  = 8
-	clockCountAt   = 8
-	clockTotalSize = 16
+	clockTimeSize   = 8
+	clockCountAt    = 8
+	clockDelegateAt = 12
+	clockTotalSize  = 16
 )
 
 // NewSharedClockFile makes the memory of a SharedClock: a close-on-exec
@@ -91,18 +93,49 @@ func (c *SharedClock) Earliest(now time.Time, window time.Duration) time.Time {
 			return now.Add(-time.Duration(mine - seen))
 		}
 		if atomic.CompareAndSwapUint64(p, seen, mine) {
+			if d := c.word(clockDelegateAt); d != nil && seen != 0 {
+				atomic.StoreUint32(d, 0) // the last moment's delegate
+			}
 			return now
 		}
 	}
 }
 
-// count is the clock's count of processes at work, nil when it has none.
-func (c *SharedClock) count() *uint32 {
-	if c == nil || len(c.mem) < clockTotalSize {
+// word is the clock's 32-bit word at offset at, nil when the clock has
+// none (a clock of eight bytes, or no clock).
+func (c *SharedClock) word(at int) *uint32 {
+	if c == nil || len(c.mem) < at+4 {
 		return nil
 	}
-	return (*uint32)(unsafe.Pointer(&c.mem[clockCountAt]))
+	return (*uint32)(unsafe.Pointer(&c.mem[at]))
 }
+
+// Delegate elects, among the processes of the clock's moment, the one
+// that acts for them all: self when none is named yet, or when the one
+// named is no longer alive (by alive), since the work is then nobody's.
+// It returns the one named and whether that is self. A clock without a
+// delegate's word, or none, names self.
+func (c *SharedClock) Delegate(self int, alive func(pid int) bool) (int, bool) {
+	p := c.word(clockDelegateAt)
+	if p == nil {
+		return self, true
+	}
+	for {
+		cur := int(atomic.LoadUint32(p))
+		switch {
+		case cur == self:
+			return self, true
+		case cur != 0 && alive(cur):
+			return cur, false
+		}
+		if atomic.CompareAndSwapUint32(p, uint32(cur), uint32(self)) {
+			return self, true
+		}
+	}
+}
+
+// count is the clock's count of processes at work, nil when it has none.
+func (c *SharedClock) count() *uint32 { return c.word(clockCountAt) }
 
 // Begin counts this process as at work on the clock's moment, until End.
 func (c *SharedClock) Begin() {

@@ -158,3 +158,28 @@ func TestSharedClockOfEightBytesHasNoCount(t *testing.T) {
 		t.Fatalf("its time: %v, want %v", got, now)
 	}
 }
+
+// One process of a moment is its delegate: the first to ask, then, once
+// it is dead, the next to ask; a new moment has none until one asks.
+func TestSharedClockDelegate(t *testing.T) {
+	a, b := twoClocks(t, "tether-test-delegate")
+	dead := map[int]bool{}
+	alive := func(pid int) bool { return !dead[pid] }
+	if d, mine := a.Delegate(100, alive); d != 100 || !mine {
+		t.Fatalf("the first to ask: %d, %v; want itself", d, mine)
+	}
+	if d, mine := b.Delegate(200, alive); d != 100 || mine {
+		t.Fatalf("the second: %d, %v; want the first", d, mine)
+	}
+	dead[100] = true
+	if d, mine := b.Delegate(200, alive); d != 200 || !mine {
+		t.Fatalf("once the first died: %d, %v; want the second", d, mine)
+	}
+	// A new moment (a time older than the window replaced) clears it.
+	a.Earliest(time.Now(), time.Second)
+	time.Sleep(20 * time.Millisecond)
+	a.Earliest(time.Now(), 10*time.Millisecond)
+	if d, mine := a.Delegate(100, alive); d != 100 || !mine {
+		t.Fatalf("a new moment: %d, %v; want the first to ask", d, mine)
+	}
+}
