@@ -215,7 +215,7 @@ func (t *Tree) Stop(timeout, grace time.Duration) (StopReport, error) {
 	}
 	s.rep.Forced = true
 	graceEnd := time.Now().Add(grace)
-	if s.killContained(graceEnd) {
+	if s.killContained(graceEnd) || s.killKnown(graceEnd) {
 		return s.rep, nil
 	}
 	if err := s.killCgroup(); err != nil {
@@ -270,6 +270,43 @@ func (s *treeStop) killContained(graceEnd time.Time) bool {
 	}
 	populated, err := t.Cgroup.Populated()
 	return err == nil && !populated
+}
+
+// killKnown kills, at once and with no scan first, what a tree that is
+// not below this process is known to hold: the members asked to stop
+// (through their pidfds) and its cgroup. Each scan of such a tree is a
+// walk of every process of the system, and the freeze and kill that
+// follow make several: a tree its guardian left (taken over, or
+// reclaimed after the guardian died) was killed that long past its stop
+// timeout. It reports true when, once those members have exited, one
+// scan finds the tree empty: a process it does not find was neither a
+// member nor forked by one (a process with SIGKILL pending forks no
+// more, and a child forked before is alive, and found). Otherwise, and
+// for a tree below this process, Stop goes on with the freeze and kill.
+func (s *treeStop) killKnown(graceEnd time.Time) bool {
+	t := s.t
+	if t.Root > 0 && t.RootSubreaper {
+		return false
+	}
+	if t.Cgroup != nil {
+		_ = t.Cgroup.Kill()
+	}
+	var known []*Handle
+	for r, h := range s.hs {
+		if h == nil {
+			continue
+		}
+		known = append(known, h)
+		if !s.killed[r] && h.Signal(syscall.SIGKILL) == nil {
+			s.killed[r] = true
+			s.rep.Killed++
+		}
+	}
+	if waitAll(known, graceEnd) != nil {
+		return false
+	}
+	ms, err := t.scan(true)
+	return err == nil && len(ms) == 0
 }
 
 // treeStop is one Stop under way: the handles it opened, what it has
