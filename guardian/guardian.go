@@ -53,6 +53,10 @@ type guardian struct {
 	since      time.Time
 	tookOver   *wire.Holder
 	readiness  *readiness // nil without a readiness or health check
+	// reclaims are the reclaims under way of the trees of guardians
+	// that died with the owner (Unix, see reclaimSiblings): the
+	// guardian exits only once they end.
+	reclaims sync.WaitGroup
 
 	osGuardian
 }
@@ -282,11 +286,11 @@ func (g *guardian) fail(f *wire.Failure) {
 	g.send(message{Type: wire.MsgFailed, Version: wire.Version, Failure: f})
 }
 
-// removeOldDir removes the private directory an earlier tree of this
-// identity left. It must look like one tether made for this identity.
+// removeOldDir removes the private directory an earlier tree of prev's
+// identity left. It must look like one tether made for that identity.
 func (g *guardian) removeOldDir(prev *record) {
 	d := prev.PrivateDir
-	if d == "" || !filepath.IsAbs(d) || !strings.HasPrefix(filepath.Base(d), g.key+"-") {
+	if d == "" || !filepath.IsAbs(d) || !strings.HasPrefix(filepath.Base(d), Key(prev.Identity)+"-") {
 		return
 	}
 	if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
@@ -612,6 +616,7 @@ func (g *guardian) teardown(reason wire.StopReason, begin time.Time, timeout tim
 	}
 	g.send(message{Type: wire.MsgStopped, Cleanup: c, Reason: reason, Exit: exit, Detail: detail})
 	sib.leave()
+	g.reclaims.Wait()
 	return 0
 }
 

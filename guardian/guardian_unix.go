@@ -79,8 +79,11 @@ const (
 // ownerEOF counts from the first of the owner's guardians to see its
 // death, then lets the others that woke with this one take their time
 // before this one starts its teardown.
+// Each also takes its part in reclaiming the trees of the guardians that
+// died with the owner (see reclaimSiblings).
 func (g *guardian) ownerEOF(at time.Time) time.Time {
 	at = g.clock.Earliest(at, deathWindow)
+	g.reclaimSiblings(at)
 	punix.Yield()
 	return at
 }
@@ -214,16 +217,42 @@ func (g *guardian) takeOver(prev *record, lockPath string) *wire.Failure {
 	if prev != nil && prev.Guardian.Pid > 0 && platform.Alive(prev.Guardian) {
 		return &wire.Failure{Code: wire.CodeContention, Message: "identity " + quote(g.req.Identity) + " is held by " + prev.holder().String(), Holder: prev.holder()}
 	}
-	holders, _ := punix.FileHolders(lockPath)
+	tree := abandonedTree(prev, lockPath)
+	if prev == nil && len(tree.Extra) == 0 {
+		h := &wire.Holder{Identity: g.req.Identity, Unknown: true}
+		return &wire.Failure{Code: wire.CodeContention, Message: "identity " + quote(g.req.Identity) + " is locked but no record says by whom", Holder: h}
+	}
+	g.logf("guardian of %s is gone but its tree holds the lock; stopping that tree", prev.holder())
+	if _, err := tree.Stop(g.req.StopTimeout.Duration(), g.req.KillGrace.Duration()); err != nil {
+		return &wire.Failure{Code: wire.CodeContention, Message: "the abandoned tree of " + prev.holder().String() + " could not be stopped: " + err.Error(), Holder: prev.holder()}
+	}
+	switch err := lockOnceFree(g.lock, g.req.KillGrace.Duration()); {
+	case errors.Is(err, platform.ErrLocked):
+		return &wire.Failure{Code: wire.CodeContention, Message: "the abandoned tree of " + prev.holder().String() + " was stopped but the lock is still held", Holder: prev.holder()}
+	case err != nil:
+		return &wire.Failure{Code: wire.CodeLock, Path: lockPath, Message: err.Error()}
+	}
+	g.tookOver = prev.holder()
+	if prev != nil {
+		g.removeOld(prev)
+	}
+	return nil
+}
+
+// abandonedTree is the tree a dead guardian left: the leader and the
+// cgroup its record names (prev may be nil), and every other process
+// that holds its identity's lock at lockPath (members that left the
+// session keep the inherited descriptor; no lockPath: none looked for).
+func abandonedTree(prev *record, lockPath string) *punix.Tree {
 	tree := &punix.Tree{}
+	var holders []punix.Proc
+	if lockPath != "" {
+		holders, _ = punix.FileHolders(lockPath)
+	}
 	for _, h := range holders {
 		if h.Pid != os.Getpid() {
 			tree.Extra = append(tree.Extra, h.Ref())
 		}
-	}
-	if prev == nil && len(tree.Extra) == 0 {
-		h := &wire.Holder{Identity: g.req.Identity, Unknown: true}
-		return &wire.Failure{Code: wire.CodeContention, Message: "identity " + quote(g.req.Identity) + " is locked but no record says by whom", Holder: h}
 	}
 	if prev != nil {
 		tree.Leader = prev.Agent
@@ -231,29 +260,21 @@ func (g *guardian) takeOver(prev *record, lockPath string) *wire.Failure {
 			tree.Cgroup, _ = punix.OpenCgroup(prev.Cgroup)
 		}
 	}
-	g.logf("guardian of %s is gone but its tree holds the lock; stopping that tree", prev.holder())
-	if _, err := tree.Stop(g.req.StopTimeout.Duration(), g.req.KillGrace.Duration()); err != nil {
-		return &wire.Failure{Code: wire.CodeContention, Message: "the abandoned tree of " + prev.holder().String() + " could not be stopped: " + err.Error(), Holder: prev.holder()}
-	}
-	deadline := time.Now().Add(g.req.KillGrace.Duration())
+	return tree
+}
+
+// lockOnceFree takes lock, waiting up to grace for the last holders of
+// a stopped tree to let it go (the kernel closes a killed process's
+// descriptors as it exits); platform.ErrLocked when it is still held.
+func lockOnceFree(lock *os.File, grace time.Duration) error {
+	deadline := time.Now().Add(grace)
 	for {
-		err := platform.TryLock(g.lock)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, platform.ErrLocked) {
-			return &wire.Failure{Code: wire.CodeLock, Path: lockPath, Message: err.Error()}
-		}
-		if time.Now().After(deadline) {
-			return &wire.Failure{Code: wire.CodeContention, Message: "the abandoned tree of " + prev.holder().String() + " was stopped but the lock is still held", Holder: prev.holder()}
+		err := platform.TryLock(lock)
+		if !errors.Is(err, platform.ErrLocked) || time.Now().After(deadline) {
+			return err
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	g.tookOver = prev.holder()
-	if prev != nil {
-		g.removeOld(prev)
-	}
-	return nil
 }
 
 // stopLeftover stops what is left of a recorded earlier tree.

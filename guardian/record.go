@@ -34,6 +34,10 @@ type record struct {
 	Job        string    `json:"job,omitempty"`    // Windows: the job object's name
 	PrivateDir string    `json:"private_dir,omitempty"`
 	Since      time.Time `json:"since"`
+	// StopTimeout and KillGrace are the tree's, for whoever stops it
+	// when its guardian died (see reclaimSiblings).
+	StopTimeout wire.Duration `json:"stop_timeout,omitempty"`
+	KillGrace   wire.Duration `json:"kill_grace,omitempty"`
 	// Cleanup is set while the holder's teardown cannot confirm its
 	// tree dead and is being retried: whoever reads the record, such as
 	// a service relaunched after the one that owned this guardian died,

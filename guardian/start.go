@@ -56,7 +56,7 @@ func (g *guardian) start() *wire.Failure {
 	parent := identityDir(g.req.PrivateRoot, g.key)
 	planned := filepath.Join(parent, name)
 	self := &record{Version: recordVersion, Identity: g.req.Identity, Profile: g.req.Profile,
-		Guardian: g.self, PrivateDir: planned, Since: g.since}
+		Guardian: g.self, PrivateDir: planned, Since: g.since, StopTimeout: g.req.StopTimeout, KillGrace: g.req.KillGrace}
 	if fl := g.contain(name, self); fl != nil {
 		return fl
 	}
