@@ -217,6 +217,39 @@ func rawRequest(t *testing.T, socket, method, path, body string) net.Conn {
 	return c
 }
 
+// The service and the guardian of one agent are SIGKILLed at the same
+// moment, as an OOM kill or a kill -9 of both does: the dead guardian's
+// tree, which no service is left to stop, is stopped by the other
+// agent's guardian within its stop timeout, and every private directory
+// and lock goes with it (I2).
+func TestServiceKilledWithAGuardian(t *testing.T) {
+	w, bash, script := crashWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	const stop = time.Second
+	w.writeConfig("agents:\n" +
+		misbehavingYAML("x", bash, script, m+"-x", true, stop) +
+		politeYAML("y", bash, m+"-y", true))
+	svc := w.startService("default")
+	row := w.waitRow("default", "x", api.StateRunning, nil)
+	w.waitState("default", "y", api.StateRunning)
+	waitTrees(t, m+"-x", 1)
+
+	begin := time.Now()
+	if err := svc.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Kill(row.GuardianPID, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	svc.kill()
+	took := w.waitOwnerGone("default", m, begin, stop+ownerGoneMargin)
+	t.Logf("both trees, private dirs and locks gone %v after the SIGKILLs (stop timeout %v)", took, stop)
+	if left := reapAdopted(5 * time.Second); len(left) > 0 {
+		t.Fatalf("guardians still running after their teardown: %v", left)
+	}
+}
+
 // The service is SIGKILLed 0-5 ms after a start request reached its
 // socket: before it read it, while it records the intent, while the
 // guardian is spawned or inside the guardian's handshake. Whatever the
