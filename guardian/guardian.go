@@ -55,8 +55,11 @@ type guardian struct {
 	readiness  *readiness // nil without a readiness or health check
 	// reclaims are the reclaims under way of the trees of guardians
 	// that died with the owner (Unix, see reclaimSiblings): the
-	// guardian exits only once they end.
-	reclaims sync.WaitGroup
+	// guardian exits only once they end. None starts once the
+	// teardown waits for them (reclaimsDone, under reclaimMu).
+	reclaims     sync.WaitGroup
+	reclaimMu    sync.Mutex
+	reclaimsDone bool
 
 	osGuardian
 }
@@ -616,6 +619,9 @@ func (g *guardian) teardown(reason wire.StopReason, begin time.Time, timeout tim
 	}
 	g.send(message{Type: wire.MsgStopped, Cleanup: c, Reason: reason, Exit: exit, Detail: detail})
 	sib.leave()
+	g.reclaimMu.Lock()
+	g.reclaimsDone = true
+	g.reclaimMu.Unlock()
 	g.reclaims.Wait()
 	return 0
 }

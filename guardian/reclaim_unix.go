@@ -41,7 +41,9 @@ const reclaimWindow = 250 * time.Millisecond
 // the window closes and takes its place if it dies. The teardown waits
 // for it before the guardian exits.
 func (g *guardian) reclaimSiblings(death time.Time) {
-	if g.req.LockDir == "" {
+	g.reclaimMu.Lock()
+	defer g.reclaimMu.Unlock()
+	if g.req.LockDir == "" || g.reclaimsDone {
 		return
 	}
 	g.reclaims.Add(1)
