@@ -579,3 +579,92 @@ func TestValidIDAndNameMatchTheirSpec(t *testing.T) {
 		}
 	}
 }
+
+// mergeBomb is a config whose agents' env each merges the one before it
+// nine times, levels deep: 802 bytes at 8 levels, 9^8 mappings once
+// expanded.
+func mergeBomb(levels int) string {
+	var b strings.Builder
+	b.WriteString("agents:\n  - id: a0\n    command: [x]\n    env: &e0 {A: \"1\"}\n")
+	for n := 1; n <= levels; n++ {
+		refs := strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*e%d, ", n-1), 9), ", ")
+		fmt.Fprintf(&b, "  - id: a%d\n    command: [x]\n    env: &e%d {<<: [%s]}\n", n, n, refs)
+	}
+	return b.String()
+}
+
+func TestParseRefusesAliasBombs(t *testing.T) {
+	cases := []struct {
+		name, text string
+		line       int
+		key        string
+	}{
+		// Refused at the first level whose expansion is too big.
+		{"merges", mergeBomb(8), 19, "agents[5].env"},
+		// An anchor merged into itself nine times at each of its
+		// maxMergeDepth levels.
+		{"self-merge", "agents:\n  - id: a\n    command: [x]\n    env: &e {A: \"1\", <<: [" +
+			strings.TrimSuffix(strings.Repeat("*e, ", 9), ", ") + "]}\n", 4, "agents[0].env"},
+		// Plain aliases: every agent is one big agent again.
+		{"aliases", "agents:\n  - &a\n    id: a\n    command: [x]\n    env: {" + bigEnv(1000) + "}\n" +
+			strings.Repeat("  - *a\n", 200), 71, "agents[66]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			type result struct {
+				err     error
+				elapsed time.Duration
+			}
+			done := make(chan result, 1)
+			go func() {
+				start := time.Now()
+				_, err := Parse("agents.yaml", []byte(tc.text))
+				done <- result{err, time.Since(start)}
+			}()
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("a %d-byte config still parsing after 5 s", len(tc.text))
+			}
+			if r.elapsed > time.Second {
+				t.Errorf("refused after %v, want well under a second", r.elapsed)
+			}
+			p := problems(t, r.err)
+			if len(p) != 1 || p[0].File != "agents.yaml" || p[0].Line != tc.line || p[0].Key != tc.key ||
+				!errors.Is(r.err, ErrExpansion) {
+				t.Fatalf("got %v, want one ErrExpansion at agents.yaml:%d %s", r.err, tc.line, tc.key)
+			}
+		})
+	}
+}
+
+// bigEnv is the inside of an env mapping of n variables.
+func bigEnv(n int) string {
+	vars := make([]string, n)
+	for i := range vars {
+		vars[i] = fmt.Sprintf("V%d: x", i)
+	}
+	return strings.Join(vars, ", ")
+}
+
+// A large config that merges its defaults into every agent reads them
+// again far more often than minExpansion, and is read.
+func TestParseManyMerges(t *testing.T) {
+	const agents = 10000
+	var b strings.Builder
+	fmt.Fprintf(&b, "agents:\n  - &d\n    id: a0\n    command: [x]\n    restart: always\n    env: &e {%s}\n", bigEnv(8))
+	for i := 1; i < agents; i++ {
+		fmt.Fprintf(&b, "  - {<<: *d, id: a%d, env: {<<: *e, B: \"%d\"}}\n", i, i)
+	}
+	cfg, err := Parse("agents.yaml", []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Agents) != agents {
+		t.Fatalf("got %d agents", len(cfg.Agents))
+	}
+	if a := cfg.Agents[agents-1]; a.Restart != api.RestartAlways || len(a.Env) != 9 || a.Env["V7"] != "x" {
+		t.Errorf("last agent: %+v", a)
+	}
+}

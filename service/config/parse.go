@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,8 +27,12 @@ var (
 	yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line ([0-9]+): (?s:(.*))$`) })
 )
 
-// strTag is the tag of a YAML string scalar, quoted or plain.
-const strTag = "!!str"
+// strTag is the tag of a YAML string scalar, quoted or plain; mergeTag is
+// the tag of the "<<" key.
+const (
+	strTag   = "!!str"
+	mergeTag = "!!merge"
+)
 
 // validID reports whether s is an id: 1 to MaxIDLen letters, digits,
 // '.', '_', '@' or '-', starting with a letter or digit (ASCII only).
@@ -93,7 +98,14 @@ func Parse(path string, data []byte) (*Config, error) {
 	}
 	p := &parser{file: path, base: base}
 	if root := p.document(data); root != nil {
+		p.allowed = expansionBudget(root)
+		p.read, p.budget = map[*yaml.Node]struct{}{}, p.allowed
 		cfg.Agents = p.config(root)
+	}
+	if p.overrun != nil {
+		// What was read after the walk stopped short is no problem of
+		// the file's.
+		return nil, p.overrun
 	}
 	if len(p.errs) > 0 {
 		// Report in the order of the config's lines; an env_file's line
@@ -112,6 +124,16 @@ type parser struct {
 	file string // as given, for messages
 	base string // directory relative paths are joined to
 	errs []located
+	// read holds the entries and items the walk has read; budget is how
+	// many it may read again, through aliases and merges; via is where the
+	// walk met the alias or merge it is reading through, and overrun the
+	// problem once the budget has run out.
+	read    map[*yaml.Node]struct{}
+	allowed int
+	budget  int
+	via     *yaml.Node
+	viaKey  string
+	overrun *Error
 }
 
 type located struct {
@@ -125,6 +147,74 @@ func (p *parser) addAt(line int, e *Error) { p.errs = append(p.errs, located{lin
 
 func (p *parser) errorf(line int, key, format string, args ...any) {
 	p.add(&Error{File: p.file, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+// The expansion of aliases and "<<" merges is bounded: each reads its
+// anchor's entries again, and nine merges of nine merges of ... make a
+// 1 KB file of 40 million entries. yaml.v3 bounds aliases only when it
+// decodes into Go values, and the parser walks its nodes itself. The walk
+// may read entries and items again minExpansion times, or expansionRatio
+// times the number of nodes written in the file, whichever is more: a
+// config merging a few defaults into each of 10,000 agents stays well
+// within it, and no config is read for much longer than it is parsed.
+const (
+	minExpansion   = 1 << 16
+	expansionRatio = 4
+)
+
+// ErrExpansion is the cause of the *Error that refuses a config whose
+// aliases and "<<" merges expand to more than the walk may read.
+var ErrExpansion = errors.New("aliases and \"<<\" merges expand the config too far")
+
+// expansionBudget is how many entries and items the walk of root may read
+// again.
+func expansionBudget(root *yaml.Node) int {
+	written := 0
+	var count func(n *yaml.Node)
+	count = func(n *yaml.Node) {
+		written++
+		for _, c := range n.Content {
+			count(c)
+		}
+	}
+	count(root)
+	return max(minExpansion, expansionRatio*written)
+}
+
+// through notes that the walk reads n at key, unless it already reads
+// through an alias or merge: when n is one, the expansion is blamed on it
+// until the returned function is called.
+func (p *parser) through(n *yaml.Node, key string) func() {
+	if p.via != nil || n.Kind != yaml.AliasNode && n.Tag != mergeTag {
+		return func() {}
+	}
+	p.via, p.viaKey = n, key
+	return func() { p.via = nil }
+}
+
+// visit counts the walk's read of n, an entry's key or a list's item: its
+// first read is free, each read again takes one from the budget. It
+// reports false once the budget has run out, and the walk then reads no
+// more. The problem is the first alias or merge the walk met on its way
+// to n.
+func (p *parser) visit(n *yaml.Node) bool {
+	if p.overrun != nil {
+		return false
+	}
+	if _, again := p.read[n]; !again {
+		p.read[n] = struct{}{}
+		return true
+	}
+	if p.budget--; p.budget >= 0 {
+		return true
+	}
+	line, key := n.Line, ""
+	if p.via != nil {
+		line, key = p.via.Line, p.viaKey
+	}
+	p.overrun = &Error{File: p.file, Line: line, Key: key, Err: ErrExpansion,
+		Msg: fmt.Sprintf("aliases and \"<<\" merges here expand the config too far: they would read more than %d entries again; write the entries out, or merge less", p.allowed)}
+	return false
 }
 
 // document returns the root node of the single YAML document in data, or
@@ -172,6 +262,7 @@ func (p *parser) config(n *yaml.Node) []Agent {
 	if agents == nil {
 		return nil
 	}
+	defer p.through(agents, "agents")()
 	list := deref(agents)
 	if isNull(list) {
 		return nil
@@ -187,6 +278,9 @@ func (p *parser) config(n *yaml.Node) []Agent {
 		edges      []edge
 	)
 	for i, item := range list.Content {
+		if !p.visit(item) {
+			break
+		}
 		key := "agents[" + strconv.Itoa(i) + "]"
 		a, ok := p.agent(item, key)
 		if a.id.ok {
@@ -241,6 +335,7 @@ func (p *parser) agent(n *yaml.Node, key string) (a parsedAgent, ok bool) {
 	a.Line = n.Line
 	a.Restart = DefaultRestart
 	a.StopTimeout = DefaultStopTimeout
+	defer p.through(n, key)()
 	m := deref(n)
 	if m.Kind != yaml.MappingNode {
 		p.errorf(n.Line, key, "each agent must be a mapping with at least %s and %s, not %s", keyID, keyCommand, kindName(m))
@@ -417,6 +512,7 @@ func (p *parser) agentStopTimeout(a *parsedAgent, e entry) {
 }
 
 func (p *parser) command(kv pair, key string) []string {
+	defer p.through(kv.val, key)()
 	list := deref(kv.val)
 	if list.Kind == yaml.ScalarNode {
 		p.errorf(kv.val.Line, key, "must be a list such as [goose, acp], not a string: tether runs the command without a shell (write [sh, -c, \"...\"] if you want one)")
@@ -433,6 +529,9 @@ func (p *parser) command(kv pair, key string) []string {
 	argv := make([]string, 0, len(list.Content))
 	ok := true
 	for i, item := range list.Content {
+		if !p.visit(item) {
+			return nil
+		}
 		s, good := p.str(pair{key: kv.key, val: item}, key+"["+strconv.Itoa(i)+"]")
 		switch {
 		case !good:
@@ -453,6 +552,7 @@ func (p *parser) command(kv pair, key string) []string {
 }
 
 func (p *parser) env(kv pair, key string) map[string]string {
+	defer p.through(kv.val, key)()
 	m := deref(kv.val)
 	if isNull(m) {
 		return nil
@@ -573,7 +673,10 @@ func (p *parser) pairs(m *yaml.Node, key string, depth int) []pair {
 	}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
-		if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
+		if !p.visit(k) {
+			return nil
+		}
+		if k.Kind == yaml.ScalarNode && k.Tag == mergeTag {
 			merged = append(merged, p.merge(k, v, key, depth)...)
 			continue
 		}
@@ -608,6 +711,11 @@ func (p *parser) merge(k, v *yaml.Node, key string, depth int) []pair {
 		p.errorf(k.Line, key, "\"<<\" merges nest more than %d deep (does an anchor merge itself?)", maxMergeDepth)
 		return nil
 	}
+	blame := key
+	if blame == "" {
+		blame = "<<" // a merge into the root mapping
+	}
+	defer p.through(k, blame)()
 	src := deref(v)
 	var maps []*yaml.Node
 	switch src.Kind {
@@ -615,6 +723,9 @@ func (p *parser) merge(k, v *yaml.Node, key string, depth int) []pair {
 		maps = []*yaml.Node{src}
 	case yaml.SequenceNode:
 		for _, item := range src.Content {
+			if !p.visit(item) {
+				return nil
+			}
 			maps = append(maps, deref(item))
 		}
 	default:

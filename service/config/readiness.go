@@ -99,6 +99,7 @@ func (p *parser) ready(kv pair, key string) *probe.Spec {
 
 // check reads a check of one of the kinds allowed at key.
 func (p *parser) check(kv pair, key string, allowed []probe.Kind) *probe.Spec {
+	defer p.through(kv.val, key)()
 	v := deref(kv.val)
 	names := kindNames(allowed)
 	var s probe.Spec
@@ -178,6 +179,7 @@ func (p *parser) checkArg(s *probe.Spec, arg pair, key string) bool {
 // health reads "health:": a check of an outside kind plus every, timeout
 // and failures.
 func (p *parser) health(kv pair, key string) *Health {
+	defer p.through(kv.val, key)()
 	v := deref(kv.val)
 	if v.Kind != yaml.MappingNode {
 		p.errorf(kv.val.Line, key, "must be a mapping such as {http: \"http://127.0.0.1:8080/health\", every: 10s}, not %s", kindName(v))
@@ -264,6 +266,7 @@ func (p *parser) count(kv pair, key string, lo, hi int, dst *int) bool {
 // ids reads a list of agent ids (after:, requires:); each is checked
 // against the config's ids once every agent is read (see graph).
 func (p *parser) ids(kv pair, key string) ([]string, []int) {
+	defer p.through(kv.val, key)()
 	v := deref(kv.val)
 	if isNull(v) {
 		return nil, nil
@@ -279,6 +282,9 @@ func (p *parser) ids(kv pair, key string) ([]string, []int) {
 	var ids []string
 	var lines []int
 	for i, item := range v.Content {
+		if !p.visit(item) {
+			return nil, nil
+		}
 		k := key + "[" + strconv.Itoa(i) + "]"
 		s, good := p.str(pair{key: kv.key, val: item}, k)
 		if !good {
