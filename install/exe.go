@@ -1,5 +1,3 @@
-//go:build linux || darwin || windows
-
 package install
 
 import (

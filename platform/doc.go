@@ -5,8 +5,9 @@
 // its processes), the watch of writes to a directory's files, and the
 // notifications a service manager listens for (ServiceManager). Each
 // operation is documented here once, under one name, and forwards by build
-// tag to platform/unix or platform/windows, which implement it; on any
-// other system it fails with errors.ErrUnsupported.
+// tag to platform/unix or platform/windows, which implement it. Tether
+// builds for Linux, macOS and Windows only; supported.go stops a build
+// for any other system.
 //
 // Callers (guardian, service, api, demo, internal/testdir) name these
 // operations through this package only. What has no portable meaning

@@ -83,7 +83,7 @@ func installOptions(o Options) install.Options {
 }
 
 // openPath opens path with the desktop's default application: xdg-open on
-// Linux and the BSDs, open on macOS, the shell's file handler on Windows
+// Linux, open on macOS, the shell's file handler on Windows
 // (through rundll32 rather than `cmd /c start`, whose command line would
 // read & or ^ in a path as its own syntax). The opener is not waited for
 // here: some wait for the application to close. A failure it reports

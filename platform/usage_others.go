@@ -1,5 +1,0 @@
-//go:build !unix && !windows
-
-package platform
-
-func treeUsage(Tree) (Usage, error) { return Usage{}, unsupported("process trees") }

@@ -1,0 +1,11 @@
+//go:build darwin && !cgo
+
+package tray
+
+import "fmt"
+
+// runUI: fyne.io/systray needs cgo on macOS. The rest of tether works
+// without it.
+func runUI(*engine, func(ui)) error {
+	return fmt.Errorf("%w: it was built without cgo (CGO_ENABLED=0), and the macOS menu bar item needs cgo; build tether with CGO_ENABLED=1 and Xcode's command-line tools", ErrNoTray)
+}
