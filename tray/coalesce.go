@@ -9,37 +9,37 @@ import (
 	"github.com/tether-dev/tether/assets"
 )
 
-// Coalescer keeps a burst of agents' notices from becoming a storm
+// coalescer keeps a burst of agents' notices from becoming a storm
 // without losing any: within any Window, the first Burst get a bubble of
 // their own, and the ones after them are gathered into one summary that
 // names every agent gathered ("5 more agents failed: a, b, c, d, e").
 // The summary is one bubble for the whole burst, updated in place as it
 // grows; a new burst, once a Window has passed without one, gets a new
 // one. A newer notice of an agent that had a bubble of its own in the
-// window takes that bubble's place (see Notice.Subject), so it costs no
+// window takes that bubble's place (see notice.Subject), so it costs no
 // room and is never gathered; nor are notices about no agent (the
 // service, the user's own actions). The zero value is not usable; see
-// NewCoalescer.
-type Coalescer struct {
+// newCoalescer.
+type coalescer struct {
 	Burst  int
 	Window time.Duration
 
 	sent     []time.Time          // own bubbles within the window, oldest first
 	subjects map[string]time.Time // their subjects, and when
-	gathered []Notice             // of the current burst, one per agent, in order
+	gathered []notice             // of the current burst, one per agent, in order
 	bursts   int                  // bursts that had a summary, for its subject
-	changed  bool                 // the summary changed since Summary last said
+	changed  bool                 // the summary changed since summary last said
 }
 
-// NewCoalescer returns a coalescer with tether's limits: three bubbles of
+// newCoalescer returns a coalescer with tether's limits: three bubbles of
 // their own a minute, then a summary.
-func NewCoalescer() *Coalescer {
-	return &Coalescer{Burst: 3, Window: time.Minute}
+func newCoalescer() *coalescer {
+	return &coalescer{Burst: 3, Window: time.Minute}
 }
 
-// Admit reports whether n gets a bubble of its own at now. When it does
-// not, it is gathered: Summary then has it.
-func (c *Coalescer) Admit(n Notice, now time.Time) bool {
+// admit reports whether n gets a bubble of its own at now. When it does
+// not, it is gathered: summary then has it.
+func (c *coalescer) admit(n notice, now time.Time) bool {
 	for len(c.sent) > 0 && now.Sub(c.sent[0]) >= c.Window {
 		c.sent = c.sent[1:]
 	}
@@ -67,51 +67,51 @@ func (c *Coalescer) Admit(n Notice, now time.Time) bool {
 		c.bursts++
 	}
 	// An agent is named once, for its newest notice.
-	c.gathered = slices.DeleteFunc(c.gathered, func(g Notice) bool { return g.Agent == n.Agent })
+	c.gathered = slices.DeleteFunc(c.gathered, func(g notice) bool { return g.Agent == n.Agent })
 	c.gathered = append(c.gathered, n)
 	c.changed = true
 	return false
 }
 
-// Summary returns the summary of the notices gathered in this burst, if
+// summary returns the summary of the notices gathered in this burst, if
 // it changed since the last call.
-func (c *Coalescer) Summary() (Notice, bool) {
+func (c *coalescer) summary() (notice, bool) {
 	if !c.changed || len(c.gathered) == 0 {
-		return Notice{}, false
+		return notice{}, false
 	}
 	c.changed = false
 	return summarize(c.gathered, c.bursts), true
 }
 
-// Pending reports whether Summary has something new.
-func (c *Coalescer) Pending() bool { return c.changed && len(c.gathered) > 0 }
+// pending reports whether summary has something new.
+func (c *coalescer) pending() bool { return c.changed && len(c.gathered) > 0 }
 
 // summaryPhrases name the kinds of notices in a summary.
 var summaryPhrases = map[string]string{
-	KindCrashLoop:  "keep crashing",
-	KindFailed:     "will not be restarted",
-	KindCleanup:    "could not be cleaned up",
-	KindContention: "cannot get their identity",
+	kindCrashLoop:  "keep crashing",
+	kindFailed:     "will not be restarted",
+	kindCleanup:    "could not be cleaned up",
+	kindContention: "cannot get their identity",
 }
 
 // summarize is the bubble that names every agent of ns, grouped by what
 // happened to them. It is as urgent as the most urgent of them, and
 // offers to start again the ones that can be.
-func summarize(ns []Notice, burst int) Notice {
+func summarize(ns []notice, burst int) notice {
 	var kinds []string
 	byKind := map[string][]string{}
 	var again []string
-	urgency := UrgencyNormal
+	urgency := urgencyNormal
 	for _, n := range ns {
 		_, kind, _ := strings.Cut(n.Key, "/")
 		if _, ok := byKind[kind]; !ok {
 			kinds = append(kinds, kind)
 		}
 		byKind[kind] = append(byKind[kind], n.Agent)
-		if n.Urgency == UrgencyCritical {
-			urgency = UrgencyCritical
+		if n.Urgency == urgencyCritical {
+			urgency = urgencyCritical
 		}
-		if kind == KindFailed || kind == KindCrashLoop {
+		if kind == kindFailed || kind == kindCrashLoop {
 			again = append(again, n.Agent)
 		}
 	}
@@ -125,7 +125,7 @@ func summarize(ns []Notice, burst int) Notice {
 	if len(names) == 1 {
 		title = fmt.Sprintf("tether: 1 more agent failed: %s", names[0])
 	}
-	n := Notice{
+	n := notice{
 		Key:     fmt.Sprintf("summary/%d", burst),
 		Subject: fmt.Sprintf("summary/%d", burst),
 		Title:   elide(title, 120),
@@ -134,7 +134,7 @@ func summarize(ns []Notice, burst int) Notice {
 		Icon:    assets.Failed,
 	}
 	if len(again) > 0 {
-		n.Actions = []NoticeAction{{LabelStartAgain, Action{Kind: ActStart, IDs: again}}}
+		n.Actions = []noticeAction{{labelStartAgain, action{Kind: actStart, IDs: again}}}
 	}
 	return n
 }

@@ -10,16 +10,16 @@ import (
 	"github.com/tether-dev/tether/api"
 )
 
-func failedNotice(id string) Notice {
+func failedNotice(id string) notice {
 	var d detector
 	n, _ := d.agent(agent(id, api.StateFailed, 0, &api.Error{Code: api.CodeSpawn, Message: "no such file"}))
 	return n
 }
 
 // named reports which of ids some notice of ns names (title or body).
-func named(ns []Notice, ids []string) (missing []string) {
+func named(ns []notice, ids []string) (missing []string) {
 	for _, id := range ids {
-		if !slices.ContainsFunc(ns, func(n Notice) bool {
+		if !slices.ContainsFunc(ns, func(n notice) bool {
 			return slices.Contains(strings.FieldsFunc(n.Title+"\n"+n.Body, func(r rune) bool { return r == ' ' || r == ',' || r == '\n' || r == ':' }), id)
 		}) {
 			missing = append(missing, id)
@@ -31,23 +31,23 @@ func named(ns []Notice, ids []string) (missing []string) {
 // TestCoalescerBurst: eight agents failing at once make three bubbles of
 // their own and one summary naming the other five; none is lost.
 func TestCoalescerBurst(t *testing.T) {
-	c := NewCoalescer()
+	c := newCoalescer()
 	var ids []string
-	var shown []Notice
+	var shown []notice
 	for i := range 8 {
 		id := fmt.Sprintf("agent%d", i)
 		ids = append(ids, id)
-		if n := failedNotice(id); c.Admit(n, t0.Add(time.Duration(i)*time.Millisecond)) {
+		if n := failedNotice(id); c.admit(n, t0.Add(time.Duration(i)*time.Millisecond)) {
 			shown = append(shown, n)
 		}
 	}
 	if len(shown) != c.Burst {
 		t.Errorf("%d bubbles of their own, want %d", len(shown), c.Burst)
 	}
-	if !c.Pending() {
+	if !c.pending() {
 		t.Fatal("nothing gathered")
 	}
-	s, ok := c.Summary()
+	s, ok := c.summary()
 	if !ok || !strings.HasPrefix(s.Title, "tether: 5 more agents failed: agent3, agent4") {
 		t.Fatalf("summary %+v", s)
 	}
@@ -57,45 +57,45 @@ func TestCoalescerBurst(t *testing.T) {
 	if missing := named(append(shown, s), ids); len(missing) > 0 {
 		t.Errorf("never named: %v", missing)
 	}
-	if _, ok := c.Summary(); ok || c.Pending() {
+	if _, ok := c.summary(); ok || c.pending() {
 		t.Error("an unchanged summary is offered again")
 	}
 	// A newer notice of an agent with a bubble of its own replaces it:
 	// no room taken, not gathered.
-	if !c.Admit(failedNotice("agent1"), t0.Add(time.Second)) || len(c.sent) != c.Burst || c.Pending() {
+	if !c.admit(failedNotice("agent1"), t0.Add(time.Second)) || len(c.sent) != c.Burst || c.pending() {
 		t.Error("a newer notice of agent1 was gathered, or took room")
 	}
 	// The service, the user's own actions: never gathered.
-	if !c.Admit(lostNotice(""), t0.Add(time.Second)) {
+	if !c.admit(lostNotice(""), t0.Add(time.Second)) {
 		t.Error("the lost-service notice was gathered")
 	}
 	// Another failure within the minute joins the same summary, which
 	// grows (the same subject: one bubble, replaced).
-	if c.Admit(failedNotice("late"), t0.Add(2*time.Second)) {
+	if c.admit(failedNotice("late"), t0.Add(2*time.Second)) {
 		t.Error("a ninth failure in the minute got a bubble of its own")
 	}
-	s2, ok := c.Summary()
+	s2, ok := c.summary()
 	if !ok || s2.Subject != s.Subject || !strings.Contains(s2.Title, "6 more agents") || !strings.Contains(s2.Body, "late") {
 		t.Errorf("grown summary %+v, was %+v", s2, s)
 	}
 	// The same agent again: named once, for its newest notice.
 	var d detector
 	crash, _ := d.agent(agent("late", api.StateFailed, 0, &api.Error{Code: api.CodeCrashLoop, Message: "m"}))
-	c.Admit(crash, t0.Add(3*time.Second))
-	s3, _ := c.Summary()
-	if strings.Count(s3.Body, "late") != 1 || !strings.Contains(s3.Body, "keep crashing: late") || s3.Urgency != UrgencyCritical {
+	c.admit(crash, t0.Add(3*time.Second))
+	s3, _ := c.summary()
+	if strings.Count(s3.Body, "late") != 1 || !strings.Contains(s3.Body, "keep crashing: late") || s3.Urgency != urgencyCritical {
 		t.Errorf("summary after a newer notice of the same agent: %+v", s3)
 	}
 	// A minute later the burst is over: own bubbles again, and the next
 	// summary is a new bubble.
 	later := t0.Add(2 * time.Minute)
 	for i := range c.Burst {
-		if !c.Admit(failedNotice(fmt.Sprintf("b%d", i)), later) {
+		if !c.admit(failedNotice(fmt.Sprintf("b%d", i)), later) {
 			t.Errorf("notice %d of a new burst was gathered", i)
 		}
 	}
-	c.Admit(failedNotice("b9"), later)
-	if s4, _ := c.Summary(); s4.Subject == s.Subject || !strings.HasPrefix(s4.Title, "tether: 1 more agent failed: b9") {
+	c.admit(failedNotice("b9"), later)
+	if s4, _ := c.summary(); s4.Subject == s.Subject || !strings.HasPrefix(s4.Title, "tether: 1 more agent failed: b9") {
 		t.Errorf("new burst's summary %+v (the old one was %q)", s4, s.Subject)
 	}
 }
@@ -103,25 +103,25 @@ func TestCoalescerBurst(t *testing.T) {
 // TestCoalescerStorm: a hundred agents over ten seconds; at most Burst
 // bubbles of their own in any window, and every agent named.
 func TestCoalescerStorm(t *testing.T) {
-	c := NewCoalescer()
+	c := newCoalescer()
 	var ids []string
-	var shown []Notice
+	var shown []notice
 	var times []time.Time
 	for i := range 100 {
 		id := fmt.Sprintf("a%d", i)
 		ids = append(ids, id)
 		now := t0.Add(time.Duration(i) * 100 * time.Millisecond)
-		if n := failedNotice(id); c.Admit(n, now) {
+		if n := failedNotice(id); c.admit(n, now) {
 			shown = append(shown, n)
 			times = append(times, now)
 		}
 		if i%10 == 0 {
-			if s, ok := c.Summary(); ok {
+			if s, ok := c.summary(); ok {
 				shown = append(shown, s)
 			}
 		}
 	}
-	if s, ok := c.Summary(); ok {
+	if s, ok := c.summary(); ok {
 		shown = append(shown, s)
 	}
 	for i := range times {

@@ -6,7 +6,7 @@
 //
 // It is made of parts that can be tested apart:
 //
-//   - model.go: the menu model. Build turns what the tray knows (the
+//   - model.go: the menu model. build turns what the tray knows (the
 //     service's status, the last error of each agent, the connection, the
 //     login switch) into a tree of items with titles, tooltips, enabled
 //     and checked flags and actions, failed agents first. It is pure: no

@@ -71,14 +71,14 @@ const (
 // the items of m carry out their actions until ctx is done (the next
 // render's ctx takes over).
 type ui interface {
-	render(ctx context.Context, m Menu)
+	render(ctx context.Context, m menu)
 }
 
 // deps are the engine's ways into the OS, replaced in tests.
 type deps struct {
 	now func() time.Time
 	// notify shows a notice on the desktop.
-	notify func(Notice) error
+	notify func(notice) error
 	// open opens a file in the user's default application.
 	open func(path string) error
 	// startService starts the profile's service: the installed login
@@ -102,7 +102,7 @@ type deps struct {
 	copy func(text string) error
 	// noticeActions, when not nil, is told what runs the action a user
 	// picks on a notice (where the desktop offers them).
-	noticeActions func(run func(Action))
+	noticeActions func(run func(action))
 	// watchSleep, when not nil, reports until ctx is done that the
 	// machine suspends (true) and resumes (false).
 	watchSleep func(ctx context.Context, events chan<- bool)
@@ -119,13 +119,13 @@ type engine struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	// ageAsClock: the binding cannot tell when the menu opens (see
-	// Input.AgeAsClock).
+	// input.AgeAsClock).
 	ageAsClock bool
 	// settle is how long notices stay held after a resume.
 	settle time.Duration
 
 	mu  sync.Mutex
-	in  Input
+	in  input
 	det detector
 	svc serviceConfig // the config the service last said it runs; see actions.go
 	// lostTimer announces the service's loss once its manager's
@@ -145,7 +145,7 @@ type engine struct {
 
 	// notices waiting for the notifier: never dropped, however many.
 	noticeMu sync.Mutex
-	queued   []Notice
+	queued   []notice
 	noticed  chan struct{} // buffer 1: queued has notices
 	sleeps   chan bool     // the machine suspends (true) or resumes
 
@@ -161,7 +161,7 @@ func newEngine(parent context.Context, o Options, d deps, u ui) *engine {
 		ui:         u,
 		ctx:        ctx,
 		cancel:     cancel,
-		in:         Input{Profile: o.Profile, Conn: Connecting, LastErrors: map[string]Recorded{}},
+		in:         input{Profile: o.Profile, Conn: connecting, LastErrors: map[string]recorded{}},
 		dirty:      make(chan struct{}, 1),
 		poke:       make(chan struct{}, 1),
 		costWanted: make(chan struct{}, 1),
@@ -171,7 +171,7 @@ func newEngine(parent context.Context, o Options, d deps, u ui) *engine {
 	}
 }
 
-// minSlots is the least room the menu keeps for agents; see Build.
+// minSlots is the least room the menu keeps for agents; see build.
 const minSlots = 8
 
 // growSlots makes room in the menu for n agents: what it has if that is
@@ -199,7 +199,7 @@ func (e *engine) start() {
 	e.in.Slots = slots
 	e.mu.Unlock()
 	mctx, cancel := context.WithCancel(e.ctx)
-	e.ui.render(mctx, Build(e.input()))
+	e.ui.render(mctx, build(e.input()))
 	if e.deps.noticeActions != nil {
 		e.deps.noticeActions(e.act)
 	}
@@ -300,7 +300,7 @@ func (e *engine) reconnect() {
 
 // post queues a notice for the notifier, which coalesces bursts. The
 // queue has no bound: a notice is never dropped.
-func (e *engine) post(n Notice) {
+func (e *engine) post(n notice) {
 	e.noticeMu.Lock()
 	e.queued = append(e.queued, n)
 	e.noticeMu.Unlock()
@@ -311,7 +311,7 @@ func (e *engine) post(n Notice) {
 }
 
 // takeNotices empties the queue.
-func (e *engine) takeNotices() []Notice {
+func (e *engine) takeNotices() []notice {
 	e.noticeMu.Lock()
 	defer e.noticeMu.Unlock()
 	out := e.queued
@@ -319,8 +319,8 @@ func (e *engine) takeNotices() []Notice {
 	return out
 }
 
-// input is a copy of what the tray knows, for Build.
-func (e *engine) input() Input {
+// input is a copy of what the tray knows, for build.
+func (e *engine) input() input {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	in := e.in
@@ -345,7 +345,7 @@ func (e *engine) renderLoop(cancelPrev context.CancelFunc) {
 		case <-e.dirty:
 		}
 		mctx, cancel := context.WithCancel(e.ctx)
-		e.ui.render(mctx, Build(e.input()))
+		e.ui.render(mctx, build(e.input()))
 		cancelPrev()
 		cancelPrev = cancel
 	}
@@ -412,7 +412,7 @@ func (e *engine) stream() (up bool, err error) {
 // reloaded its config (the status event, which also carries a rejected
 // config's error and drops the agents a reload removed).
 func (e *engine) hello(st api.Status) {
-	var notes []Notice
+	var notes []notice
 	e.mu.Lock()
 	if e.lostTimer != nil {
 		// Back within its manager's restart window: no alarm.
@@ -423,7 +423,7 @@ func (e *engine) hello(st api.Status) {
 		e.lost = false
 		notes = append(notes, backNotice(e.opts.Profile, st))
 	}
-	e.in.Conn, e.in.ConnErr, e.in.StartingService, e.in.Waiting = Connected, "", false, nil
+	e.in.Conn, e.in.ConnErr, e.in.StartingService, e.in.Waiting = connected, "", false, nil
 	e.in.Status = st
 	e.noteServiceLocked(st)
 	e.in.Slots = growSlots(e.in.Slots, len(st.Agents))
@@ -465,14 +465,14 @@ func (e *engine) agent(a api.Agent) {
 }
 
 // noteLocked records a's error and returns the notice it calls for.
-func (e *engine) noteLocked(a api.Agent) (Notice, bool) {
+func (e *engine) noteLocked(a api.Agent) (notice, bool) {
 	if a.Error != nil {
 		if r, ok := e.in.LastErrors[a.ID]; !ok || !r.Err.Equal(*a.Error) {
 			at := a.Since
 			if at.IsZero() {
 				at = e.deps.now()
 			}
-			e.in.LastErrors[a.ID] = Recorded{Err: *a.Error, At: at}
+			e.in.LastErrors[a.ID] = recorded{Err: *a.Error, At: at}
 		}
 	}
 	return e.det.agent(a)
@@ -481,14 +481,14 @@ func (e *engine) noteLocked(a api.Agent) (Notice, bool) {
 // down records that the service cannot be reached, and announces a
 // service that was there and is gone.
 func (e *engine) down(err error) {
-	conn := Unreachable
+	conn := unreachable
 	msg := err.Error()
 	if errors.Is(err, client.ErrNotRunning) {
-		conn = NotRunning
+		conn = notRunning
 		msg = fmt.Sprintf("No tether service is running for profile %q (%s).", e.profileName(), e.opts.Socket)
 	}
 	var waiting []wire.Waiting
-	if conn == NotRunning {
+	if conn == notRunning {
 		ctx, cancel := context.WithTimeout(e.ctx, 2*time.Second)
 		waiting, _ = client.WaitingToBeAdopted(ctx, e.opts.Socket, e.profileName())
 		cancel()
@@ -498,11 +498,11 @@ func (e *engine) down(err error) {
 	refresh := len(waiting) != len(e.in.Waiting)
 	e.in.Conn, e.in.ConnErr, e.in.Waiting = conn, msg, waiting
 	e.in.Status = api.Status{}
-	e.lost = e.lost || was == Connected
-	autoStart := e.opts.AtLogin && !e.autoStarted && conn == NotRunning
+	e.lost = e.lost || was == connected
+	autoStart := e.opts.AtLogin && !e.autoStarted && conn == notRunning
 	e.autoStarted = e.autoStarted || autoStart
 	e.mu.Unlock()
-	if was == Connected {
+	if was == connected {
 		e.announceLost()
 	}
 	if was != conn || refresh {
@@ -534,7 +534,7 @@ func (e *engine) announceLost() {
 	}
 	e.lostTimer = time.AfterFunc(window, func() {
 		e.mu.Lock()
-		gone := e.in.Conn != Connected && e.ctx.Err() == nil
+		gone := e.in.Conn != connected && e.ctx.Err() == nil
 		e.lostTimer = nil
 		e.mu.Unlock()
 		if gone {
@@ -553,7 +553,7 @@ const summaryDelay = 300 * time.Millisecond
 // after a "service stopped" one was. Its timers run only while a summary
 // waits or the machine settles after a resume.
 func (e *engine) notifyLoop() {
-	c := NewCoalescer()
+	c := newCoalescer()
 	var gate sleepGate
 	lostShown, failed := false, false
 	var flush, settle *time.Timer
@@ -565,7 +565,7 @@ func (e *engine) notifyLoop() {
 			}
 		}
 	}()
-	show := func(n Notice) {
+	show := func(n notice) {
 		switch n.Key {
 		case lostNotice("").Key:
 			lostShown = true
@@ -582,8 +582,8 @@ func (e *engine) notifyLoop() {
 			e.logf("cannot show notifications: %v (%s)", err, n.Title)
 		}
 	}
-	deliver := func(n Notice) {
-		if c.Admit(n, e.deps.now()) {
+	deliver := func(n notice) {
+		if c.admit(n, e.deps.now()) {
 			show(n)
 			return
 		}
@@ -606,7 +606,7 @@ func (e *engine) notifyLoop() {
 			}
 		case <-flushC:
 			flushC = nil
-			if n, ok := c.Summary(); ok {
+			if n, ok := c.summary(); ok {
 				show(n)
 			}
 		case asleep := <-e.sleeps:
@@ -634,16 +634,16 @@ func (e *engine) notifyLoop() {
 // stillTrue reports whether what a held notice says still holds: the
 // agent is still in the condition that raised it, the service is still
 // gone, or back.
-func (e *engine) stillTrue(n Notice) bool {
+func (e *engine) stillTrue(n notice) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch {
 	case n.Agent != "":
 		return e.det.holds(n)
 	case n.Key == lostNotice("").Key:
-		return e.in.Conn != Connected
+		return e.in.Conn != connected
 	case n.Key == backNotice("", api.Status{}).Key:
-		return e.in.Conn == Connected
+		return e.in.Conn == connected
 	}
 	return true
 }
@@ -654,7 +654,7 @@ func (e *engine) readLogin() {
 		e.logf("reading the login registration: %v", err)
 	}
 	e.mu.Lock()
-	e.in.Login = Login{Known: true, On: on}
+	e.in.Login = login{Known: true, On: on}
 	e.mu.Unlock()
 	e.changed()
 }
@@ -674,64 +674,64 @@ func (e *engine) profileName() string {
 
 // act carries out a menu action. It returns at once; the work runs in the
 // background, bounded by the tray's life.
-func (e *engine) act(a Action) {
+func (e *engine) act(a action) {
 	if e.ctx.Err() != nil {
 		return
 	}
 	switch a.Kind {
-	case NoAction:
+	case noAction:
 		return
-	case ActQuit:
+	case actQuit:
 		e.cancel()
 		return
 	}
 	e.wg.Go(func() { e.perform(a) })
 }
 
-func (e *engine) perform(a Action) {
+func (e *engine) perform(a action) {
 	switch a.Kind {
-	case ActStart, ActStop, ActRestart:
+	case actStart, actStop, actRestart:
 		e.agentAction(a)
-	case ActOpenLog:
+	case actOpenLog:
 		for _, id := range a.IDs {
 			path := filepath.Join(e.opts.LogDir, id+".log")
 			if _, err := os.Stat(path); err != nil {
-				e.post(infoNotice(id+"/"+KindAction, fmt.Sprintf("tether: no log for %s yet", id),
+				e.post(infoNotice(id+"/"+kindAction, fmt.Sprintf("tether: no log for %s yet", id),
 					fmt.Sprintf("%v\nThe log is written from the agent's first start.", err)))
 				continue
 			}
 			e.openOrSay(path)
 		}
-	case ActOpenConfig:
+	case actOpenConfig:
 		o := e.serviceOptions()
 		path := o.ConfigFile
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			if err := e.deps.configInit(o); err != nil {
-				e.post(problemNotice("config/"+KindAction, "tether: cannot create the config file",
+				e.post(problemNotice("config/"+kindAction, "tether: cannot create the config file",
 					fmt.Sprintf("%v\nRun `%s config init` to write one.", err, o.cmdHint())))
 				return
 			}
 		}
 		e.openOrSay(path)
-	case ActToggleLogin:
+	case actToggleLogin:
 		e.toggleLogin()
-	case ActStartService:
+	case actStartService:
 		e.startService()
-	case ActReload:
+	case actReload:
 		e.reload()
-	case ActCopy:
+	case actCopy:
 		e.copyText(a.Text)
 	}
 }
 
 // fileOf is the file an action opens, if it opens one that exists: for
 // notices whose buttons the desktop carries out itself (Windows toasts).
-func (e *engine) fileOf(a Action) string {
+func (e *engine) fileOf(a action) string {
 	var path string
 	switch {
-	case a.Kind == ActOpenLog && len(a.IDs) == 1:
+	case a.Kind == actOpenLog && len(a.IDs) == 1:
 		path = filepath.Join(e.opts.LogDir, a.IDs[0]+".log")
-	case a.Kind == ActOpenConfig:
+	case a.Kind == actOpenConfig:
 		path = e.serviceOptions().ConfigFile
 	default:
 		return ""
@@ -744,7 +744,7 @@ func (e *engine) fileOf(a Action) string {
 
 func (e *engine) openOrSay(path string) {
 	if err := e.deps.open(path); err != nil {
-		e.post(problemNotice("open/"+KindAction, "tether: cannot open "+filepath.Base(path),
+		e.post(problemNotice("open/"+kindAction, "tether: cannot open "+filepath.Base(path),
 			fmt.Sprintf("%v\nOpen %s by hand.", err, path)))
 	}
 }
@@ -761,9 +761,9 @@ func (e *engine) reload() {
 	case isAPI && ae.Code == api.CodeConfig:
 		e.post(configNotice(*ae))
 	case errors.Is(err, client.ErrNotRunning):
-		e.post(problemNotice("reload/"+KindAction, "tether: could not reload the config", "The service is not running: use Start service first."))
+		e.post(problemNotice("reload/"+kindAction, "tether: could not reload the config", "The service is not running: use Start service first."))
 	default:
-		e.post(problemNotice("reload/"+KindAction, "tether: could not reload the config", err.Error()))
+		e.post(problemNotice("reload/"+kindAction, "tether: could not reload the config", err.Error()))
 	}
 }
 
@@ -774,14 +774,14 @@ func (e *engine) copyText(text string) {
 		err = e.deps.copy(text)
 	}
 	if err != nil {
-		e.post(problemNotice("copy/"+KindAction, "tether: cannot copy the error", fmt.Sprintf("%v\nThe error was:\n%s", err, text)))
+		e.post(problemNotice("copy/"+kindAction, "tether: cannot copy the error", fmt.Sprintf("%v\nThe error was:\n%s", err, text)))
 	}
 }
 
 // agentAction starts, stops or restarts agents through the API. Failures
 // that the agents' rows report (a cleanup failure, a held identity) are
 // announced from the rows; the others here.
-func (e *engine) agentAction(a Action) {
+func (e *engine) agentAction(a action) {
 	if len(a.IDs) == 0 {
 		return
 	}
@@ -789,11 +789,11 @@ func (e *engine) agentAction(a Action) {
 	defer cancel()
 	var res api.Results
 	var err error
-	verb := map[ActionKind]string{ActStart: "start", ActStop: "stop", ActRestart: "restart"}[a.Kind]
+	verb := map[actionKind]string{actStart: "start", actStop: "stop", actRestart: "restart"}[a.Kind]
 	switch a.Kind {
-	case ActStart:
+	case actStart:
 		res, err = e.client.Start(ctx, a.IDs...)
-	case ActStop:
+	case actStop:
 		res, err = e.client.Stop(ctx, a.IDs...)
 	default:
 		res, err = e.client.Restart(ctx, a.IDs...)
@@ -807,14 +807,14 @@ func (e *engine) agentAction(a Action) {
 		if errors.Is(err, client.ErrNotRunning) {
 			body = "The service is not running: use Start service first."
 		}
-		e.post(problemNotice(who+"/"+KindAction, fmt.Sprintf("tether: could not %s %s", verb, who), body))
+		e.post(problemNotice(who+"/"+kindAction, fmt.Sprintf("tether: could not %s %s", verb, who), body))
 		return
 	}
 	for _, r := range res.Results {
 		if r.Error == nil || r.Error.Code == api.CodeCleanupFailed || r.Error.Code == api.CodeContention {
 			continue
 		}
-		e.post(problemNotice(r.ID+"/"+KindAction, fmt.Sprintf("tether: could not %s %s", verb, r.ID),
+		e.post(problemNotice(r.ID+"/"+kindAction, fmt.Sprintf("tether: could not %s %s", verb, r.ID),
 			fmt.Sprintf("%s: %s\n`%s logs %s` may say more.", r.Error.Code, errorText(*r.Error), e.opts.cmdHint(), r.ID)))
 	}
 }
@@ -836,7 +836,7 @@ func (e *engine) toggleLogin() {
 	o := e.serviceOptions()
 	err := e.deps.setLogin(o, on)
 	if err != nil {
-		n := problemNotice("login/"+KindAction, "tether: could not turn off start at login", err.Error())
+		n := problemNotice("login/"+kindAction, "tether: could not turn off start at login", err.Error())
 		if on {
 			n.Title = "tether: cannot start at login"
 			n.Body = fmt.Sprintf("%v\nStart at login stays off. You can run `%s service run` and `%s tray` from your desktop's startup settings instead.",
@@ -852,7 +852,7 @@ func (e *engine) toggleLogin() {
 		e.logf("reading the login registration: %v", err)
 	}
 	e.mu.Lock()
-	e.in.Login = Login{Known: true, On: installed}
+	e.in.Login = login{Known: true, On: installed}
 	e.mu.Unlock()
 	e.changed()
 }
@@ -860,7 +860,7 @@ func (e *engine) toggleLogin() {
 // startService starts the service and watches that it answers.
 func (e *engine) startService() {
 	e.mu.Lock()
-	if e.in.StartingService || e.in.Conn == Connected {
+	if e.in.StartingService || e.in.Conn == connected {
 		e.mu.Unlock()
 		return
 	}
@@ -874,7 +874,7 @@ func (e *engine) startService() {
 		e.in.StartingService = false
 		e.mu.Unlock()
 		e.changed()
-		e.post(problemNotice("service/"+KindAction, "tether: the service did not start",
+		e.post(problemNotice("service/"+kindAction, "tether: the service did not start",
 			fmt.Sprintf("%v\nRun `%s service run` in a terminal to see why.", err, o.cmdHint())))
 	}
 	how, exited, err := e.deps.startService(o)
@@ -900,9 +900,9 @@ func (e *engine) startService() {
 			// connects.
 		}
 		e.mu.Lock()
-		connected, starting := e.in.Conn == Connected, e.in.StartingService
+		up, starting := e.in.Conn == connected, e.in.StartingService
 		e.mu.Unlock()
-		if connected || !starting {
+		if up || !starting {
 			return
 		}
 		if why != nil {

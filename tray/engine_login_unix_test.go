@@ -34,7 +34,7 @@ func TestEngineWaitsOutTheRestartWindow(t *testing.T) {
 	u.waitMenu(t, "1 running", firstLine("1 running"))
 
 	f.stop()
-	u.waitMenu(t, "not running", func(m Menu) bool { return strings.Contains(m.Items[0].Title, "not running") })
+	u.waitMenu(t, "not running", func(m menu) bool { return strings.Contains(m.Items[0].Title, "not running") })
 	f = startFake(t, sock, agent("a", api.StateRunning, time.Minute, nil))
 	u.waitMenu(t, "1 running again", firstLine("1 running"))
 	// Past the window, nothing was said.
@@ -62,7 +62,7 @@ func TestEngineAtLoginStartsTheService(t *testing.T) {
 		dir := shortDir(t)
 		u, o := &fakeUI{}, &fakeOS{}
 		startEngine(t, dir, u, o.deps(), func(e *engine) { e.opts.AtLogin = atLogin })
-		u.waitMenu(t, "not running", func(m Menu) bool { return strings.Contains(m.Items[0].Title, "not running") })
+		u.waitMenu(t, "not running", func(m menu) bool { return strings.Contains(m.Items[0].Title, "not running") })
 		if atLogin {
 			testproc.Eventually(t, 10*time.Second, func() bool { return o.startCount() == 1 }, "never: the service started")
 		}
@@ -78,10 +78,10 @@ func TestEngineLoginOnStartsTheService(t *testing.T) {
 	dir := shortDir(t)
 	u, o := &fakeUI{}, &fakeOS{}
 	e := startEngine(t, dir, u, o.deps(), nil)
-	u.waitMenu(t, "not running", func(m Menu) bool { return strings.Contains(m.Items[0].Title, "not running") })
-	e.act(Action{Kind: ActToggleLogin})
+	u.waitMenu(t, "not running", func(m menu) bool { return strings.Contains(m.Items[0].Title, "not running") })
+	e.act(action{Kind: actToggleLogin})
 	testproc.Eventually(t, 10*time.Second, func() bool { return o.startCount() == 1 }, "never: the service started")
-	if n := o.allNotices(); slices.ContainsFunc(n, func(n Notice) bool { return strings.Contains(n.Title, "cannot") }) {
+	if n := o.allNotices(); slices.ContainsFunc(n, func(n notice) bool { return strings.Contains(n.Title, "cannot") }) {
 		t.Errorf("notices %+v", n)
 	}
 }

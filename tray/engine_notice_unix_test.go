@@ -34,7 +34,7 @@ func startEngine(t *testing.T, dir string, u ui, d deps, tweak func(*engine)) *e
 	return e
 }
 
-func (o *fakeOS) allNotices() []Notice {
+func (o *fakeOS) allNotices() []notice {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return slices.Clone(o.notices)
@@ -65,7 +65,7 @@ func TestEngineBurstNamesEveryAgent(t *testing.T) {
 		f.send(failedRow(id))
 	}
 	testproc.Eventually(t, 10*time.Second, func() bool {
-		return slices.ContainsFunc(o.allNotices(), func(n Notice) bool { return strings.Contains(n.Title, "5 more agents failed") })
+		return slices.ContainsFunc(o.allNotices(), func(n notice) bool { return strings.Contains(n.Title, "5 more agents failed") })
 	}, "never: a summary")
 	got := o.allNotices()
 	if missing := named(got, ids); len(missing) > 0 {
@@ -86,15 +86,15 @@ func TestEngineNoticeActions(t *testing.T) {
 	dir := shortDir(t)
 	f := startFake(t, filepath.Join(dir, "s.sock"), agent("bob", api.StateRunning, time.Minute, nil))
 	u, o := &fakeUI{}, &fakeOS{}
-	var run func(Action)
+	var run func(action)
 	var mu sync.Mutex
 	d := o.deps()
-	d.noticeActions = func(r func(Action)) { mu.Lock(); run = r; mu.Unlock() }
+	d.noticeActions = func(r func(action)) { mu.Lock(); run = r; mu.Unlock() }
 	e := startEngine(t, dir, u, d, nil)
 	u.waitMenu(t, "1 running", firstLine("1 running"))
 	f.send(failedRow("bob"))
 	n := o.waitNotice(t, "bob failed")
-	if got := labels(n); !slices.Equal(got, []string{LabelOpenLog, LabelStartAgain, LabelOpenConfig}) {
+	if got := labels(n); !slices.Equal(got, []string{labelOpenLog, labelStartAgain, labelOpenConfig}) {
 		t.Fatalf("actions %v", got)
 	}
 	mu.Lock()
@@ -106,7 +106,7 @@ func TestEngineNoticeActions(t *testing.T) {
 	r(n.Actions[1].Do) // Start again
 	testproc.Eventually(t, 10*time.Second, func() bool { return slices.Contains(f.didActions(), "start bob") }, "never: start bob")
 	r(n.Actions[0].Do) // Open log: there is none yet
-	if n := o.waitNotice(t, "no log for bob yet"); n.Urgency != UrgencyLow {
+	if n := o.waitNotice(t, "no log for bob yet"); n.Urgency != urgencyLow {
 		t.Errorf("no-log notice %+v, want an informational one", n)
 	}
 	e.act(n.Actions[2].Do) // Open config
@@ -126,7 +126,7 @@ func TestEngineServiceBack(t *testing.T) {
 	u, o := &fakeUI{}, &fakeOS{}
 	newTestEngine(t, dir, u, o)
 	u.waitMenu(t, "1 running", firstLine("1 running"))
-	if slices.ContainsFunc(o.allNotices(), func(n Notice) bool { return strings.Contains(n.Title, "is back") }) {
+	if slices.ContainsFunc(o.allNotices(), func(n notice) bool { return strings.Contains(n.Title, "is back") }) {
 		t.Fatal("a back notice at the first connection")
 	}
 	f.stop()
@@ -171,7 +171,7 @@ func TestEngineSleep(t *testing.T) {
 	f = startFake(t, sock, crash("a"), recovered)
 	u.waitMenu(t, "connected again", firstLine("1 running, 1 failed"))
 	ev <- false // resumed
-	if n := o.waitNotice(t, "a keeps crashing"); n.Urgency != UrgencyCritical {
+	if n := o.waitNotice(t, "a keeps crashing"); n.Urgency != urgencyCritical {
 		t.Errorf("after the resume: %+v", n)
 	}
 	// Give anything else that was held time to come out.
@@ -198,19 +198,19 @@ func TestEngineReloadAndCopy(t *testing.T) {
 	d.copy = func(s string) error { mu.Lock(); copied = append(copied, s); mu.Unlock(); return nil }
 	e := startEngine(t, dir, u, d, nil)
 	m := u.waitMenu(t, "1 running", firstLine("1 running"))
-	e.act(findAction(t, m, TitleReload))
+	e.act(findAction(t, m, titleReload))
 	testproc.Eventually(t, 10*time.Second, func() bool { return slices.Contains(f.didActions(), "reload") }, "never: a reload")
 
 	f.mu.Lock()
 	f.reloadErr = &api.Error{Code: api.CodeConfig, Message: "config: /x/agents.yaml:3: agents[0]: unknown key \"comand\""}
 	f.mu.Unlock()
-	e.act(findAction(t, m, TitleReload))
+	e.act(findAction(t, m, titleReload))
 	n := o.waitNotice(t, "config not applied")
-	if !strings.HasPrefix(n.Body, "agents.yaml:3: agents[0]: unknown key") || !slices.Equal(labels(n), []string{LabelOpenConfig}) {
+	if !strings.HasPrefix(n.Body, "agents.yaml:3: agents[0]: unknown key") || !slices.Equal(labels(n), []string{labelOpenConfig}) {
 		t.Errorf("notice %+v", n)
 	}
 
-	e.act(Action{Kind: ActCopy, Text: "a (a@relay): spawn: it broke"})
+	e.act(action{Kind: actCopy, Text: "a (a@relay): spawn: it broke"})
 	testproc.Eventually(t, 10*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -219,7 +219,7 @@ func TestEngineReloadAndCopy(t *testing.T) {
 
 	// No clipboard: the error is shown instead.
 	e2 := startEngine(t, dir, &fakeUI{}, o.deps(), nil)
-	e2.act(Action{Kind: ActCopy, Text: "the whole error"})
+	e2.act(action{Kind: actCopy, Text: "the whole error"})
 	if n := o.waitNotice(t, "cannot copy"); !strings.Contains(n.Body, "the whole error") || !strings.Contains(n.Body, "xclip") && !strings.Contains(n.Body, "clipboard") {
 		t.Errorf("notice %+v", n)
 	}
@@ -240,8 +240,8 @@ func TestEngineAgesFollowRebuilds(t *testing.T) {
 	d := o.deps()
 	d.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	e := startEngine(t, dir, u, d, nil)
-	u.waitMenu(t, "a running <1m and the login state", func(m Menu) bool {
-		return firstLine("1 running")(m) && find(t, m.Items, "a").Title == "a: running <1m" && find(t, m.Items, TitleStartAtLogin).Enabled
+	u.waitMenu(t, "a running <1m and the login state", func(m menu) bool {
+		return firstLine("1 running")(m) && find(t, m.Items, "a").Title == "a: running <1m" && find(t, m.Items, titleStartAtLogin).Enabled
 	})
 	mu.Lock()
 	now = base.Add(3*time.Hour + 5*time.Minute)
@@ -252,5 +252,5 @@ func TestEngineAgesFollowRebuilds(t *testing.T) {
 		t.Errorf("%d rebuilds with nothing happening", n-before)
 	}
 	e.changed() // the menu opens
-	u.waitMenu(t, "a running 3h", func(m Menu) bool { return find(t, m.Items, "a").Title == "a: running 3h" })
+	u.waitMenu(t, "a running 3h", func(m menu) bool { return find(t, m.Items, "a").Title == "a: running 3h" })
 }

@@ -171,12 +171,12 @@ func (f *fakeService) didActions() []string {
 // the gate to be released.
 type fakeUI struct {
 	mu    sync.Mutex
-	menus []Menu
+	menus []menu
 	ctxs  []context.Context
 	gate  chan struct{}
 }
 
-func (u *fakeUI) render(ctx context.Context, m Menu) {
+func (u *fakeUI) render(ctx context.Context, m menu) {
 	u.mu.Lock()
 	gate := u.gate
 	u.menus = append(u.menus, m)
@@ -193,16 +193,16 @@ func (u *fakeUI) count() int {
 	return len(u.menus)
 }
 
-func (u *fakeUI) last() Menu {
+func (u *fakeUI) last() menu {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.menus[len(u.menus)-1]
 }
 
 // waitMenu waits until the last menu satisfies ok.
-func (u *fakeUI) waitMenu(t *testing.T, what string, ok func(Menu) bool) Menu {
+func (u *fakeUI) waitMenu(t *testing.T, what string, ok func(menu) bool) menu {
 	t.Helper()
-	var m Menu
+	var m menu
 	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
 		if u.count() == 0 {
 			return false
@@ -219,13 +219,13 @@ func (u *fakeUI) waitMenu(t *testing.T, what string, ok func(Menu) bool) Menu {
 	return m
 }
 
-func firstLine(want string) func(Menu) bool {
-	return func(m Menu) bool { return len(m.Items) > 0 && m.Items[0].Title == want }
+func firstLine(want string) func(menu) bool {
+	return func(m menu) bool { return len(m.Items) > 0 && m.Items[0].Title == want }
 }
 
 type fakeOS struct {
 	mu       sync.Mutex
-	notices  []Notice
+	notices  []notice
 	opened   []string
 	starts   int
 	loginOn  bool
@@ -235,7 +235,7 @@ type fakeOS struct {
 func (o *fakeOS) deps() deps {
 	return deps{
 		now: time.Now,
-		notify: func(n Notice) error {
+		notify: func(n notice) error {
 			o.mu.Lock()
 			defer o.mu.Unlock()
 			o.notices = append(o.notices, n)
@@ -271,13 +271,13 @@ func (o *fakeOS) deps() deps {
 	}
 }
 
-func (o *fakeOS) waitNotice(t *testing.T, title string) Notice {
+func (o *fakeOS) waitNotice(t *testing.T, title string) notice {
 	t.Helper()
-	var n Notice
+	var n notice
 	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		i := slices.IndexFunc(o.notices, func(n Notice) bool { return strings.Contains(n.Title, title) })
+		i := slices.IndexFunc(o.notices, func(n notice) bool { return strings.Contains(n.Title, title) })
 		if i >= 0 {
 			n = o.notices[i]
 		}
@@ -312,7 +312,7 @@ func newTestEngine(t *testing.T, dir string, u ui, o *fakeOS) *engine {
 }
 
 // findAction returns the action of the item reached by titles.
-func findAction(t *testing.T, m Menu, titles ...string) Action {
+func findAction(t *testing.T, m menu, titles ...string) action {
 	t.Helper()
 	it := find(t, m.Items, titles...)
 	if !it.Enabled {
@@ -337,7 +337,7 @@ func TestEngineLifecycle(t *testing.T) {
 	if m.Icon != assets.Running {
 		t.Errorf("icon %v", m.Icon)
 	}
-	e.act(findAction(t, m, "alice", TitleStop))
+	e.act(findAction(t, m, "alice", titleStop))
 	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool { return slices.Contains(f.didActions(), "stop alice") }) {
 		t.Fatalf("the service got %v, want stop alice", f.didActions())
 	}
@@ -361,9 +361,9 @@ func TestEngineLifecycle(t *testing.T) {
 		t.Errorf("icon %v, tooltip %q", m.Icon, m.Items[0].Tooltip)
 	}
 	o.waitNotice(t, "service stopped")
-	e.act(findAction(t, m, TitleStartService))
-	u.waitMenu(t, "a start under way", func(m Menu) bool {
-		return m.Items[len(m.Items)-1].Title == TitleQuit && slices.ContainsFunc(m.Items, func(it Item) bool { return it.Title == "Starting service…" })
+	e.act(findAction(t, m, titleStartService))
+	u.waitMenu(t, "a start under way", func(m menu) bool {
+		return m.Items[len(m.Items)-1].Title == titleQuit && slices.ContainsFunc(m.Items, func(it item) bool { return it.Title == "Starting service…" })
 	})
 
 	// It comes back: the tray reconnects, the last error is remembered.
@@ -405,7 +405,7 @@ func TestEngineDropsAgentsRemovedByReload(t *testing.T) {
 	u.waitMenu(t, "2 running", firstLine("2 running"))
 	f.reload(alice)
 	m := u.waitMenu(t, "1 running", firstLine("1 running"))
-	if slices.ContainsFunc(m.Items, func(it Item) bool { return strings.Contains(it.Title, "bob") }) {
+	if slices.ContainsFunc(m.Items, func(it item) bool { return strings.Contains(it.Title, "bob") }) {
 		t.Errorf("bob is still in the menu after the reload: %v", titlesOf(m.Items))
 	}
 }
@@ -419,8 +419,8 @@ func TestEngineCoalescesBursts(t *testing.T) {
 	u := &fakeUI{}
 	e := newTestEngine(t, dir, u, &fakeOS{})
 	// Quiet: connected, and the login state read (its own rebuild).
-	u.waitMenu(t, "1 running and the login state", func(m Menu) bool {
-		return firstLine("1 running")(m) && find(t, m.Items, TitleStartAtLogin).Enabled
+	u.waitMenu(t, "1 running and the login state", func(m menu) bool {
+		return firstLine("1 running")(m) && find(t, m.Items, titleStartAtLogin).Enabled
 	})
 
 	gate := make(chan struct{})
@@ -451,7 +451,7 @@ func TestEngineCoalescesBursts(t *testing.T) {
 	a.State, a.Restarts = api.StateStopped, 99
 	f.send(a)
 	// Let the engine take in the whole burst, then release the rebuild.
-	var in Input
+	var in input
 	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
 		in = e.input()
 		return len(in.Status.Agents) == 1 && in.Status.Agents[0].Restarts == 99
@@ -473,25 +473,25 @@ func TestEngineLoginToggle(t *testing.T) {
 	startFake(t, filepath.Join(dir, "s.sock"))
 	u, o := &fakeUI{}, &fakeOS{loginErr: errors.New("no per-user service manager is available: systemd is not the init system here")}
 	e := newTestEngine(t, dir, u, o)
-	m := u.waitMenu(t, "a known login state", func(m Menu) bool {
-		return len(m.Items) > 3 && find(t, m.Items, TitleStartAtLogin).Enabled
+	m := u.waitMenu(t, "a known login state", func(m menu) bool {
+		return len(m.Items) > 3 && find(t, m.Items, titleStartAtLogin).Enabled
 	})
-	e.act(findAction(t, m, TitleStartAtLogin))
+	e.act(findAction(t, m, titleStartAtLogin))
 	n := o.waitNotice(t, "cannot start at login")
 	if !strings.Contains(n.Body, "systemd is not the init system") || !strings.Contains(n.Body, "stays off") {
 		t.Errorf("notice %+v", n)
 	}
-	m = u.waitMenu(t, "the switch enabled again", func(m Menu) bool { return find(t, m.Items, TitleStartAtLogin).Enabled })
-	if find(t, m.Items, TitleStartAtLogin).Checked {
+	m = u.waitMenu(t, "the switch enabled again", func(m menu) bool { return find(t, m.Items, titleStartAtLogin).Enabled })
+	if find(t, m.Items, titleStartAtLogin).Checked {
 		t.Error("the switch is checked after a failed install")
 	}
 
 	o.mu.Lock()
 	o.loginErr = nil
 	o.mu.Unlock()
-	e.act(findAction(t, m, TitleStartAtLogin))
-	u.waitMenu(t, "the switch checked", func(m Menu) bool {
-		it := find(t, m.Items, TitleStartAtLogin)
+	e.act(findAction(t, m, titleStartAtLogin))
+	u.waitMenu(t, "the switch checked", func(m menu) bool {
+		it := find(t, m.Items, titleStartAtLogin)
 		return it.Enabled && it.Checked
 	})
 }
@@ -505,8 +505,8 @@ func TestEngineOpen(t *testing.T) {
 	u, o := &fakeUI{}, &fakeOS{}
 	e := newTestEngine(t, dir, u, o)
 	m := u.waitMenu(t, "agents", firstLine("1 running, 1 stopped"))
-	e.act(findAction(t, m, "alice", TitleOpenLog))
-	e.act(findAction(t, m, "bob", TitleOpenLog))
+	e.act(findAction(t, m, "alice", titleOpenLog))
+	e.act(findAction(t, m, "bob", titleOpenLog))
 	if n := o.waitNotice(t, "no log for bob yet"); !strings.Contains(n.Body, "bob.log") {
 		t.Errorf("notice %+v", n)
 	}
@@ -546,10 +546,10 @@ func TestEngineShowsCostWhenTheMenuOpens(t *testing.T) {
 		e.opened()
 	}
 	want := "identity alice@relay, pid 4242, 0.42s CPU, 12.0M"
-	u.waitMenu(t, "the cost in alice's submenu", func(m Menu) bool {
+	u.waitMenu(t, "the cost in alice's submenu", func(m menu) bool {
 		for _, it := range m.Items {
 			if strings.HasPrefix(it.Title, "alice") {
-				return slices.ContainsFunc(it.Children, func(c Item) bool { return c.Title == want })
+				return slices.ContainsFunc(it.Children, func(c item) bool { return c.Title == want })
 			}
 		}
 		return false

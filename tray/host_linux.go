@@ -2,6 +2,7 @@ package tray
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,10 @@ import (
 
 	"github.com/godbus/dbus/v5"
 )
+
+// errNoSessionBus: there is no D-Bus session bus to put a tray on: not in
+// a desktop session.
+var errNoSessionBus = errors.New("no D-Bus session bus")
 
 const watcherName = "org.kde.StatusNotifierWatcher"
 
@@ -27,12 +32,12 @@ func prepareBus() error {
 			}
 		}
 		if addr == "" || addr == "autolaunch:" {
-			return fmt.Errorf("%w: DBUS_SESSION_BUS_ADDRESS is not set and there is no $XDG_RUNTIME_DIR/bus; the tray runs inside a desktop session", ErrNoSessionBus)
+			return fmt.Errorf("%w: DBUS_SESSION_BUS_ADDRESS is not set and there is no $XDG_RUNTIME_DIR/bus; the tray runs inside a desktop session", errNoSessionBus)
 		}
 	}
 	conn, err := dbus.Connect(addr)
 	if err != nil {
-		return fmt.Errorf("%w: connecting to %s: %v", ErrNoSessionBus, addr, err)
+		return fmt.Errorf("%w: connecting to %s: %v", errNoSessionBus, addr, err)
 	}
 	conn.Close()
 	return os.Setenv("DBUS_SESSION_BUS_ADDRESS", addr)
@@ -47,7 +52,7 @@ func waitHost(ctx context.Context, wait time.Duration, late func()) error {
 	addr := os.Getenv("DBUS_SESSION_BUS_ADDRESS")
 	conn, err := dbus.Connect(addr)
 	if err != nil {
-		return fmt.Errorf("%w: connecting to %s: %v", ErrNoSessionBus, addr, err)
+		return fmt.Errorf("%w: connecting to %s: %v", errNoSessionBus, addr, err)
 	}
 	defer conn.Close()
 	// Subscribe before asking, so an owner that appears in between is
@@ -58,13 +63,13 @@ func waitHost(ctx context.Context, wait time.Duration, late func()) error {
 		dbus.WithMatchMember("NameOwnerChanged"),
 		dbus.WithMatchArg(0, watcherName),
 	); err != nil {
-		return fmt.Errorf("%w: watching for %s: %v", ErrNoSessionBus, watcherName, err)
+		return fmt.Errorf("%w: watching for %s: %v", errNoSessionBus, watcherName, err)
 	}
 	signals := make(chan *dbus.Signal, 8)
 	conn.Signal(signals)
 	var has bool
 	if err := conn.BusObject().Call("org.freedesktop.DBus.NameHasOwner", 0, watcherName).Store(&has); err != nil {
-		return fmt.Errorf("%w: asking for %s: %v", ErrNoSessionBus, watcherName, err)
+		return fmt.Errorf("%w: asking for %s: %v", errNoSessionBus, watcherName, err)
 	}
 	if has {
 		return nil
@@ -77,7 +82,7 @@ func waitHost(ctx context.Context, wait time.Duration, late func()) error {
 			return ctx.Err()
 		case sig, ok := <-signals:
 			if !ok {
-				return fmt.Errorf("%w: the session bus closed the connection", ErrNoSessionBus)
+				return fmt.Errorf("%w: the session bus closed the connection", errNoSessionBus)
 			}
 			if sig.Name != "org.freedesktop.DBus.NameOwnerChanged" || len(sig.Body) != 3 {
 				continue

@@ -12,11 +12,11 @@ type lateUI struct {
 	mu     sync.Mutex
 	target ui
 	ctx    context.Context
-	menu   Menu
+	menu   menu
 	have   bool
 }
 
-func (u *lateUI) render(ctx context.Context, m Menu) {
+func (u *lateUI) render(ctx context.Context, m menu) {
 	u.mu.Lock()
 	t := u.target
 	if t == nil {

@@ -13,15 +13,6 @@ import (
 	"github.com/tether-dev/tether/client"
 )
 
-// Errors of Main's checks, matched with errors.Is.
-var (
-	// ErrNoSessionBus: there is no D-Bus session bus to put a tray on
-	// (Linux): not in a desktop session.
-	ErrNoSessionBus = errors.New("no D-Bus session bus")
-	// ErrNoTray: this build of tether has no tray (macOS without cgo).
-	ErrNoTray = errors.New("this tether has no tray")
-)
-
 // hostWait is how long the tray waits for a tray host before it says
 // that there is none: at login, the tray may start before the panel does.
 // It goes on waiting after that.

@@ -10,7 +10,7 @@ import (
 )
 
 // agentTitles lists the visible agents' submenu titles, in menu order.
-func agentTitles(m Menu) []string {
+func agentTitles(m menu) []string {
 	var out []string
 	for _, it := range m.Items {
 		if len(it.Children) > 0 && !it.Hidden {
@@ -25,7 +25,7 @@ func agentTitles(m Menu) []string {
 func TestBuildFailedFirst(t *testing.T) {
 	spawn := &api.Error{Code: api.CodeSpawn, Message: "no such file"}
 	cleanup := &api.Error{Code: api.CodeCleanupFailed, Message: "m"}
-	m := Build(connected(
+	m := build(connectedWith(
 		agent("a", api.StateRunning, time.Hour, nil),
 		agent("b", api.StateFailed, 0, spawn),
 		agent("c", api.StateStopped, 0, nil),
@@ -40,7 +40,7 @@ func TestBuildFailedFirst(t *testing.T) {
 	if got := strings.Join(ids, ","); got != "b,d,a,c,e" {
 		t.Errorf("menu order %s, want b,d,a,c,e (failed first)", got)
 	}
-	if got := find(t, m.Items, TitleStartAll).Action.IDs; strings.Join(got, ",") != "b,c" {
+	if got := find(t, m.Items, titleStartAll).Action.IDs; strings.Join(got, ",") != "b,c" {
 		t.Errorf("Start all %v, want b,c", got)
 	}
 }
@@ -53,7 +53,7 @@ func TestBuildPluralsAndSurvivors(t *testing.T) {
 	stuck := agent("c", api.StateCleanupFailed, 0, &api.Error{Code: api.CodeCleanupFailed,
 		Message: "cleanup failed (tree_alive): 2 process(es) still alive after SIGKILL: 777 (state D), 778 (state D)", Left: []api.Process{{PID: 777, State: "D"}, {PID: 778, State: "D"}}})
 	unknown := agent("d", api.StateCleanupFailed, 0, &api.Error{Code: api.CodeCleanupFailed, Message: "cleanup failed (internal): reading /proc: EIO"})
-	m := Build(connected(one, two, stuck, unknown))
+	m := build(connectedWith(one, two, stuck, unknown))
 	for sub, want := range map[string]string{
 		"a": "identity a@relay, pid 4242, 1 restart",
 		"b": "identity b@relay, pid 4242, 2 restarts",
@@ -74,34 +74,34 @@ func TestBuildPluralsAndSurvivors(t *testing.T) {
 // reloads.
 func TestBuildCopyAndReload(t *testing.T) {
 	long := strings.Repeat("x", 300) + " exit status 9"
-	in := connected(agent("a", api.StateFailed, 0, &api.Error{Code: api.CodeExited, Message: "the agent exited: " + long}), agent("b", api.StateRunning, 0, nil))
-	m := Build(in)
-	cp := find(t, m.Items, "a", TitleCopyError)
-	if !cp.Enabled || cp.Action.Kind != ActCopy || !strings.HasPrefix(cp.Action.Text, "a (a@relay): exited: the agent exited: xxx") || !strings.HasSuffix(cp.Action.Text, "exit status 9") {
+	in := connectedWith(agent("a", api.StateFailed, 0, &api.Error{Code: api.CodeExited, Message: "the agent exited: " + long}), agent("b", api.StateRunning, 0, nil))
+	m := build(in)
+	cp := find(t, m.Items, "a", titleCopyError)
+	if !cp.Enabled || cp.Action.Kind != actCopy || !strings.HasPrefix(cp.Action.Text, "a (a@relay): exited: the agent exited: xxx") || !strings.HasSuffix(cp.Action.Text, "exit status 9") {
 		t.Errorf("Copy error of a: %+v", cp)
 	}
-	if cp := find(t, m.Items, "b", TitleCopyError); cp.Enabled {
+	if cp := find(t, m.Items, "b", titleCopyError); cp.Enabled {
 		t.Errorf("Copy error of b, which has none, is enabled: %+v", cp)
 	}
-	if r := find(t, m.Items, TitleReload); !r.Enabled || r.Action.Kind != ActReload {
+	if r := find(t, m.Items, titleReload); !r.Enabled || r.Action.Kind != actReload {
 		t.Errorf("Reload config %+v", r)
 	}
-	in.Conn = NotRunning
-	if r := find(t, Build(in).Items, TitleReload); r.Enabled {
+	in.Conn = notRunning
+	if r := find(t, build(in).Items, titleReload); r.Enabled {
 		t.Error("Reload config enabled without a service")
 	}
 
-	in = connected()
+	in = connectedWith()
 	in.Status.ConfigError = &api.Error{Code: api.CodeConfig, Message: "config: /x/agents.yaml:3: bad"}
-	cp = find(t, Build(in).Items, TitleCopyError)
+	cp = find(t, build(in).Items, titleCopyError)
 	if cp.Action.Text != "config not applied: config: /x/agents.yaml:3: bad" {
 		t.Errorf("Copy error of the config: %+v", cp)
 	}
-	if cp := find(t, Build(connected()).Items, TitleReload); cp.Hidden {
+	if cp := find(t, build(connectedWith()).Items, titleReload); cp.Hidden {
 		t.Error("no Reload config")
 	}
-	for _, it := range Build(connected()).Items {
-		if it.Title == TitleCopyError && !it.Hidden {
+	for _, it := range build(connectedWith()).Items {
+		if it.Title == titleCopyError && !it.Hidden {
 			t.Error("a Copy error for the status shown with no error")
 		}
 	}
@@ -111,12 +111,12 @@ func TestBuildCopyAndReload(t *testing.T) {
 // (and a rebuild follows the menu's opening); where the binding cannot
 // rebuild on opening, the titles say since when instead.
 func TestBuildAges(t *testing.T) {
-	in := connected(agent("a", api.StateRunning, 3*time.Hour+20*time.Minute, nil))
-	if got := find(t, Build(in).Items, "a").Title; got != "a: running 3h" {
+	in := connectedWith(agent("a", api.StateRunning, 3*time.Hour+20*time.Minute, nil))
+	if got := find(t, build(in).Items, "a").Title; got != "a: running 3h" {
 		t.Errorf("title %q", got)
 	}
 	in.Now = in.Now.Add(24 * time.Hour)
-	if got := find(t, Build(in).Items, "a").Title; got != "a: running 1d" {
+	if got := find(t, build(in).Items, "a").Title; got != "a: running 1d" {
 		t.Errorf("a day later: %q", got)
 	}
 	in.Now = t0
@@ -125,7 +125,7 @@ func TestBuildAges(t *testing.T) {
 	if since := t0.Add(-3*time.Hour - 20*time.Minute).Local(); since.YearDay() != t0.Local().YearDay() {
 		want = "a: running since " + since.Format("Mon 15:04")
 	}
-	if got := find(t, Build(in).Items, "a").Title; got != want {
+	if got := find(t, build(in).Items, "a").Title; got != want {
 		t.Errorf("as a clock: %q, want %q", got, want)
 	}
 	if got := since(t0.Add(-30*24*time.Hour), t0); got != t0.Add(-30*24*time.Hour).Local().Format("2 Jan 15:04") {
@@ -137,17 +137,17 @@ func TestBuildAges(t *testing.T) {
 // failure, something on its way, all well.
 func TestBuildIconStates(t *testing.T) {
 	for _, c := range []struct {
-		in   Input
+		in   input
 		want assets.State
 	}{
-		{Input{Conn: NotRunning}, assets.Unreachable},
-		{Input{Conn: Unreachable}, assets.Unreachable},
-		{Input{Conn: Connecting}, assets.Unreachable},
-		{connected(agent("a", api.StateFailed, 0, &api.Error{Code: api.CodeSpawn, Message: "m"})), assets.Failed},
-		{connected(agent("a", api.StateStarting, 0, nil)), assets.Busy},
-		{connected(agent("a", api.StateRunning, 0, nil), agent("b", api.StateStopped, 0, nil)), assets.Running},
+		{input{Conn: notRunning}, assets.Unreachable},
+		{input{Conn: unreachable}, assets.Unreachable},
+		{input{Conn: connecting}, assets.Unreachable},
+		{connectedWith(agent("a", api.StateFailed, 0, &api.Error{Code: api.CodeSpawn, Message: "m"})), assets.Failed},
+		{connectedWith(agent("a", api.StateStarting, 0, nil)), assets.Busy},
+		{connectedWith(agent("a", api.StateRunning, 0, nil), agent("b", api.StateStopped, 0, nil)), assets.Running},
 	} {
-		if got := Build(c.in).Icon; got != c.want {
+		if got := build(c.in).Icon; got != c.want {
 			t.Errorf("%v %v: icon %v, want %v", c.in.Conn, c.in.Status.Agents, got, c.want)
 		}
 	}

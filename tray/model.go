@@ -10,45 +10,45 @@ import (
 	"github.com/tether-dev/tether/wire"
 )
 
-// Conn is how the tray stands with the service.
-type Conn int
+// conn is how the tray stands with the service.
+type conn int
 
 const (
-	// Connecting: the first attempt has not answered yet.
-	Connecting Conn = iota
-	// Connected: the event stream is open and the status is current.
-	Connected
-	// NotRunning: no service listens on the profile's socket.
-	NotRunning
-	// Unreachable: a service may be there but cannot be talked to
+	// connecting: the first attempt has not answered yet.
+	connecting conn = iota
+	// connected: the event stream is open and the status is current.
+	connected
+	// notRunning: no service listens on the profile's socket.
+	notRunning
+	// unreachable: a service may be there but cannot be talked to
 	// (permission, a broken answer); ConnErr says why.
-	Unreachable
+	unreachable
 )
 
-// Recorded is an agent's last error and when the tray saw it.
-type Recorded struct {
+// recorded is an agent's last error and when the tray saw it.
+type recorded struct {
 	Err api.Error
 	At  time.Time
 }
 
-// Login is the state of the "Start at login" switch.
-type Login struct {
+// login is the state of the "Start at login" switch.
+type login struct {
 	Known bool // the registrations have been read
 	On    bool // both the login service and the tray autostart are installed
 	Busy  bool // installing or removing
 }
 
-// Input is everything the menu is built from.
-type Input struct {
+// input is everything the menu is built from.
+type input struct {
 	Profile string
-	Conn    Conn
+	Conn    conn
 	ConnErr string     // why the service cannot be reached
-	Status  api.Status // when Connected
+	Status  api.Status // when connected
 	// LastErrors holds, per agent id, the newest error the tray has seen.
 	// The service clears an agent's error once it runs again; the tray
 	// keeps showing it until a newer one replaces it.
-	LastErrors      map[string]Recorded
-	Login           Login
+	LastErrors      map[string]recorded
+	Login           login
 	StartingService bool // a "Start service" is under way
 	Now             time.Time
 	// AgeAsClock shows when each agent's state began ("since 14:02")
@@ -56,7 +56,7 @@ type Input struct {
 	// the menu as it opens, where an age would go stale.
 	AgeAsClock bool
 	// Slots is how many agent submenus the menu has room for; more agents
-	// than that get more. See Build.
+	// than that get more. See build.
 	Slots int
 	// Waiting are the agents that outlived their service (its crash, with
 	// survive_service_crash) and wait to be adopted, while none runs.
@@ -66,34 +66,34 @@ type Input struct {
 	Cost map[string]api.Usage
 }
 
-// ActionKind is what a menu item does.
-type ActionKind int
+// actionKind is what a menu item does.
+type actionKind int
 
 // Actions of the menu.
 const (
-	NoAction ActionKind = iota
-	ActStart
-	ActStop
-	ActRestart
-	ActOpenLog
-	ActOpenConfig
-	ActToggleLogin
-	ActStartService
-	ActReload
-	ActCopy
-	ActQuit
+	noAction actionKind = iota
+	actStart
+	actStop
+	actRestart
+	actOpenLog
+	actOpenConfig
+	actToggleLogin
+	actStartService
+	actReload
+	actCopy
+	actQuit
 )
 
-// Action is what clicking an item does: Kind, on the agents IDs (for
+// action is what clicking an item does: Kind, on the agents IDs (for
 // start, stop, restart and open log), or with Text (for copy).
-type Action struct {
-	Kind ActionKind
+type action struct {
+	Kind actionKind
 	IDs  []string
 	Text string
 }
 
-// Item is one entry of the menu. A separator has only Separator set.
-type Item struct {
+// item is one entry of the menu. A separator has only Separator set.
+type item struct {
 	Title     string
 	Tooltip   string
 	Separator bool
@@ -101,34 +101,34 @@ type Item struct {
 	Checkable bool
 	Checked   bool
 	Hidden    bool
-	Action    Action
-	Children  []Item
+	Action    action
+	Children  []item
 }
 
-// Menu is the whole tray: its icon, the icon's tooltip and the menu.
-type Menu struct {
+// menu is the whole tray: its icon, the icon's tooltip and the menu.
+type menu struct {
 	Icon    assets.State
 	Tooltip string
-	Items   []Item
+	Items   []item
 }
 
 // Titles of the items the binding and the tests look for.
 const (
-	TitleStart        = "Start"
-	TitleStop         = "Stop"
-	TitleRestart      = "Restart"
-	TitleOpenLog      = "Open log"
-	TitleStartAll     = "Start all"
-	TitleStopAll      = "Stop all"
-	TitleOpenConfig   = "Open config"
-	TitleReload       = "Reload config"
-	TitleCopyError    = "Copy error"
-	TitleStartAtLogin = "Start at login"
-	TitleStartService = "Start service"
-	TitleQuit         = "Quit tray"
+	titleStart        = "Start"
+	titleStop         = "Stop"
+	titleRestart      = "Restart"
+	titleOpenLog      = "Open log"
+	titleStartAll     = "Start all"
+	titleStopAll      = "Stop all"
+	titleOpenConfig   = "Open config"
+	titleReload       = "Reload config"
+	titleCopyError    = "Copy error"
+	titleStartAtLogin = "Start at login"
+	titleStartService = "Start service"
+	titleQuit         = "Quit tray"
 )
 
-// Build makes the menu for in. Its shape (which items exist, in which
+// build makes the menu for in. Its shape (which items exist, in which
 // order) is the same whether the service runs or not, and whatever the
 // agents' states: what does not apply is hidden. Only more agents than
 // in.Slots change it. Tray hosts fetch a menu piecemeal, and some
@@ -136,42 +136,42 @@ const (
 // first fetch; a menu whose shape never changes has no such submenu.
 // waitingItem says, while no service runs, which agents outlived it and
 // wait to be adopted (state adoptable), and until when.
-func waitingItem(in Input) Item {
-	if in.Conn == Connected || len(in.Waiting) == 0 {
-		return Item{Hidden: true}
+func waitingItem(in input) item {
+	if in.Conn == connected || len(in.Waiting) == 0 {
+		return item{Hidden: true}
 	}
 	var lines []string
 	for _, w := range in.Waiting {
 		lines = append(lines, fmt.Sprintf("%s (pid %d): %s until %s", w.Identity, w.AgentPID, api.StateAdoptable, w.Until.Local().Format("15:04:05")))
 	}
 	title := fmt.Sprintf("%d agent(s) wait for the service", len(in.Waiting))
-	return Item{Title: title, Tooltip: "They outlived the service (survive_service_crash) and keep running until a service of this profile adopts them, or the time shown:\n" + strings.Join(lines, "\n")}
+	return item{Title: title, Tooltip: "They outlived the service (survive_service_crash) and keep running until a service of this profile adopts them, or the time shown:\n" + strings.Join(lines, "\n")}
 }
 
-func Build(in Input) Menu {
+func build(in input) menu {
 	st := in.Status
-	connected := in.Conn == Connected
-	if !connected {
+	up := in.Conn == connected
+	if !up {
 		st = api.Status{}
 	}
-	var m Menu
-	var head Item
+	var m menu
+	var head item
 	switch in.Conn {
-	case Connected:
-		agg := Aggregate(st.Agents)
-		head = Item{Title: agg, Tooltip: fmt.Sprintf("profile %s, service pid %d", nonEmpty(st.Profile, in.Profile), st.ServicePID)}
-		m.Icon, m.Tooltip = IconFor(st), "tether: "+agg
+	case connected:
+		agg := aggregate(st.Agents)
+		head = item{Title: agg, Tooltip: fmt.Sprintf("profile %s, service pid %d", nonEmpty(st.Profile, in.Profile), st.ServicePID)}
+		m.Icon, m.Tooltip = iconFor(st), "tether: "+agg
 		if in.Profile != "" && in.Profile != "default" {
 			m.Tooltip = fmt.Sprintf("tether (%s): %s", in.Profile, agg)
 		}
-	case Connecting:
-		head = Item{Title: "connecting to the service…"}
-	case NotRunning:
-		head = Item{Title: "service not running", Tooltip: nonEmpty(in.ConnErr, "No tether service is running for this profile.")}
+	case connecting:
+		head = item{Title: "connecting to the service…"}
+	case notRunning:
+		head = item{Title: "service not running", Tooltip: nonEmpty(in.ConnErr, "No tether service is running for this profile.")}
 	default:
-		head = Item{Title: "service unreachable", Tooltip: in.ConnErr}
+		head = item{Title: "service unreachable", Tooltip: in.ConnErr}
 	}
-	if !connected {
+	if !up {
 		m.Icon, m.Tooltip = assets.Unreachable, "tether: "+head.Title
 	}
 	m.Items = append(m.Items, head,
@@ -181,17 +181,17 @@ func Build(in Input) Menu {
 			"The service could not read its state file and left it as it was; agents' intent is not remembered until it is fixed."),
 		copyStatusErrors(st),
 		waitingItem(in),
-		Item{Separator: true},
+		item{Separator: true},
 	)
 
-	start := Item{Title: TitleStartService, Tooltip: "Start the login service if it is installed, else run `tether service run` in the background.",
-		Enabled: in.Conn == NotRunning && !in.StartingService, Hidden: connected, Action: Action{Kind: ActStartService}}
+	start := item{Title: titleStartService, Tooltip: "Start the login service if it is installed, else run `tether service run` in the background.",
+		Enabled: in.Conn == notRunning && !in.StartingService, Hidden: up, Action: action{Kind: actStartService}}
 	if in.StartingService {
 		start.Title = "Starting service…"
 	}
 	m.Items = append(m.Items, start,
-		Item{Title: "no agents configured", Tooltip: "Add agents to the config (Open config), then run `tether reload`.",
-			Hidden: !connected || len(st.Agents) > 0})
+		item{Title: "no agents configured", Tooltip: "Add agents to the config (Open config), then run `tether reload`.",
+			Hidden: !up || len(st.Agents) > 0})
 
 	var startable, stoppable []string
 	for _, a := range st.Agents {
@@ -211,28 +211,28 @@ func Build(in Input) Menu {
 		m.Items = append(m.Items, agentSlot(agents[i], in, false))
 	}
 	m.Items = append(m.Items,
-		Item{Separator: true},
-		Item{Title: TitleStartAll, Tooltip: "Start every stopped or failed agent.", Hidden: !connected,
-			Enabled: len(startable) > 0, Action: Action{Kind: ActStart, IDs: startable}},
-		Item{Title: TitleStopAll, Tooltip: "Stop every agent; they stay stopped until started again.", Hidden: !connected,
-			Enabled: len(stoppable) > 0, Action: Action{Kind: ActStop, IDs: stoppable}},
+		item{Separator: true},
+		item{Title: titleStartAll, Tooltip: "Start every stopped or failed agent.", Hidden: !up,
+			Enabled: len(startable) > 0, Action: action{Kind: actStart, IDs: startable}},
+		item{Title: titleStopAll, Tooltip: "Stop every agent; they stay stopped until started again.", Hidden: !up,
+			Enabled: len(stoppable) > 0, Action: action{Kind: actStop, IDs: stoppable}},
 	)
 	return appendCommon(m, in)
 }
 
 // statusError is the line of an error of the status as a whole, hidden
 // when there is none.
-func statusError(label string, e *api.Error, help string) Item {
+func statusError(label string, e *api.Error, help string) item {
 	if e == nil {
-		return Item{Hidden: true}
+		return item{Hidden: true}
 	}
 	tip := e.Message + "\n" + help
-	return Item{Title: elide(label+": "+errorText(*e), maxErrorTitle), Tooltip: tip}
+	return item{Title: elide(label+": "+errorText(*e), maxErrorTitle), Tooltip: tip}
 }
 
 // copyStatusErrors copies the errors of the status as a whole, hidden
 // when there is none.
-func copyStatusErrors(st api.Status) Item {
+func copyStatusErrors(st api.Status) item {
 	var texts []string
 	if e := st.ConfigError; e != nil {
 		texts = append(texts, "config not applied: "+e.Message)
@@ -240,8 +240,8 @@ func copyStatusErrors(st api.Status) Item {
 	if e := st.StateError; e != nil {
 		texts = append(texts, "state file unreadable: "+e.Message)
 	}
-	return Item{Title: TitleCopyError, Tooltip: "Copy the whole error to the clipboard.", Enabled: true, Hidden: len(texts) == 0,
-		Action: Action{Kind: ActCopy, Text: strings.Join(texts, "\n")}}
+	return item{Title: titleCopyError, Tooltip: "Copy the whole error to the clipboard.", Enabled: true, Hidden: len(texts) == 0,
+		Action: action{Kind: actCopy, Text: strings.Join(texts, "\n")}}
 }
 
 // menuOrder puts the agents that failed first, the rest after them, each
@@ -264,31 +264,31 @@ func isFailure(state api.State) bool {
 }
 
 // appendCommon adds what every menu ends with.
-func appendCommon(m Menu, in Input) Menu {
-	login := Item{Title: TitleStartAtLogin, Checkable: true, Checked: in.Login.On,
-		Enabled: in.Login.Known && !in.Login.Busy, Action: Action{Kind: ActToggleLogin}}
+func appendCommon(m menu, in input) menu {
+	login := item{Title: titleStartAtLogin, Checkable: true, Checked: in.Login.On,
+		Enabled: in.Login.Known && !in.Login.Busy, Action: action{Kind: actToggleLogin}}
 	if in.Login.On {
 		login.Tooltip = "Remove the login service and the tray's autostart entry (this stops a service started by the login manager)."
 	} else {
 		login.Tooltip = "Install the login service and start the tray with the desktop session."
 	}
 	m.Items = append(m.Items,
-		Item{Title: TitleOpenConfig, Tooltip: "Open the agents' config file in its editor.", Enabled: true, Action: Action{Kind: ActOpenConfig}},
-		Item{Title: TitleReload, Tooltip: "Make the service apply the config file again; a config with an error is not applied, and the menu says why.",
-			Enabled: in.Conn == Connected, Action: Action{Kind: ActReload}},
+		item{Title: titleOpenConfig, Tooltip: "Open the agents' config file in its editor.", Enabled: true, Action: action{Kind: actOpenConfig}},
+		item{Title: titleReload, Tooltip: "Make the service apply the config file again; a config with an error is not applied, and the menu says why.",
+			Enabled: in.Conn == connected, Action: action{Kind: actReload}},
 		login,
-		Item{Separator: true},
-		Item{Title: TitleQuit, Tooltip: "Close the tray only: the agents keep running under the service.", Enabled: true, Action: Action{Kind: ActQuit}},
+		item{Separator: true},
+		item{Title: titleQuit, Tooltip: "Close the tray only: the agents keep running under the service.", Enabled: true, Action: action{Kind: actQuit}},
 	)
 	return m
 }
 
 // agentSlot is the submenu of one agent; a hidden one keeps a place for
 // an agent to come.
-func agentSlot(a api.Agent, in Input, hidden bool) Item {
+func agentSlot(a api.Agent, in input, hidden bool) item {
 	if hidden {
-		return Item{Hidden: true, Children: []Item{
-			{Title: TitleStart}, {Title: TitleStop}, {Title: TitleRestart}, {Title: TitleOpenLog}, {Title: TitleCopyError},
+		return item{Hidden: true, Children: []item{
+			{Title: titleStart}, {Title: titleStop}, {Title: titleRestart}, {Title: titleOpenLog}, {Title: titleCopyError},
 			{Separator: true}, {}, {Hidden: true}, {},
 		}}
 	}
@@ -297,11 +297,11 @@ func agentSlot(a api.Agent, in Input, hidden bool) Item {
 		if in.AgeAsClock {
 			title += " since " + since(a.Since, in.Now)
 		} else {
-			title += " " + Age(in.Now.Sub(a.Since))
+			title += " " + age(in.Now.Sub(a.Since))
 		}
 	}
 	ids := []string{a.ID}
-	last := Item{Title: "no errors"}
+	last := item{Title: "no errors"}
 	var copied string
 	r, seen := in.LastErrors[a.ID]
 	switch {
@@ -313,16 +313,16 @@ func agentSlot(a api.Agent, in Input, hidden bool) Item {
 		// The agent recovered; its last error stays until a newer one.
 		last, copied = errorLine("last error at "+clock(r.At), r.Err), copyText(a, r.Err, r.At)
 	}
-	return Item{
+	return item{
 		Title:   title,
 		Tooltip: stateHelp(a),
 		Enabled: true,
-		Children: []Item{
-			{Title: TitleStart, Enabled: canStart(a), Action: Action{Kind: ActStart, IDs: ids}},
-			{Title: TitleStop, Enabled: canStop(a), Action: Action{Kind: ActStop, IDs: ids}},
-			{Title: TitleRestart, Enabled: canRestart(a), Action: Action{Kind: ActRestart, IDs: ids}},
-			{Title: TitleOpenLog, Enabled: true, Action: Action{Kind: ActOpenLog, IDs: ids}},
-			{Title: TitleCopyError, Tooltip: "Copy the whole error to the clipboard.", Enabled: copied != "", Action: Action{Kind: ActCopy, Text: copied}},
+		Children: []item{
+			{Title: titleStart, Enabled: canStart(a), Action: action{Kind: actStart, IDs: ids}},
+			{Title: titleStop, Enabled: canStop(a), Action: action{Kind: actStop, IDs: ids}},
+			{Title: titleRestart, Enabled: canRestart(a), Action: action{Kind: actRestart, IDs: ids}},
+			{Title: titleOpenLog, Enabled: true, Action: action{Kind: actOpenLog, IDs: ids}},
+			{Title: titleCopyError, Tooltip: "Copy the whole error to the clipboard.", Enabled: copied != "", Action: action{Kind: actCopy, Text: copied}},
 			{Separator: true},
 			{Title: infoLine(a, in.Cost)},
 			statusLine(a),
@@ -333,11 +333,11 @@ func agentSlot(a api.Agent, in Input, hidden bool) Item {
 
 // statusLine is the agent's own word on how it is doing (its STATUS=, or
 // what a starting agent waits for), hidden when there is none.
-func statusLine(a api.Agent) Item {
+func statusLine(a api.Agent) item {
 	if a.Status == "" {
-		return Item{Hidden: true}
+		return item{Hidden: true}
 	}
-	return Item{Title: elide("status: "+a.Status, maxErrorTitle), Tooltip: a.Status}
+	return item{Title: elide("status: "+a.Status, maxErrorTitle), Tooltip: a.Status}
 }
 
 // infoLine names the agent's identity, its processes, what its tree
@@ -387,9 +387,9 @@ func plural(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-// Shape is the structure of items, without their titles and flags: what
+// shape is the structure of items, without their titles and flags: what
 // the binding must find unchanged to apply a menu in place.
-func Shape(items []Item) string {
+func shape(items []item) string {
 	var sb strings.Builder
 	for _, it := range items {
 		switch {
@@ -401,7 +401,7 @@ func Shape(items []Item) string {
 			sb.WriteByte('i')
 		}
 		if len(it.Children) > 0 {
-			sb.WriteString("(" + Shape(it.Children) + ")")
+			sb.WriteString("(" + shape(it.Children) + ")")
 		}
 	}
 	return sb.String()
@@ -409,8 +409,8 @@ func Shape(items []Item) string {
 
 // errorLine is a disabled line showing an error, cause first; the
 // tooltip holds it whole.
-func errorLine(label string, e api.Error) Item {
-	return Item{Title: errorTitle(label, e), Tooltip: string(e.Code) + ": " + e.Message}
+func errorLine(label string, e api.Error) item {
+	return item{Title: errorTitle(label, e), Tooltip: string(e.Code) + ": " + e.Message}
 }
 
 // canStart: the agent is not running and nothing else will start it.
@@ -444,8 +444,8 @@ func canRestart(a api.Agent) bool {
 var stateOrder = []api.State{api.StateRunning, api.StateStarting, api.StateStopping, api.StateBackoff,
 	api.StateStopped, api.StateFailed, api.StateCleanupFailed}
 
-// Aggregate is the first line of the menu: "3 running, 1 failed".
-func Aggregate(agents []api.Agent) string {
+// aggregate is the first line of the menu: "3 running, 1 failed".
+func aggregate(agents []api.Agent) string {
 	if len(agents) == 0 {
 		return "no agents"
 	}
@@ -466,12 +466,12 @@ func Aggregate(agents []api.Agent) string {
 	return strings.Join(parts, ", ")
 }
 
-// IconFor picks the tray icon of a connected service's status: Failed
+// iconFor picks the tray icon of a connected service's status: Failed
 // when something failed (an agent, its cleanup, the config or state file),
 // Busy when something is on its way (starting, stopping, waiting to be
 // restarted), Running otherwise: every enabled agent runs, and the others
 // rest where the user or their policy left them (stopped).
-func IconFor(st api.Status) assets.State {
+func iconFor(st api.Status) assets.State {
 	if st.ConfigError != nil || st.StateError != nil {
 		return assets.Failed
 	}
@@ -510,11 +510,11 @@ func stateHelp(a api.Agent) string {
 	return ""
 }
 
-// Age formats a duration the way the menu shows it: its largest unit,
+// age formats a duration the way the menu shows it: its largest unit,
 // rounded down ("<1m", "5m", "2h", "3d"). Nothing finer than a minute:
 // a title that changed every second would make the tray host reload the
 // menu while it is open.
-func Age(d time.Duration) string {
+func age(d time.Duration) string {
 	switch {
 	case d < time.Minute:
 		return "<1m"

@@ -22,20 +22,20 @@ func agent(id string, state api.State, since time.Duration, err *api.Error) api.
 	return a
 }
 
-func connected(agents ...api.Agent) Input {
-	return Input{
+func connectedWith(agents ...api.Agent) input {
+	return input{
 		Profile:    "default",
-		Conn:       Connected,
+		Conn:       connected,
 		Status:     api.Status{Profile: "default", ServicePID: 99, Agents: agents},
-		LastErrors: map[string]Recorded{},
-		Login:      Login{Known: true},
+		LastErrors: map[string]recorded{},
+		Login:      login{Known: true},
 		Now:        t0,
 	}
 }
 
 // find returns the visible item reached by titles, each matched as a
 // prefix of one level's titles.
-func find(t *testing.T, items []Item, titles ...string) Item {
+func find(t *testing.T, items []item, titles ...string) item {
 	t.Helper()
 	for i, want := range titles {
 		found := false
@@ -53,11 +53,11 @@ func find(t *testing.T, items []Item, titles ...string) Item {
 		}
 	}
 	t.Fatalf("no item %v", titles)
-	return Item{}
+	return item{}
 }
 
 // titlesOf lists the visible items' titles.
-func titlesOf(items []Item) []string {
+func titlesOf(items []item) []string {
 	var out []string
 	for _, it := range items {
 		switch {
@@ -72,20 +72,20 @@ func titlesOf(items []Item) []string {
 }
 
 // flags is the enabled state of an agent's Start, Stop, Restart.
-func flags(t *testing.T, m Menu, sub string) [3]bool {
+func flags(t *testing.T, m menu, sub string) [3]bool {
 	t.Helper()
-	return [3]bool{find(t, m.Items, sub, TitleStart).Enabled, find(t, m.Items, sub, TitleStop).Enabled, find(t, m.Items, sub, TitleRestart).Enabled}
+	return [3]bool{find(t, m.Items, sub, titleStart).Enabled, find(t, m.Items, sub, titleStop).Enabled, find(t, m.Items, sub, titleRestart).Enabled}
 }
 
 // lastLine is the error line of an agent's submenu: its last child.
-func lastLine(t *testing.T, m Menu, sub string) Item {
+func lastLine(t *testing.T, m menu, sub string) item {
 	t.Helper()
 	kids := find(t, m.Items, sub).Children
 	return kids[len(kids)-1]
 }
 
 func TestBuildRunning(t *testing.T) {
-	m := Build(connected(agent("alice", api.StateRunning, 2*time.Hour+5*time.Minute, nil)))
+	m := build(connectedWith(agent("alice", api.StateRunning, 2*time.Hour+5*time.Minute, nil)))
 	if m.Icon != assets.Running {
 		t.Errorf("icon %v, want running", m.Icon)
 	}
@@ -99,10 +99,10 @@ func TestBuildRunning(t *testing.T) {
 	if got := flags(t, m, "alice"); got != [3]bool{false, true, true} {
 		t.Errorf("start/stop/restart enabled %v, want [false true true]", got)
 	}
-	if !find(t, m.Items, "alice", TitleOpenLog).Enabled {
+	if !find(t, m.Items, "alice", titleOpenLog).Enabled {
 		t.Error("Open log disabled")
 	}
-	if got := find(t, m.Items, "alice", TitleStop).Action; got.Kind != ActStop || len(got.IDs) != 1 || got.IDs[0] != "alice" {
+	if got := find(t, m.Items, "alice", titleStop).Action; got.Kind != actStop || len(got.IDs) != 1 || got.IDs[0] != "alice" {
 		t.Errorf("Stop's action %+v", got)
 	}
 	if got := find(t, m.Items, "alice", "identity").Title; got != "identity alice@relay, pid 4242" {
@@ -114,8 +114,8 @@ func TestBuildRunning(t *testing.T) {
 	if m.Tooltip != "tether: 1 running" {
 		t.Errorf("tooltip %q", m.Tooltip)
 	}
-	q := find(t, m.Items, TitleQuit)
-	if q.Action.Kind != ActQuit || !strings.Contains(q.Tooltip, "agents keep running") {
+	q := find(t, m.Items, titleQuit)
+	if q.Action.Kind != actQuit || !strings.Contains(q.Tooltip, "agents keep running") {
 		t.Errorf("Quit tray %+v: its tooltip must say the agents keep running", q)
 	}
 }
@@ -123,14 +123,14 @@ func TestBuildRunning(t *testing.T) {
 // running -> failed: the error shows in the submenu with its time, the
 // icon and the first line turn to failure, and the actions follow.
 func TestBuildRunningToFailed(t *testing.T) {
-	in := connected(agent("alice", api.StateRunning, time.Minute, nil))
-	before := Build(in)
+	in := connectedWith(agent("alice", api.StateRunning, time.Minute, nil))
+	before := build(in)
 
 	e := &api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row, each within 1m0s of starting; last: exit status 3", Last: &api.Error{Code: api.CodeExited, Message: "the agent exited: exit status 3"}}
 	failed := agent("alice", api.StateFailed, 0, e)
 	in.Status.Agents = []api.Agent{failed}
-	in.LastErrors["alice"] = Recorded{Err: *e, At: failed.Since}
-	m := Build(in)
+	in.LastErrors["alice"] = recorded{Err: *e, At: failed.Since}
+	m := build(in)
 	if m.Icon != assets.Failed || m.Items[0].Title != "1 failed" {
 		t.Errorf("icon %v, first line %q; want failed, \"1 failed\"", m.Icon, m.Items[0].Title)
 	}
@@ -151,32 +151,32 @@ func TestBuildRunningToFailed(t *testing.T) {
 	}
 	failed.Enabled = false
 	in.Status.Agents = []api.Agent{failed}
-	if got := flags(t, Build(in), "alice"); got != [3]bool{true, false, true} {
+	if got := flags(t, build(in), "alice"); got != [3]bool{true, false, true} {
 		t.Errorf("disabled failed agent: start/stop/restart %v, want [true false true]", got)
 	}
-	if Shape(before.Items) != Shape(m.Items) {
-		t.Errorf("a state change changed the menu's shape:\n%s\n%s", Shape(before.Items), Shape(m.Items))
+	if shape(before.Items) != shape(m.Items) {
+		t.Errorf("a state change changed the menu's shape:\n%s\n%s", shape(before.Items), shape(m.Items))
 	}
 
 	// It recovers: the service clears the error, the tray keeps it until
 	// a newer one replaces it.
 	in.Status.Agents = []api.Agent{agent("alice", api.StateRunning, 0, nil)}
-	line = lastLine(t, Build(in), "alice")
+	line = lastLine(t, build(in), "alice")
 	if want := "last error at " + clock(failed.Since) + ": crash_loop:"; !strings.HasPrefix(line.Title, want) {
 		t.Errorf("after recovery the error line is %q, want it to start %q", line.Title, want)
 	}
 	newer := &api.Error{Code: api.CodeExited, Message: "the agent exited: exit status 1"}
 	in.Status.Agents = []api.Agent{agent("alice", api.StateBackoff, 0, newer)}
-	in.LastErrors["alice"] = Recorded{Err: *newer, At: t0}
-	if line = lastLine(t, Build(in), "alice"); !strings.Contains(line.Title, "exited: exit status 1") || strings.Contains(line.Title, string(api.CodeCrashLoop)) {
+	in.LastErrors["alice"] = recorded{Err: *newer, At: t0}
+	if line = lastLine(t, build(in), "alice"); !strings.Contains(line.Title, "exited: exit status 1") || strings.Contains(line.Title, string(api.CodeCrashLoop)) {
 		t.Errorf("a newer error did not replace the old one: %q", line.Title)
 	}
 }
 
 func TestBuildCleanupFailed(t *testing.T) {
 	e := &api.Error{Code: api.CodeCleanupFailed, Message: "1 process left after SIGKILL: pid 777"}
-	in := connected(agent("alice", api.StateCleanupFailed, 3*time.Second, e), agent("bob", api.StateRunning, time.Hour, nil))
-	m := Build(in)
+	in := connectedWith(agent("alice", api.StateCleanupFailed, 3*time.Second, e), agent("bob", api.StateRunning, time.Hour, nil))
+	m := build(in)
 	if m.Icon != assets.Failed || m.Items[0].Title != "1 running, 1 cleanup failed" {
 		t.Errorf("icon %v, first line %q", m.Icon, m.Items[0].Title)
 	}
@@ -193,17 +193,17 @@ func TestBuildCleanupFailed(t *testing.T) {
 
 func TestBuildBackoff(t *testing.T) {
 	e := &api.Error{Code: api.CodeExited, Message: "the agent exited: exit status 3"}
-	m := Build(connected(agent("bob", api.StateBackoff, 0, e)))
+	m := build(connectedWith(agent("bob", api.StateBackoff, 0, e)))
 	if m.Icon != assets.Busy || m.Items[0].Title != "1 in backoff" {
 		t.Errorf("icon %v, first line %q", m.Icon, m.Items[0].Title)
 	}
 	if got := flags(t, m, "bob"); got != [3]bool{false, true, true} {
 		t.Errorf("start/stop/restart enabled %v, want stop and restart", got)
 	}
-	if got := find(t, m.Items, TitleStartAll); got.Enabled {
+	if got := find(t, m.Items, titleStartAll); got.Enabled {
 		t.Error("Start all enabled with nothing to start")
 	}
-	if got := find(t, m.Items, TitleStopAll); !got.Enabled || len(got.Action.IDs) != 1 {
+	if got := find(t, m.Items, titleStopAll); !got.Enabled || len(got.Action.IDs) != 1 {
 		t.Errorf("Stop all %+v", got)
 	}
 }
@@ -218,7 +218,7 @@ func TestBuildStoppedAndTransitions(t *testing.T) {
 		{api.StateStarting, [3]bool{false, true, false}, assets.Busy},
 		{api.StateStopping, [3]bool{false, false, false}, assets.Busy},
 	} {
-		m := Build(connected(agent("a", c.state, 0, nil)))
+		m := build(connectedWith(agent("a", c.state, 0, nil)))
 		if got := flags(t, m, "a"); got != c.want {
 			t.Errorf("%s: start/stop/restart %v, want %v", c.state, got, c.want)
 		}
@@ -229,75 +229,75 @@ func TestBuildStoppedAndTransitions(t *testing.T) {
 }
 
 func TestBuildServiceLost(t *testing.T) {
-	in := Input{Profile: "work", Conn: NotRunning, ConnErr: "No tether service is running for profile \"work\".", Login: Login{Known: true}, Now: t0}
-	m := Build(in)
+	in := input{Profile: "work", Conn: notRunning, ConnErr: "No tether service is running for profile \"work\".", Login: login{Known: true}, Now: t0}
+	m := build(in)
 	if m.Icon != assets.Unreachable || m.Items[0].Title != "service not running" || m.Items[0].Tooltip != in.ConnErr {
 		t.Errorf("icon %v, first line %+v", m.Icon, m.Items[0])
 	}
 	if m.Tooltip != "tether: service not running" {
 		t.Errorf("tooltip %q", m.Tooltip)
 	}
-	start := find(t, m.Items, TitleStartService)
-	if !start.Enabled || start.Action.Kind != ActStartService {
+	start := find(t, m.Items, titleStartService)
+	if !start.Enabled || start.Action.Kind != actStartService {
 		t.Errorf("Start service %+v", start)
 	}
 	for _, it := range m.Items {
 		if len(it.Children) > 0 && !it.Hidden {
 			t.Errorf("agent submenu %q shown while the service is not running", it.Title)
 		}
-		if !it.Hidden && (it.Title == TitleStartAll || it.Title == TitleStopAll) {
+		if !it.Hidden && (it.Title == titleStartAll || it.Title == titleStopAll) {
 			t.Errorf("%s shown while the service is not running", it.Title)
 		}
 	}
-	find(t, m.Items, TitleOpenConfig)
-	find(t, m.Items, TitleStartAtLogin)
-	find(t, m.Items, TitleQuit)
+	find(t, m.Items, titleOpenConfig)
+	find(t, m.Items, titleStartAtLogin)
+	find(t, m.Items, titleQuit)
 
 	in.StartingService = true
-	if s := find(t, Build(in).Items, "Starting service"); s.Enabled {
+	if s := find(t, build(in).Items, "Starting service"); s.Enabled {
 		t.Errorf("Start service enabled while a start is under way: %+v", s)
 	}
-	in.StartingService, in.Conn, in.ConnErr = false, Unreachable, "permission denied"
-	m = Build(in)
-	if m.Items[0].Title != "service unreachable" || find(t, m.Items, TitleStartService).Enabled {
+	in.StartingService, in.Conn, in.ConnErr = false, unreachable, "permission denied"
+	m = build(in)
+	if m.Items[0].Title != "service unreachable" || find(t, m.Items, titleStartService).Enabled {
 		t.Errorf("unreachable: %v, Start service must be disabled (a service is there)", titlesOf(m.Items))
 	}
-	if Build(Input{}).Items[0].Title != "connecting to the service…" {
-		t.Errorf("connecting: %v", titlesOf(Build(Input{}).Items))
+	if build(input{}).Items[0].Title != "connecting to the service…" {
+		t.Errorf("connecting: %v", titlesOf(build(input{}).Items))
 	}
 }
 
-// TestShapeStable: the menu keeps its shape (see Build) whatever happens,
+// TestShapeStable: the menu keeps its shape (see build) whatever happens,
 // as long as the agents fit its slots.
 func TestShapeStable(t *testing.T) {
-	var inputs []Input
+	var inputs []input
 	for n := range 5 {
 		for _, st := range []api.State{api.StateRunning, api.StateFailed, api.StateCleanupFailed, api.StateStopped} {
 			var agents []api.Agent
 			for i := range n {
 				agents = append(agents, agent(string(rune('a'+i)), st, 0, &api.Error{Code: api.CodeSpawn, Message: "x"}))
 			}
-			in := connected(agents...)
+			in := connectedWith(agents...)
 			if n%2 == 0 {
 				in.Status.ConfigError = &api.Error{Code: api.CodeConfig, Message: "bad"}
 			}
 			inputs = append(inputs, in)
 		}
 	}
-	inputs = append(inputs, Input{}, Input{Conn: NotRunning, StartingService: true}, Input{Conn: Unreachable, Login: Login{Known: true, On: true}})
+	inputs = append(inputs, input{}, input{Conn: notRunning, StartingService: true}, input{Conn: unreachable, Login: login{Known: true, On: true}})
 	want := ""
 	for i, in := range inputs {
 		in.Slots = 4
-		got := Shape(Build(in).Items)
+		got := shape(build(in).Items)
 		if i == 0 {
 			want = got
 		} else if got != want {
 			t.Fatalf("input %d (%v, %d agents): shape\n%s\nwant\n%s", i, in.Conn, len(in.Status.Agents), got, want)
 		}
 	}
-	in := connected(agent("a", api.StateRunning, 0, nil), agent("b", api.StateRunning, 0, nil), agent("c", api.StateRunning, 0, nil))
+	in := connectedWith(agent("a", api.StateRunning, 0, nil), agent("b", api.StateRunning, 0, nil), agent("c", api.StateRunning, 0, nil))
 	in.Slots = 2
-	if m := Build(in); Shape(m.Items) == want || len(titlesOf(m.Items)) != len(titlesOf(Build(connected(in.Status.Agents...)).Items)) {
+	if m := build(in); shape(m.Items) == want || len(titlesOf(m.Items)) != len(titlesOf(build(connectedWith(in.Status.Agents...)).Items)) {
 		t.Errorf("more agents than slots: %v", titlesOf(m.Items))
 	}
 	if got := growSlots(8, 3); got != 8 {
@@ -325,7 +325,7 @@ func TestAggregate(t *testing.T) {
 		for i, s := range c.states {
 			agents = append(agents, api.Agent{ID: string(rune('a' + i)), State: s})
 		}
-		if got := Aggregate(agents); got != c.want {
+		if got := aggregate(agents); got != c.want {
 			t.Errorf("Aggregate(%v) = %q, want %q", c.states, got, c.want)
 		}
 	}
@@ -358,68 +358,68 @@ func TestIconFor(t *testing.T) {
 		{"a state this tray does not know", st(api.StateRunning, "hibernating"), assets.Busy},
 		{"config error", cfgErr, assets.Failed},
 	} {
-		if got := IconFor(c.st); got != c.want {
+		if got := iconFor(c.st); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
 }
 
 func TestBuildStatusErrorsAndEmpty(t *testing.T) {
-	in := connected()
+	in := connectedWith()
 	in.Status.ConfigError = &api.Error{Code: api.CodeConfig, Message: "agents.yaml:3: unknown key \"comand\""}
-	m := Build(in)
+	m := build(in)
 	if m.Items[1].Title != "config not applied: agents.yaml:3: unknown key \"comand\"" || !strings.Contains(m.Items[1].Tooltip, "tether reload") {
 		t.Errorf("config error line %+v", m.Items[1])
 	}
 	if find(t, m.Items, "no agents configured").Enabled {
 		t.Error("the no-agents line is enabled")
 	}
-	if find(t, m.Items, TitleStartAll).Enabled || find(t, m.Items, TitleStopAll).Enabled {
+	if find(t, m.Items, titleStartAll).Enabled || find(t, m.Items, titleStopAll).Enabled {
 		t.Error("Start all or Stop all enabled without agents")
 	}
 }
 
 func TestBuildAllActions(t *testing.T) {
-	m := Build(connected(
+	m := build(connectedWith(
 		agent("a", api.StateStopped, 0, nil),
 		agent("b", api.StateRunning, 0, nil),
 		agent("c", api.StateFailed, 0, &api.Error{Code: api.CodeSpawn, Message: "no such file"}),
 	))
-	if got := find(t, m.Items, TitleStartAll).Action; got.Kind != ActStart || strings.Join(got.IDs, ",") != "a,c" {
+	if got := find(t, m.Items, titleStartAll).Action; got.Kind != actStart || strings.Join(got.IDs, ",") != "a,c" {
 		t.Errorf("Start all %+v, want start a,c", got)
 	}
-	if got := find(t, m.Items, TitleStopAll).Action; got.Kind != ActStop || strings.Join(got.IDs, ",") != "b,c" {
+	if got := find(t, m.Items, titleStopAll).Action; got.Kind != actStop || strings.Join(got.IDs, ",") != "b,c" {
 		t.Errorf("Stop all %+v, want stop b,c", got)
 	}
 }
 
 func TestBuildLogin(t *testing.T) {
-	in := connected()
-	in.Login = Login{}
-	if it := find(t, Build(in).Items, TitleStartAtLogin); it.Enabled || !it.Checkable || it.Checked {
+	in := connectedWith()
+	in.Login = login{}
+	if it := find(t, build(in).Items, titleStartAtLogin); it.Enabled || !it.Checkable || it.Checked {
 		t.Errorf("unknown login state: %+v, want disabled and unchecked", it)
 	}
-	in.Login = Login{Known: true, On: true}
-	if it := find(t, Build(in).Items, TitleStartAtLogin); !it.Enabled || !it.Checked || it.Action.Kind != ActToggleLogin {
+	in.Login = login{Known: true, On: true}
+	if it := find(t, build(in).Items, titleStartAtLogin); !it.Enabled || !it.Checked || it.Action.Kind != actToggleLogin {
 		t.Errorf("on: %+v", it)
 	}
 	in.Login.Busy = true
-	if it := find(t, Build(in).Items, TitleStartAtLogin); it.Enabled {
+	if it := find(t, build(in).Items, titleStartAtLogin); it.Enabled {
 		t.Errorf("busy: %+v, want disabled", it)
 	}
 }
 
 func TestBuildProfileTooltip(t *testing.T) {
-	in := connected(agent("a", api.StateRunning, 0, nil))
+	in := connectedWith(agent("a", api.StateRunning, 0, nil))
 	in.Profile = "work"
-	if got := Build(in).Tooltip; got != "tether (work): 1 running" {
+	if got := build(in).Tooltip; got != "tether (work): 1 running" {
 		t.Errorf("tooltip %q", got)
 	}
 }
 
 func TestErrorLineTruncated(t *testing.T) {
 	long := strings.Repeat("x", 500) + "\nsecond line"
-	m := Build(connected(agent("a", api.StateFailed, 0, &api.Error{Code: api.CodeSpawn, Message: long})))
+	m := build(connectedWith(agent("a", api.StateFailed, 0, &api.Error{Code: api.CodeSpawn, Message: long})))
 	line := lastLine(t, m, "a")
 	if n := len([]rune(line.Title)); n > len("error: ")+maxErrorTitle || strings.Contains(line.Title, "\n") {
 		t.Errorf("error line of %d runes: %q", n, line.Title)
@@ -439,7 +439,7 @@ func TestAge(t *testing.T) {
 		2*time.Hour + 59*time.Minute:    "2h",
 		49 * time.Hour:                  "2d",
 	} {
-		if got := Age(d); got != want {
+		if got := age(d); got != want {
 			t.Errorf("Age(%v) = %q, want %q", d, got, want)
 		}
 	}
@@ -450,12 +450,12 @@ func TestAge(t *testing.T) {
 func TestBuildShowsTheAgentsStatus(t *testing.T) {
 	a := agent("redis", api.StateRunning, 0, nil)
 	a.Status = "Ready to accept connections tcp"
-	item := find(t, Build(connected(a)).Items, "redis: running")
+	item := find(t, build(connectedWith(a)).Items, "redis: running")
 	if s := find(t, item.Children, "status: Ready to accept connections tcp"); s.Hidden {
 		t.Errorf("status line hidden: %+v", s)
 	}
 	a.Status = ""
-	for _, c := range find(t, Build(connected(a)).Items, "redis: running").Children {
+	for _, c := range find(t, build(connectedWith(a)).Items, "redis: running").Children {
 		if strings.HasPrefix(c.Title, "status:") && !c.Hidden {
 			t.Errorf("a status line without a status: %+v", c)
 		}

@@ -8,35 +8,35 @@ import (
 	"github.com/tether-dev/tether/assets"
 )
 
-// Urgency is how insistently a notice asks for attention.
-type Urgency int
+// urgency is how insistently a notice asks for attention.
+type urgency int
 
 const (
-	// UrgencyNormal notices go away after the desktop's usual time.
-	UrgencyNormal Urgency = iota
-	// UrgencyLow notices only inform.
-	UrgencyLow
-	// UrgencyCritical notices stay until the user dismisses them.
-	UrgencyCritical
+	// urgencyNormal notices go away after the desktop's usual time.
+	urgencyNormal urgency = iota
+	// urgencyLow notices only inform.
+	urgencyLow
+	// urgencyCritical notices stay until the user dismisses them.
+	urgencyCritical
 )
 
-// NoticeAction is a button of a notice, where the desktop shows them; the
+// noticeAction is a button of a notice, where the desktop shows them; the
 // first is also what clicking the notice itself does.
-type NoticeAction struct {
+type noticeAction struct {
 	Label string
-	Do    Action
+	Do    action
 }
 
 // Labels of the actions notices offer.
 const (
-	LabelOpenLog      = "Open log"
-	LabelStartAgain   = "Start again"
-	LabelOpenConfig   = "Open config"
-	LabelStartService = "Start service"
+	labelOpenLog      = "Open log"
+	labelStartAgain   = "Start again"
+	labelOpenConfig   = "Open config"
+	labelStartService = "Start service"
 )
 
-// Notice is one desktop notification: what happened and what to do.
-type Notice struct {
+// notice is one desktop notification: what happened and what to do.
+type notice struct {
 	// Key identifies what the notice is about (agent and kind):
 	// "alice/cleanup", "service/lost".
 	Key string
@@ -48,9 +48,9 @@ type Notice struct {
 	Agent   string
 	Title   string
 	Body    string
-	Urgency Urgency
+	Urgency urgency
 	Icon    assets.State
-	Actions []NoticeAction
+	Actions []noticeAction
 	// cond is the detector's condition that raised an agent's notice,
 	// so that a notice held back can be checked to be still true.
 	cond string
@@ -59,15 +59,15 @@ type Notice struct {
 // Kinds of notices, the second half of a Key. A kind about one error code
 // or one state is named after it.
 const (
-	KindCleanup    = "cleanup"
-	KindCrashLoop  = string(api.CodeCrashLoop)
-	KindContention = string(api.CodeContention)
-	KindFailed     = string(api.StateFailed)
-	KindLost       = "lost"
-	KindBack       = "back"
-	KindAction     = "action"
-	KindConfig     = "config"
-	KindNoTray     = "no_tray"
+	kindCleanup    = "cleanup"
+	kindCrashLoop  = string(api.CodeCrashLoop)
+	kindContention = string(api.CodeContention)
+	kindFailed     = string(api.StateFailed)
+	kindLost       = "lost"
+	kindBack       = "back"
+	kindAction     = "action"
+	kindConfig     = "config"
+	kindNoTray     = "no_tray"
 )
 
 // Subjects of the notices that are not about one agent.
@@ -99,25 +99,25 @@ func condition(a api.Agent) (kind string, cond string) {
 	case e == nil:
 		return "", ""
 	case e.Code == api.CodeCleanupFailed && a.State == api.StateCleanupFailed:
-		return KindCleanup, KindCleanup + "/held"
+		return kindCleanup, kindCleanup + "/held"
 	case e.Code == api.CodeCleanupFailed:
-		return KindCleanup, KindCleanup + "/warning"
+		return kindCleanup, kindCleanup + "/warning"
 	case e.Code == api.CodeCrashLoop && a.State == api.StateFailed:
-		return KindCrashLoop, KindCrashLoop
+		return kindCrashLoop, kindCrashLoop
 	case e.Code == api.CodeContention && a.State == api.StateFailed:
-		return KindContention, KindContention + "/gave-up"
+		return kindContention, kindContention + "/gave-up"
 	case e.Code == api.CodeContention:
-		return KindContention, KindContention + "/retrying"
+		return kindContention, kindContention + "/retrying"
 	case a.State == api.StateFailed:
 		// Any other start failure (spawn, config, lock, ...) or an exit
 		// the restart policy does not cover.
-		return KindFailed, KindFailed
+		return kindFailed, kindFailed
 	}
 	return "", ""
 }
 
 // agent returns the notice a's new row calls for, if any.
-func (d *detector) agent(a api.Agent) (Notice, bool) {
+func (d *detector) agent(a api.Agent) (notice, bool) {
 	if d.last == nil {
 		d.last = map[string]string{}
 	}
@@ -125,11 +125,11 @@ func (d *detector) agent(a api.Agent) (Notice, bool) {
 	prev := d.last[a.ID]
 	if cond == "" {
 		delete(d.last, a.ID)
-		return Notice{}, false
+		return notice{}, false
 	}
 	d.last[a.ID] = cond
 	if cond == prev {
-		return Notice{}, false
+		return notice{}, false
 	}
 	n := agentNotice(kind, a)
 	n.cond = cond
@@ -137,7 +137,7 @@ func (d *detector) agent(a api.Agent) (Notice, bool) {
 }
 
 // holds reports whether the condition that raised n still holds.
-func (d *detector) holds(n Notice) bool {
+func (d *detector) holds(n notice) bool {
 	return n.cond != "" && d.last[n.Agent] == n.cond
 }
 
@@ -156,37 +156,37 @@ func (d *detector) keep(agents []api.Agent) {
 
 // agentNotice is the notice of kind for a's row. Crash loops and cleanup
 // failures are critical: they stay until dismissed.
-func agentNotice(kind string, a api.Agent) Notice {
+func agentNotice(kind string, a api.Agent) notice {
 	msg := elide(errorText(*a.Error), maxNoticeMessage)
-	n := Notice{Key: a.ID + "/" + kind, Subject: "agent/" + a.ID, Agent: a.ID, Icon: assets.Failed}
-	logs := NoticeAction{LabelOpenLog, Action{Kind: ActOpenLog, IDs: []string{a.ID}}}
-	again := NoticeAction{LabelStartAgain, Action{Kind: ActStart, IDs: []string{a.ID}}}
-	config := NoticeAction{LabelOpenConfig, Action{Kind: ActOpenConfig}}
+	n := notice{Key: a.ID + "/" + kind, Subject: "agent/" + a.ID, Agent: a.ID, Icon: assets.Failed}
+	logs := noticeAction{labelOpenLog, action{Kind: actOpenLog, IDs: []string{a.ID}}}
+	again := noticeAction{labelStartAgain, action{Kind: actStart, IDs: []string{a.ID}}}
+	config := noticeAction{labelOpenConfig, action{Kind: actOpenConfig}}
 	switch {
-	case kind == KindCleanup && a.State == api.StateCleanupFailed:
+	case kind == kindCleanup && a.State == api.StateCleanupFailed:
 		n.Title = fmt.Sprintf("tether: %s would not stop", a.ID)
 		n.Body = msg + "\n" + cleanupAdvice(a)
-		n.Urgency, n.Actions = UrgencyCritical, []NoticeAction{logs}
-	case kind == KindCleanup:
+		n.Urgency, n.Actions = urgencyCritical, []noticeAction{logs}
+	case kind == kindCleanup:
 		n.Title = fmt.Sprintf("tether: %s stopped, but its cleanup failed", a.ID)
 		n.Body = fmt.Sprintf("%s\nRemove what is named above by hand; `tether logs %s` has the details.", msg, a.ID)
-		n.Urgency, n.Actions = UrgencyCritical, []NoticeAction{logs}
-	case kind == KindCrashLoop:
+		n.Urgency, n.Actions = urgencyCritical, []noticeAction{logs}
+	case kind == kindCrashLoop:
 		n.Title = fmt.Sprintf("tether: %s keeps crashing", a.ID)
 		n.Body = fmt.Sprintf("%s\nIt will not be restarted. Read its log (Open log, or `tether logs %s`), fix the cause, then start it again.", msg, a.ID)
-		n.Urgency, n.Actions = UrgencyCritical, []NoticeAction{logs, again, config}
-	case kind == KindContention && a.State == api.StateFailed:
+		n.Urgency, n.Actions = urgencyCritical, []noticeAction{logs, again, config}
+	case kind == kindContention && a.State == api.StateFailed:
 		n.Title = fmt.Sprintf("tether: %s could not get its identity", a.ID)
 		n.Body = fmt.Sprintf("%s\ntether has stopped retrying. Stop the other holder named above, then start %s again.", msg, a.ID)
-		n.Actions = []NoticeAction{again, logs}
-	case kind == KindFailed:
+		n.Actions = []noticeAction{again, logs}
+	case kind == kindFailed:
 		n.Title = fmt.Sprintf("tether: %s failed", a.ID)
 		n.Body = fmt.Sprintf("%s: %s\nIt will not be restarted. Read its log (Open log, or `tether logs %s`), fix the cause, then start it again.", a.Error.Code, msg, a.ID)
-		n.Actions = []NoticeAction{logs, again, config}
+		n.Actions = []noticeAction{logs, again, config}
 	default:
 		n.Title = fmt.Sprintf("tether: %s's identity is in use elsewhere", a.ID)
 		n.Body = fmt.Sprintf("%s\ntether retries for a while. Stop the other holder named above (another profile, or another tether), or stop %s here.", msg, a.ID)
-		n.Icon, n.Actions = assets.Busy, []NoticeAction{logs}
+		n.Icon, n.Actions = assets.Busy, []noticeAction{logs}
 	}
 	return n
 }
@@ -212,29 +212,29 @@ func cleanupAdvice(a api.Agent) string {
 }
 
 // lostNotice is the notice for a service that was there and is gone.
-func lostNotice(profile string) Notice {
+func lostNotice(profile string) notice {
 	who, flag := serviceWho(profile)
-	return Notice{
-		Key:     subjectService + "/" + KindLost,
+	return notice{
+		Key:     subjectService + "/" + kindLost,
 		Subject: subjectService,
 		Title:   "tether: service stopped",
 		Body: fmt.Sprintf("%s is no longer running, so its agents are stopped too. Use Start service in the tray menu, or run `tether%s service start` (or `tether%s service run`).",
 			who, flag, flag),
 		Icon:    assets.Unreachable,
-		Actions: []NoticeAction{{LabelStartService, Action{Kind: ActStartService}}},
+		Actions: []noticeAction{{labelStartService, action{Kind: actStartService}}},
 	}
 }
 
 // backNotice follows a lostNotice once the service answers again; it
 // takes the place of the lost one's bubble.
-func backNotice(profile string, st api.Status) Notice {
+func backNotice(profile string, st api.Status) notice {
 	who, _ := serviceWho(profile)
-	return Notice{
-		Key:     subjectService + "/" + KindBack,
+	return notice{
+		Key:     subjectService + "/" + kindBack,
 		Subject: subjectService,
 		Title:   "tether: service is back",
-		Body:    fmt.Sprintf("%s is running again (pid %d): %s.", who, st.ServicePID, strings.ToLower(Aggregate(st.Agents))),
-		Urgency: UrgencyLow,
+		Body:    fmt.Sprintf("%s is running again (pid %d): %s.", who, st.ServicePID, strings.ToLower(aggregate(st.Agents))),
+		Urgency: urgencyLow,
 		Icon:    assets.Mark,
 	}
 }
@@ -247,22 +247,22 @@ func serviceWho(profile string) (who, flag string) {
 }
 
 // configNotice reports a config the service would not apply.
-func configNotice(e api.Error) Notice {
-	return Notice{
-		Key:     "config/" + KindConfig,
+func configNotice(e api.Error) notice {
+	return notice{
+		Key:     "config/" + kindConfig,
 		Subject: "config",
 		Title:   "tether: config not applied",
 		Body:    elide(errorText(e), maxNoticeMessage) + "\nThe service keeps running the config it had. Fix the file, then use Reload config again.",
 		Icon:    assets.Failed,
-		Actions: []NoticeAction{{LabelOpenConfig, Action{Kind: ActOpenConfig}}},
+		Actions: []noticeAction{{labelOpenConfig, action{Kind: actOpenConfig}}},
 	}
 }
 
 // noTrayNotice says once that there is no tray to show tether in, and how
 // to get one; the tray appears by itself once there is.
-func noTrayNotice() Notice {
-	return Notice{
-		Key:     subjectTray + "/" + KindNoTray,
+func noTrayNotice() notice {
+	return notice{
+		Key:     subjectTray + "/" + kindNoTray,
 		Subject: subjectTray,
 		Title:   "tether: no tray to show its icon in",
 		Body: "The desktop has no system tray for tether's icon, so notices like this one are all you will see of it. " +
@@ -273,13 +273,13 @@ func noTrayNotice() Notice {
 }
 
 // problemNotice reports something the tray could not do for the user.
-func problemNotice(key, title, body string) Notice {
+func problemNotice(key, title, body string) notice {
 	subject, _, _ := strings.Cut(key, "/")
-	return Notice{Key: key, Subject: "problem/" + subject, Title: title, Body: body, Icon: assets.Failed}
+	return notice{Key: key, Subject: "problem/" + subject, Title: title, Body: body, Icon: assets.Failed}
 }
 
 // infoNotice only informs.
-func infoNotice(key, title, body string) Notice {
+func infoNotice(key, title, body string) notice {
 	subject, _, _ := strings.Cut(key, "/")
-	return Notice{Key: key, Subject: "info/" + subject, Title: title, Body: body, Urgency: UrgencyLow, Icon: assets.Mark}
+	return notice{Key: key, Subject: "info/" + subject, Title: title, Body: body, Urgency: urgencyLow, Icon: assets.Mark}
 }

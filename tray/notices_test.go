@@ -9,7 +9,7 @@ import (
 	"github.com/tether-dev/tether/assets"
 )
 
-func labels(n Notice) []string {
+func labels(n notice) []string {
 	var out []string
 	for _, a := range n.Actions {
 		out = append(out, a.Label)
@@ -23,14 +23,14 @@ func labels(n Notice) []string {
 func TestNoticeUrgencyActionsIcons(t *testing.T) {
 	for _, c := range []struct {
 		row     api.Agent
-		urgency Urgency
+		urgency urgency
 		actions []string
 	}{
-		{agent("a", api.StateFailed, 0, &api.Error{Code: api.CodeCrashLoop, Message: "m"}), UrgencyCritical, []string{LabelOpenLog, LabelStartAgain, LabelOpenConfig}},
-		{agent("a", api.StateCleanupFailed, 0, &api.Error{Code: api.CodeCleanupFailed, Message: "m"}), UrgencyCritical, []string{LabelOpenLog}},
-		{agent("a", api.StateStopped, 0, &api.Error{Code: api.CodeCleanupFailed, Message: "m"}), UrgencyCritical, []string{LabelOpenLog}},
-		{agent("a", api.StateFailed, 0, &api.Error{Code: api.CodeSpawn, Message: "m"}), UrgencyNormal, []string{LabelOpenLog, LabelStartAgain, LabelOpenConfig}},
-		{agent("a", api.StateFailed, 0, &api.Error{Code: api.CodeContention, Message: "m"}), UrgencyNormal, []string{LabelStartAgain, LabelOpenLog}},
+		{agent("a", api.StateFailed, 0, &api.Error{Code: api.CodeCrashLoop, Message: "m"}), urgencyCritical, []string{labelOpenLog, labelStartAgain, labelOpenConfig}},
+		{agent("a", api.StateCleanupFailed, 0, &api.Error{Code: api.CodeCleanupFailed, Message: "m"}), urgencyCritical, []string{labelOpenLog}},
+		{agent("a", api.StateStopped, 0, &api.Error{Code: api.CodeCleanupFailed, Message: "m"}), urgencyCritical, []string{labelOpenLog}},
+		{agent("a", api.StateFailed, 0, &api.Error{Code: api.CodeSpawn, Message: "m"}), urgencyNormal, []string{labelOpenLog, labelStartAgain, labelOpenConfig}},
+		{agent("a", api.StateFailed, 0, &api.Error{Code: api.CodeContention, Message: "m"}), urgencyNormal, []string{labelStartAgain, labelOpenLog}},
 	} {
 		var d detector
 		n, ok := d.agent(c.row)
@@ -40,27 +40,27 @@ func TestNoticeUrgencyActionsIcons(t *testing.T) {
 		}
 		for _, a := range n.Actions {
 			switch a.Label {
-			case LabelOpenLog:
-				if a.Do.Kind != ActOpenLog || !slices.Equal(a.Do.IDs, []string{"a"}) {
+			case labelOpenLog:
+				if a.Do.Kind != actOpenLog || !slices.Equal(a.Do.IDs, []string{"a"}) {
 					t.Errorf("Open log does %+v", a.Do)
 				}
-			case LabelStartAgain:
-				if a.Do.Kind != ActStart || !slices.Equal(a.Do.IDs, []string{"a"}) {
+			case labelStartAgain:
+				if a.Do.Kind != actStart || !slices.Equal(a.Do.IDs, []string{"a"}) {
 					t.Errorf("Start again does %+v", a.Do)
 				}
-			case LabelOpenConfig:
-				if a.Do.Kind != ActOpenConfig {
+			case labelOpenConfig:
+				if a.Do.Kind != actOpenConfig {
 					t.Errorf("Open config does %+v", a.Do)
 				}
 			}
 		}
 	}
-	for _, n := range []Notice{backNotice("", api.Status{}), noTrayNotice(), infoNotice("a/action", "t", "b")} {
+	for _, n := range []notice{backNotice("", api.Status{}), noTrayNotice(), infoNotice("a/action", "t", "b")} {
 		if n.Icon != assets.Mark {
 			t.Errorf("%q: icon %v, want the plain mark", n.Title, n.Icon)
 		}
 	}
-	if n := lostNotice(""); n.Subject != backNotice("", api.Status{}).Subject || !slices.Equal(labels(n), []string{LabelStartService}) {
+	if n := lostNotice(""); n.Subject != backNotice("", api.Status{}).Subject || !slices.Equal(labels(n), []string{labelStartService}) {
 		t.Errorf("lost %+v: the back notice must replace it, and it offers Start service", n)
 	}
 }
@@ -89,11 +89,11 @@ func TestNoticeStuckInKernel(t *testing.T) {
 
 func TestBackAndConfigNotices(t *testing.T) {
 	n := backNotice("work", api.Status{ServicePID: 42, Agents: []api.Agent{{State: api.StateRunning}}})
-	if n.Title != "tether: service is back" || !strings.Contains(n.Body, `profile "work"`) || !strings.Contains(n.Body, "pid 42") || !strings.Contains(n.Body, "1 running") || n.Urgency != UrgencyLow {
+	if n.Title != "tether: service is back" || !strings.Contains(n.Body, `profile "work"`) || !strings.Contains(n.Body, "pid 42") || !strings.Contains(n.Body, "1 running") || n.Urgency != urgencyLow {
 		t.Errorf("back %+v", n)
 	}
 	c := configNotice(api.Error{Code: api.CodeConfig, Message: "config: /x/agents.yaml:3: agents[0]: unknown key \"comand\""})
-	if !strings.HasPrefix(c.Body, "agents.yaml:3: agents[0]: unknown key \"comand\"\n") || strings.Contains(c.Body, "config: config") || !slices.Equal(labels(c), []string{LabelOpenConfig}) {
+	if !strings.HasPrefix(c.Body, "agents.yaml:3: agents[0]: unknown key \"comand\"\n") || strings.Contains(c.Body, "config: config") || !slices.Equal(labels(c), []string{labelOpenConfig}) {
 		t.Errorf("config %+v", c)
 	}
 }
@@ -113,7 +113,7 @@ func TestSleepGate(t *testing.T) {
 	lost := lostNotice("")
 	crash := failedNotice("a")
 	click := problemNotice("a/action", "could not start a", "b")
-	for _, n := range []Notice{lost, crash, crash} {
+	for _, n := range []notice{lost, crash, crash} {
 		if !gated(n) {
 			t.Errorf("%q not gated", n.Title)
 		}

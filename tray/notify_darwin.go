@@ -20,11 +20,11 @@ func newNotifier() *desktopNotifier {
 	return &desktopNotifier{}
 }
 
-func (*desktopNotifier) onAction(func(Action)) {}
+func (*desktopNotifier) onAction(func(action)) {}
 
-func (*desktopNotifier) fileOf(func(Action) string) {}
+func (*desktopNotifier) fileOf(func(action) string) {}
 
-func (*desktopNotifier) notify(n Notice) error {
+func (*desktopNotifier) notify(n notice) error {
 	return beeep.Notify(n.Title, n.Body, assets.PNG(n.Icon))
 }
 

@@ -28,17 +28,17 @@ type desktopNotifier struct {
 	server notify.Notifier
 	caps   map[string]bool
 	ids    map[string]uint32 // subject -> its bubble
-	shown  map[uint32]Notice // bubble -> its notice, while on screen
-	run    func(Action)
+	shown  map[uint32]notice // bubble -> its notice, while on screen
+	run    func(action)
 	icons  map[assets.State]*image.RGBA
 }
 
 func newNotifier() *desktopNotifier {
-	return &desktopNotifier{ids: map[string]uint32{}, shown: map[uint32]Notice{}, icons: map[assets.State]*image.RGBA{}}
+	return &desktopNotifier{ids: map[string]uint32{}, shown: map[uint32]notice{}, icons: map[assets.State]*image.RGBA{}}
 }
 
 // onAction sets what runs the action the user picks on a notice.
-func (d *desktopNotifier) onAction(run func(Action)) {
+func (d *desktopNotifier) onAction(run func(action)) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.run = run
@@ -72,7 +72,7 @@ func (d *desktopNotifier) connectLocked() error {
 	return nil
 }
 
-func (d *desktopNotifier) notify(n Notice) error {
+func (d *desktopNotifier) notify(n notice) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.connectLocked(); err != nil {
@@ -89,10 +89,10 @@ func (d *desktopNotifier) notify(n Notice) error {
 		note.Body = escapeMarkup(n.Body)
 	}
 	switch n.Urgency {
-	case UrgencyCritical:
+	case urgencyCritical:
 		note.SetUrgency(notify.UrgencyCritical)
 		note.ExpireTimeout = notify.ExpireTimeoutNever
-	case UrgencyLow:
+	case urgencyLow:
 		note.SetUrgency(notify.UrgencyLow)
 	default:
 		note.SetUrgency(notify.UrgencyNormal)
@@ -207,4 +207,4 @@ func (quiet) Printf(string, ...any) {}
 
 // fileOf: the freedesktop server reports actions back, so the tray runs
 // them itself (see onAction).
-func (d *desktopNotifier) fileOf(func(Action) string) {}
+func (d *desktopNotifier) fileOf(func(action) string) {}

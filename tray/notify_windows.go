@@ -22,7 +22,7 @@ import (
 // toast here.
 type desktopNotifier struct {
 	mu    sync.Mutex
-	files func(Action) string
+	files func(action) string
 	icons map[assets.State]string
 }
 
@@ -31,21 +31,21 @@ func newNotifier() *desktopNotifier {
 }
 
 // onAction: toasts run no code of tether's (see desktopNotifier).
-func (d *desktopNotifier) onAction(func(Action)) {}
+func (d *desktopNotifier) onAction(func(action)) {}
 
 // fileOf says which file an action opens, for toasts' buttons.
-func (d *desktopNotifier) fileOf(f func(Action) string) {
+func (d *desktopNotifier) fileOf(f func(action) string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.files = f
 }
 
-func (d *desktopNotifier) notify(n Notice) error {
+func (d *desktopNotifier) notify(n notice) error {
 	d.mu.Lock()
 	files, icon := d.files, d.iconLocked(n.Icon)
 	d.mu.Unlock()
 	t := toast.Notification{AppID: "tether", Title: n.Title, Body: n.Body, Icon: icon, Duration: toast.Short, Audio: toast.Silent}
-	if n.Urgency == UrgencyCritical {
+	if n.Urgency == urgencyCritical {
 		t.Duration, t.Audio = toast.Long, toast.Default
 	}
 	for _, a := range n.Actions {

@@ -20,7 +20,7 @@ const menuPath = "/StatusNotifierItem/menu"
 // (org.freedesktop.DBus.Monitoring.BecomeMonitor, which a session bus
 // allows its own user), matching only those calls: it is woken by nothing
 // else. A bus that refuses the monitor leaves the tray showing clock
-// times instead of ages (Input.AgeAsClock).
+// times instead of ages (input.AgeAsClock).
 func watchMenuOpens(ctx context.Context, opened func()) bool {
 	conn, err := dbus.Connect(os.Getenv("DBUS_SESSION_BUS_ADDRESS"))
 	if err != nil {

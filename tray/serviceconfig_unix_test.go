@@ -71,7 +71,7 @@ func TestEngineUsesTheServiceConfig(t *testing.T) {
 	}
 
 	m := u.waitMenu(t, "1 running", firstLine("1 running"))
-	e.act(findAction(t, m, TitleOpenConfig))
+	e.act(findAction(t, m, titleOpenConfig))
 	pollUntil(t, "the config to be opened", func() bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
@@ -85,7 +85,7 @@ func TestEngineUsesTheServiceConfig(t *testing.T) {
 
 	f.stop()
 	m = u.waitMenu(t, "service not running", firstLine("service not running"))
-	e.act(findAction(t, m, TitleStartService))
+	e.act(findAction(t, m, titleStartService))
 	pollUntil(t, "the service to be started", func() bool {
 		mu.Lock()
 		defer mu.Unlock()

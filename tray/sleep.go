@@ -17,7 +17,7 @@ const settleAfterResume = 10 * time.Second
 type sleepGate struct {
 	asleep   bool
 	settling bool
-	held     []Notice // one per Key, the newest, in order of arrival
+	held     []notice // one per Key, the newest, in order of arrival
 }
 
 // sleep: the machine is about to suspend.
@@ -36,19 +36,19 @@ func (g *sleepGate) holding() bool { return g.asleep || g.settling }
 // gated reports whether n is one a suspend may have caused: about an
 // agent, or about the service going and coming back. The results of the
 // user's own clicks are never held.
-func gated(n Notice) bool {
+func gated(n notice) bool {
 	return n.Agent != "" || n.Subject == subjectService
 }
 
 // hold keeps n until release; a newer notice of the same Key replaces an
 // older one.
-func (g *sleepGate) hold(n Notice) {
-	g.held = slices.DeleteFunc(g.held, func(h Notice) bool { return h.Key == n.Key })
+func (g *sleepGate) hold(n notice) {
+	g.held = slices.DeleteFunc(g.held, func(h notice) bool { return h.Key == n.Key })
 	g.held = append(g.held, n)
 }
 
 // release ends the settling and returns what was held.
-func (g *sleepGate) release() []Notice {
+func (g *sleepGate) release() []notice {
 	if g.asleep {
 		return nil // suspended again meanwhile
 	}

@@ -45,12 +45,12 @@ func runUI(e *engine, attach func(ui)) error {
 // binding maps the menu model onto systray. The library cannot move or
 // reorder items, removing them (ResetMenu) closes their channels under the
 // feet of a click, and a submenu added after the host's first look may
-// show up empty (see Build). So a menu of the same shape as the one shown
+// show up empty (see build). So a menu of the same shape as the one shown
 // is applied in place: only what changed is set, item ids stay, and a menu
-// that is open stays open. Build keeps the shape; only more agents than
+// that is open stays open. build keeps the shape; only more agents than
 // its slots make a new one, which replaces the whole tree.
 type binding struct {
-	act     func(Action)
+	act     func(action)
 	shape   string
 	root    []*slot
 	icon    assets.State
@@ -62,7 +62,7 @@ type binding struct {
 // slot is one systray item and the model item last applied to it.
 type slot struct {
 	mi   *systray.MenuItem // nil for a separator
-	it   Item
+	it   item
 	kids []*slot
 }
 
@@ -73,7 +73,7 @@ type slot struct {
 // has set them again, every render sets them.
 const settleTime = 2 * time.Second
 
-func (b *binding) render(ctx context.Context, m Menu) {
+func (b *binding) render(ctx context.Context, m menu) {
 	force := !b.settled
 	b.settled = b.settled || time.Since(b.started) >= settleTime
 	if force && runtime.GOOS == "linux" {
@@ -89,7 +89,7 @@ func (b *binding) render(ctx context.Context, m Menu) {
 		systray.SetTooltip(m.Tooltip)
 		b.tooltip = m.Tooltip
 	}
-	if sh := Shape(m.Items); b.root == nil || sh != b.shape {
+	if sh := shape(m.Items); b.root == nil || sh != b.shape {
 		if b.root != nil {
 			systray.ResetMenu()
 		}
@@ -105,10 +105,10 @@ func (b *binding) render(ctx context.Context, m Menu) {
 func (b *binding) listen(ctx context.Context, slots []*slot) {
 	for _, s := range slots {
 		b.listen(ctx, s.kids)
-		if s.mi == nil || !s.it.Enabled || s.it.Hidden || s.it.Action.Kind == NoAction {
+		if s.mi == nil || !s.it.Enabled || s.it.Hidden || s.it.Action.Kind == noAction {
 			continue
 		}
-		go func(ch <-chan struct{}, a Action) {
+		go func(ch <-chan struct{}, a action) {
 			for {
 				select {
 				case <-ctx.Done():
@@ -124,7 +124,7 @@ func (b *binding) listen(ctx context.Context, slots []*slot) {
 	}
 }
 
-func create(parent *systray.MenuItem, items []Item) []*slot {
+func create(parent *systray.MenuItem, items []item) []*slot {
 	var out []*slot
 	for _, it := range items {
 		s := &slot{}
@@ -160,7 +160,7 @@ func create(parent *systray.MenuItem, items []Item) []*slot {
 	return out
 }
 
-func update(slots []*slot, items []Item) {
+func update(slots []*slot, items []item) {
 	for i, it := range items {
 		s := slots[i]
 		if s.mi == nil {
