@@ -27,19 +27,11 @@ var selfRef = sync.OnceValue(self)
 // process.
 func Alive(r Ref) bool { return alive(r) }
 
-// RunChild starts cmd and waits for it, counting it meanwhile as this
-// process's own child: a process that adopts orphans (the service on
-// Linux, a child subreaper) reaps every child it did not start this way,
-// and would take cmd's exit status from its Wait.
-func RunChild(cmd *exec.Cmd) error {
-	if err := StartChild(cmd); err != nil {
-		return err
-	}
-	return WaitChild(cmd)
-}
-
-// StartChild starts cmd and counts it as this process's own child (see
-// RunChild) until WaitChild, which must be called once it has started.
+// StartChild starts cmd and counts it as this process's own child until
+// WaitChild, which must be called once it has started: a process that
+// adopts orphans (the service on Linux, a child subreaper) reaps every
+// child it did not start this way, and would take cmd's exit status from
+// its Wait.
 func StartChild(cmd *exec.Cmd) error { return startChild(cmd) }
 
 // WaitChild waits for a child StartChild started, and ends its count.

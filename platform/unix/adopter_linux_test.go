@@ -91,11 +91,11 @@ func childrenNow(t *testing.T) []int {
 	return kids
 }
 
-// A command that RunChild runs to its end keeps its exit status while an
-// Adopter reaps on every SIGCHLD: the Adopter never takes it for an
+// A command started through StartCmd and run to its end keeps its exit
+// status while an Adopter reaps on every SIGCHLD: the Adopter never takes it for an
 // orphan. Run with os/exec alone, some of these would lose their status
 // to the Adopter's wait ("no child processes").
-func TestAdopterLeavesRunChild(t *testing.T) {
+func TestAdopterLeavesCountedChildren(t *testing.T) {
 	if !isolated(t) {
 		return
 	}
@@ -110,7 +110,7 @@ func TestAdopterLeavesRunChild(t *testing.T) {
 	for range 8 {
 		go func() {
 			for range 100 {
-				err := RunChild(exec.Command("/bin/sh", "-c", "exit 3"))
+				err := runChild(exec.Command("/bin/sh", "-c", "exit 3"))
 				if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
 					errs <- fmt.Errorf("%v, want exit status 3", err)
 					return
@@ -124,4 +124,13 @@ func TestAdopterLeavesRunChild(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// runChild runs cmd to its end, counted as this process's own child.
+func runChild(cmd *exec.Cmd) error {
+	if err := StartCmd(cmd); err != nil {
+		return err
+	}
+	defer ForgetChild(cmd.Process.Pid)
+	return cmd.Wait()
 }

@@ -60,13 +60,3 @@ func StartCmd(cmd *exec.Cmd) error {
 	})
 	return err
 }
-
-// RunChild starts cmd through StartChild, waits for it and ends its count:
-// a command run to its end by a process that may have an Adopter.
-func RunChild(cmd *exec.Cmd) error {
-	if err := StartCmd(cmd); err != nil {
-		return err
-	}
-	defer ForgetChild(cmd.Process.Pid)
-	return cmd.Wait()
-}
