@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	pscope "github.com/tether-dev/tether/platform/scope"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"github.com/tether-dev/tether/wire"
 )
@@ -49,11 +50,11 @@ func (g *guardian) cgroupOrScope(name string) (cg *punix.Cgroup, scope string) {
 		g.logf("containment: %s: no cgroup of its own (%v), and no scope", wire.ContainmentSession, noCgroup)
 		return nil, ""
 	}
-	bus := punix.SessionBusAddress(func(k string) (string, bool) { return lookupEnv(g.req.Env, k) })
-	unit := punix.ScopeUnitName(name)
+	bus := pscope.SessionBusAddress(func(k string) (string, bool) { return lookupEnv(g.req.Env, k) })
+	unit := pscope.UnitName(name)
 	ctx, cancel := context.WithTimeout(context.Background(), scopeWait)
 	defer cancel()
-	if err := punix.EnterScope(ctx, bus, unit, "tether guardian of "+quote(g.req.Identity)); err != nil {
+	if err := pscope.Enter(ctx, bus, unit, "tether guardian of "+quote(g.req.Identity)); err != nil {
 		g.logf("containment: %s: no cgroup of its own (%v) and no scope from a user manager (%v)", wire.ContainmentSession, noCgroup, err)
 		return nil, ""
 	}
@@ -68,11 +69,11 @@ func (g *guardian) cgroupOrScope(name string) (cg *punix.Cgroup, scope string) {
 // scoped puts the guardian in a transient scope of the user's manager,
 // and the agent's cgroup in it.
 func (g *guardian) scoped(name string) (*punix.Cgroup, string, error) {
-	bus := punix.SessionBusAddress(func(k string) (string, bool) { return lookupEnv(g.req.Env, k) })
-	unit := punix.ScopeUnitName(name)
+	bus := pscope.SessionBusAddress(func(k string) (string, bool) { return lookupEnv(g.req.Env, k) })
+	unit := pscope.UnitName(name)
 	ctx, cancel := context.WithTimeout(context.Background(), scopeWait)
 	defer cancel()
-	if err := punix.EnterScope(ctx, bus, unit, "tether guardian of "+quote(g.req.Identity)); err != nil {
+	if err := pscope.Enter(ctx, bus, unit, "tether guardian of "+quote(g.req.Identity)); err != nil {
 		return nil, "", err
 	}
 	cg, err := punix.NewCgroup(name)

@@ -34,7 +34,7 @@ const (
 )
 
 // roles are the helpers runHelper plays.
-var roles = []string{"sleep", "ignore-term", "exit", "leader", "middle", "lock-try", "lock-hold", "lock-pass", "zombie-leader", "enter-scope", "burn"}
+var roles = []string{"sleep", "ignore-term", "exit", "leader", "middle", "lock-try", "lock-hold", "lock-pass", "zombie-leader", "burn"}
 
 // helperLife bounds the life of every helper, so that nothing a failed or
 // killed test run leaves behind lives on for long.
@@ -186,36 +186,6 @@ func runHelper(role string, args []string) int {
 		<-done
 		syscall.Syscall(syscall.SYS_EXIT, 0, 0, 0)
 		return 97 // not reached
-	case "enter-scope":
-		// Enters the scope unit args[0] of the user manager on the
-		// session bus of its environment and prints the cgroup it is
-		// in then, and the one NewCgroup makes below it.
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-		defer cancel()
-		begin := time.Now()
-		if err := EnterScope(ctx, SessionBusAddress(os.LookupEnv), args[0], "tether platform test"); err != nil {
-			fmt.Println("error", err)
-			return 1
-		}
-		own, err := OwnCgroupDir()
-		if err != nil {
-			fmt.Println("error", err)
-			return 1
-		}
-		cg, err := NewCgroup("child")
-		if err != nil {
-			fmt.Println("error", err)
-			return 1
-		}
-		took := time.Since(begin)
-		fmt.Println(own)
-		fmt.Println(cg.Path)
-		fmt.Println(took)
-		if err := cg.Remove(); err != nil {
-			fmt.Println("error", err)
-			return 1
-		}
-		return 0
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper role", role)
 	return 2

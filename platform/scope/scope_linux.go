@@ -1,4 +1,4 @@
-package unix
+package scope
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/godbus/dbus/v5"
+
+	punix "github.com/tether-dev/tether/platform/unix"
 )
 
 // ErrNoUserManager reports that no systemd user manager answers on the
@@ -39,9 +41,9 @@ func SessionBusAddress(lookup func(string) (string, bool)) string {
 	return ""
 }
 
-// ScopeUnitName turns name into a valid name for a scope unit: characters
+// UnitName turns name into a valid name for a scope unit: characters
 // systemd does not allow in a unit name become '_'.
-func ScopeUnitName(name string) string {
+func UnitName(name string) string {
 	b := []byte(name)
 	for i, c := range b {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
@@ -54,18 +56,18 @@ func ScopeUnitName(name string) string {
 	return string(b) + ".scope"
 }
 
-// EnterScope asks the user's systemd manager, on the session bus at
-// address, to start a transient scope unit named unit (see ScopeUnitName)
-// with Delegate=yes and the calling process in it, the call
-// "systemd-run --user --scope" makes, and waits until the job has
-// finished. From then on the process's cgroup v2 (OwnCgroupDir) is the
-// scope's, delegated to the user, so NewCgroup works below it. The scope
+// Enter asks the user's systemd manager, on the session bus at address,
+// to start a transient scope unit named unit (see UnitName) with
+// Delegate=yes and the calling process in it, the call "systemd-run
+// --user --scope" makes, and waits until the job has finished. From then
+// on the process's cgroup v2 (punix.OwnCgroupDir) is the scope's,
+// delegated to the user, so punix.NewCgroup works below it. The scope
 // ends, and the manager collects it, once no process is left in it.
 //
 // Errors wrap ErrNoUserManager when no manager answers; any other error
 // is a manager that answered but did not place the process. ctx bounds
 // the whole exchange.
-func EnterScope(ctx context.Context, address, unit, description string) error {
+func Enter(ctx context.Context, address, unit, description string) error {
 	if address == "" {
 		return fmt.Errorf("%w: the environment names no session bus", ErrNoUserManager)
 	}
@@ -143,7 +145,7 @@ func EnterScope(ctx context.Context, address, unit, description string) error {
 
 // inScope checks that the calling process's cgroup v2 is now the scope's.
 func inScope(unit string) error {
-	dir, err := OwnCgroupDir()
+	dir, err := punix.OwnCgroupDir()
 	if err != nil {
 		return fmt.Errorf("after starting %s: %w", unit, err)
 	}

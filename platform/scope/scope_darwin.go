@@ -1,6 +1,6 @@
 //go:build darwin
 
-package unix
+package scope
 
 import (
 	"context"
@@ -14,10 +14,10 @@ var ErrNoUserManager = errors.New("no systemd user manager on the session bus")
 // SessionBusAddress is empty outside Linux: no user manager to ask.
 func SessionBusAddress(lookup func(string) (string, bool)) string { return "" }
 
-// ScopeUnitName returns name with the suffix a scope unit carries.
-func ScopeUnitName(name string) string { return name + ".scope" }
+// UnitName returns name with the suffix a scope unit carries.
+func UnitName(name string) string { return name + ".scope" }
 
-// EnterScope always fails outside Linux.
-func EnterScope(ctx context.Context, address, unit, description string) error {
+// Enter always fails outside Linux.
+func Enter(ctx context.Context, address, unit, description string) error {
 	return ErrNoUserManager
 }

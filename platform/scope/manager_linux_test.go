@@ -1,4 +1,4 @@
-package unix_test
+package scope_test
 
 import (
 	"os"
@@ -24,7 +24,7 @@ func TestEnterScopeUnderUserManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	copied := filepath.Join(m.Home, "unix.test")
+	copied := filepath.Join(m.Home, "scope.test")
 	if err := os.WriteFile(copied, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestEnterScopeUnderUserManager(t *testing.T) {
 		t.Fatalf("helper output %q", out)
 	}
 	scope, child := lines[0], lines[1]
-	t.Logf("EnterScope took %s (connect, Hello, StartTransientUnit, JobRemoved)", lines[2])
+	t.Logf("Enter took %s (connect, Hello, StartTransientUnit, JobRemoved)", lines[2])
 	if filepath.Base(scope) != unit || !strings.HasPrefix(scope, m.Cgroup+"/manager/") {
 		t.Errorf("in cgroup %s, want %s below %s/manager", scope, unit, m.Cgroup)
 	}

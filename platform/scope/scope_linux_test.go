@@ -1,4 +1,4 @@
-package unix
+package scope
 
 import (
 	"context"
@@ -11,18 +11,19 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/internal/testproc"
+	punix "github.com/tether-dev/tether/platform/unix"
 )
 
-// With no bus, or a bus that no systemd manager owns a name on, EnterScope
+// With no bus, or a bus that no systemd manager owns a name on, Enter
 // says there is no user manager, and the process stays where it was.
-func TestEnterScopeWithoutManager(t *testing.T) {
+func TestEnterWithoutManager(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	if err := EnterScope(ctx, "", "tether-test.scope", "test"); !errors.Is(err, ErrNoUserManager) {
+	if err := Enter(ctx, "", "tether-test.scope", "test"); !errors.Is(err, ErrNoUserManager) {
 		t.Errorf("no bus: %v, want ErrNoUserManager", err)
 	}
 	dir := t.TempDir()
-	if err := EnterScope(ctx, "unix:path="+filepath.Join(dir, "nothing"), "tether-test.scope", "test"); !errors.Is(err, ErrNoUserManager) {
+	if err := Enter(ctx, "unix:path="+filepath.Join(dir, "nothing"), "tether-test.scope", "test"); !errors.Is(err, ErrNoUserManager) {
 		t.Errorf("no socket: %v, want ErrNoUserManager", err)
 	}
 
@@ -44,7 +45,7 @@ func TestEnterScopeWithoutManager(t *testing.T) {
 		}
 		return err == nil
 	}, "the bus never listened on %s", sock)
-	before, _ := OwnCgroupDir()
+	before, _ := punix.OwnCgroupDir()
 	address := SessionBusAddress(func(k string) (string, bool) {
 		if k == "XDG_RUNTIME_DIR" {
 			return dir, true
@@ -55,27 +56,27 @@ func TestEnterScopeWithoutManager(t *testing.T) {
 		t.Errorf("SessionBusAddress from XDG_RUNTIME_DIR: %q", address)
 	}
 	begin := time.Now()
-	err = EnterScope(ctx, address, "tether-test.scope", "test")
+	err = Enter(ctx, address, "tether-test.scope", "test")
 	if !errors.Is(err, ErrNoUserManager) || !strings.Contains(err.Error(), "nothing owns") {
 		t.Errorf("a bus without a manager: %v, want ErrNoUserManager: nothing owns ...", err)
 	}
 	t.Logf("a bus without a manager answered in %v: %v", time.Since(begin), err)
-	if after, _ := OwnCgroupDir(); after != before {
+	if after, _ := punix.OwnCgroupDir(); after != before {
 		t.Errorf("the process moved from %s to %s", before, after)
 	}
 }
 
-func TestScopeUnitName(t *testing.T) {
+func TestUnitName(t *testing.T) {
 	for in, want := range map[string]string{
 		"tether-alice@relay-0123": "tether-alice_relay-0123.scope",
 		"a/b c":                   "a_b_c.scope",
 		"x.y:z_w-v":               "x.y:z_w-v.scope",
 	} {
-		if got := ScopeUnitName(in); got != want {
-			t.Errorf("ScopeUnitName(%q) = %q, want %q", in, got, want)
+		if got := UnitName(in); got != want {
+			t.Errorf("UnitName(%q) = %q, want %q", in, got, want)
 		}
 	}
-	if got := ScopeUnitName(strings.Repeat("a", 300)); len(got) > 255 {
+	if got := UnitName(strings.Repeat("a", 300)); len(got) > 255 {
 		t.Errorf("a long name gives %d bytes", len(got))
 	}
 }
