@@ -1,6 +1,7 @@
 // Package testproc is the helper-process harness of the tests, after
 // os/exec's own: the test binary re-executed as a named helper (Register,
-// Command, Argv, dispatched by Main from TestMain), a readiness pipe over
+// Command, Argv, dispatched by Main from TestMain, and EveryHelperUsed
+// failing a run that never starts one), a readiness pipe over
 // which helpers say they are up (Ready, Announce), the sweep of processes
 // that outlived the tests (Sweep), and one way to wait for a condition
 // with a deadline (Eventually, Until). Only test files import it; it
@@ -21,10 +22,12 @@
 package testproc
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -77,6 +80,7 @@ type run struct {
 	sweep  bool
 	leaks  []goleak.Option
 	check  bool
+	used   bool
 }
 
 // HelperLife bounds the life of every helper at d instead of Life.
@@ -100,6 +104,47 @@ func Sweep() Option { return func(r *run) { r.sweep = true } }
 // (goleak.Find with opts).
 func NoLeaks(opts ...goleak.Option) Option {
 	return func(r *run) { r.check, r.leaks = true, opts }
+}
+
+// EveryHelperUsed fails a run of every test (no -run, -skip, -list or
+// -short) in which a registered helper was never started: a helper no
+// test starts is dead code, as os/exec's tests say of theirs. A helper
+// counts as started when a test asked Argv or Command for its command
+// line, or told Used of a start of its own.
+func EveryHelperUsed() Option { return func(r *run) { r.used = true } }
+
+// Used records that a test starts the helper name by a way of its own (a
+// copy of the test binary, the code under test re-executing itself).
+func Used(name string) {
+	if _, ok := helpers[name]; !ok {
+		panic(fmt.Sprintf("testproc: no helper %q is registered", name))
+	}
+	used.Store(name, true)
+}
+
+// used holds the names of the helpers a test asked for.
+var used sync.Map
+
+// unused returns the registered helpers no test asked for, sorted.
+func unused() []string {
+	var out []string
+	for name := range helpers {
+		if _, ok := used.Load(name); !ok {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// unfiltered reports whether this run runs every test.
+func unfiltered() bool {
+	for _, name := range []string{"test.run", "test.skip", "test.list"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {
+			return false
+		}
+	}
+	return !testing.Short()
 }
 
 // Main is the whole of a TestMain. In a helper process it runs the helper
@@ -150,6 +195,12 @@ func (r *run) tests(m *testing.M) int {
 			for _, p := range left {
 				fmt.Fprintf(os.Stderr, "\t%s\n", p)
 			}
+			code = 1
+		}
+	}
+	if r.used && code == 0 && unfiltered() {
+		if names := unused(); len(names) > 0 {
+			fmt.Fprintf(os.Stderr, "FAIL: no test started the helper(s) %s: remove them, or say testproc.Used where a test starts one its own way\n", strings.Join(names, ", "))
 			code = 1
 		}
 	}
@@ -213,9 +264,7 @@ func Executable() string {
 // starts that are not os/exec's. It panics when no helper is registered
 // under name.
 func Argv(name string, args ...string) []string {
-	if _, ok := helpers[name]; !ok {
-		panic(fmt.Sprintf("testproc: no helper %q is registered", name))
-	}
+	Used(name)
 	return append([]string{Executable(), name}, args...)
 }
 

@@ -1,6 +1,7 @@
 package testproc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,8 +13,15 @@ import (
 	"time"
 )
 
+// unusedEnv makes a run of the tests register a helper that no test
+// starts (TestEveryHelperUsed).
+const unusedEnv = "TESTPROC_TEST_UNUSED_HELPER"
+
 func TestMain(m *testing.M) {
-	Main(m, Sweep(), NoLeaks())
+	if os.Getenv(unusedEnv) != "" && Name() == "" {
+		Register("never", func([]string) int { return 0 })
+	}
+	Main(m, Sweep(), NoLeaks(), EveryHelperUsed())
 }
 
 func init() {
@@ -195,5 +203,24 @@ func TestEventually(t *testing.T) {
 	Eventually(r, time.Millisecond, func() bool { return false }, "waited for %s", "nothing")
 	if r.fatal != "waited for nothing" {
 		t.Errorf("Eventually failed with %q, want %q", r.fatal, "waited for nothing")
+	}
+}
+
+// A run of every test that never starts one of its helpers fails, naming
+// it; this package's own run, which starts each of its helpers, passes.
+func TestEveryHelperUsed(t *testing.T) {
+	if os.Getenv(unusedEnv) != "" {
+		t.Skip("the run this test started")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, Executable())
+	cmd.Env = append(Environ(), unusedEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("a run with an unused helper: %v, want exit status 1\n%s", err, out)
+	}
+	if want := "no test started the helper(s) never:"; !strings.Contains(string(out), want) {
+		t.Errorf("the run says\n%s\nwant a line with %q", out, want)
 	}
 }

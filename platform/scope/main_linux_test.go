@@ -18,7 +18,9 @@ func init() {
 	testproc.Register("enter-scope", enterScope)
 }
 
-func TestMain(m *testing.M) { testproc.Main(m, testproc.Sweep(), testproc.NoLeaks()) }
+func TestMain(m *testing.M) {
+	testproc.Main(m, testproc.Sweep(), testproc.NoLeaks(), testproc.EveryHelperUsed())
+}
 
 // enterScope, a helper, enters the scope unit args[0] of the user manager
 // on the session bus of its environment and prints the cgroup it is in

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/testproc"
 	"github.com/tether-dev/tether/internal/usermanager"
 )
 
@@ -14,6 +15,8 @@ import (
 // no cgroup enters a transient scope with Delegate=yes and can then make
 // a cgroup of its own below it; the scope goes once the process has.
 func TestEnterScopeUnderUserManager(t *testing.T) {
+	// A copy of the test binary runs the helper, where the user may.
+	testproc.Used("enter-scope")
 	m := usermanager.Start(t, usermanager.Options{})
 	// The test binary, where the user may run it.
 	exe, err := os.Executable()

@@ -65,7 +65,7 @@ func init() {
 // to the test process, where they are reaped, and whatever outlives the
 // tests is a failure.
 func TestMain(m *testing.M) {
-	testproc.Main(m, testproc.HelperLife(helperLife), testproc.Sweep(), testproc.NoLeaks(),
+	testproc.Main(m, testproc.HelperLife(helperLife), testproc.Sweep(), testproc.NoLeaks(), testproc.EveryHelperUsed(),
 		testproc.Before(func() (err error) {
 			subreaper, err = BecomeSubreaper()
 			return err
@@ -229,9 +229,26 @@ func spawnHelper(role, tag string, args []string, attr *syscall.SysProcAttr, wai
 // helperCommand is the command of the helper role with args, whose
 // readiness lines carry tag.
 func helperCommand(role, tag string, args ...string) *exec.Cmd {
+	leaderUses(role, args)
 	cmd := testproc.Command(role, args...)
 	cmd.Env = append(childEnviron(), tagEnv+"="+tag)
 	return cmd
+}
+
+// leaderUses tells testproc of the helpers that a "leader" started with
+// args starts itself, and the "middle" process of an escape.
+func leaderUses(role string, args []string) {
+	if role != "leader" {
+		return
+	}
+	for _, a := range args {
+		kind, rest, _ := strings.Cut(a, ":")
+		child, _, _ := strings.Cut(rest, ":")
+		testproc.Used(child)
+		if kind == "escape" {
+			testproc.Used("middle")
+		}
+	}
 }
 
 // childEnviron is the environment of a helper (testproc.Environ) without
@@ -313,6 +330,7 @@ func startHelper(t testing.TB, role string, o helperOpts) *exec.Cmd {
 // when the test ends.
 func startSession(t testing.TB, role string, o helperOpts, cg *Cgroup) (int, error) {
 	t.Helper()
+	leaderUses(role, o.args)
 	spec := SpawnSpec{
 		Path:   testproc.Executable(),
 		Argv:   testproc.Argv(role, o.args...),

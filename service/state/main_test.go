@@ -15,7 +15,7 @@ import (
 // helpers "writer" and "intent", each given the state directory it works
 // in.
 func TestMain(m *testing.M) {
-	testproc.Main(m, testproc.NoLeaks())
+	testproc.Main(m, testproc.NoLeaks(), testproc.EveryHelperUsed())
 }
 
 func init() {
