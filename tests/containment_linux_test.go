@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 	"github.com/tether-dev/tether/internal/usermanager"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
@@ -105,17 +106,15 @@ func asUser(uid, gid int) func(string, ...string) *exec.Cmd {
 // command line, and returns its row.
 func (w *world) waitRow(profile, id string, state api.State, pred func(statusRow) bool) statusRow {
 	w.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		row, ok := w.status(profile)[id]
-		if ok && row.State == state && (pred == nil || pred(row)) {
-			return row
-		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("agent %s of %s never reached %s: %+v", id, profile, state, row)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var row statusRow
+	if !testproc.UntilEvery(20*time.Second, 10*time.Millisecond, func() bool {
+		var ok bool
+		row, ok = w.status(profile)[id]
+		return ok && row.State == state && (pred == nil || pred(row))
+	}) {
+		w.t.Fatalf("agent %s of %s never reached %s: %+v", id, profile, state, row)
 	}
+	return row
 }
 
 // beside watches, until stopped, for a moment when a process of an old
@@ -309,17 +308,15 @@ func (w *world) agentLog(id string) string {
 
 func waitEscapingTree(t *testing.T, marker string) escapingTree {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		tr, ok := escapingTreeOf(marker)
-		if ok {
-			return tr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no whole tree of %s: %+v: %s", marker, tr, describe(procsWith(marker)))
-		}
-		time.Sleep(2 * time.Millisecond)
+	var tr escapingTree
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
+		var ok bool
+		tr, ok = escapingTreeOf(marker)
+		return ok
+	}) {
+		t.Fatalf("no whole tree of %s: %+v: %s", marker, tr, describe(procsWith(marker)))
 	}
+	return tr
 }
 
 // checkEscaped checks that the escapee and the tmux server really left:
@@ -343,21 +340,17 @@ func checkEscaped(t *testing.T, tr escapingTree) {
 // waitDead waits until none of pids lives.
 func waitDead(t *testing.T, pids []int, within time.Duration, w *world) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		var alive []int
+	var alive []int
+	if !testproc.UntilEvery(within, 2*time.Millisecond, func() bool {
+		alive = nil
 		for _, pid := range pids {
 			if p, err := punix.Stat(pid); err == nil && !p.Zombie() {
 				alive = append(alive, pid)
 			}
 		}
-		if len(alive) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still alive %v after the guardian's SIGKILL: %v; the agent's log:\n%s", within, alive, w.agentLog("x"))
-		}
-		time.Sleep(2 * time.Millisecond)
+		return len(alive) == 0
+	}) {
+		t.Fatalf("still alive %v after the guardian's SIGKILL: %v; the agent's log:\n%s", within, alive, w.agentLog("x"))
 	}
 }
 
@@ -404,16 +397,15 @@ func TestContainmentScopeEscapee(t *testing.T) {
 		}
 	})
 	// Every scope went with its tree.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		out, err := um.Systemctl("list-units", "--all", "--plain", "--no-legend", "tether-*")
-		if err == nil && strings.TrimSpace(out) == "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("units left in the user manager: %s %v", out, err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var (
+		units string
+		err   error
+	)
+	if !testproc.UntilEvery(10*time.Second, 10*time.Millisecond, func() bool {
+		units, err = um.Systemctl("list-units", "--all", "--plain", "--no-legend", "tether-*")
+		return err == nil && strings.TrimSpace(units) == ""
+	}) {
+		t.Fatalf("units left in the user manager: %s %v", units, err)
 	}
 }
 

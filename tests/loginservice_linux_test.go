@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 	"github.com/tether-dev/tether/internal/usermanager"
 )
 
@@ -148,23 +149,23 @@ func (r *loginRig) status() (map[string]statusRow, int) {
 // waitRunning waits until every id runs, and returns the rows.
 func (r *loginRig) waitRunning(ids ...string) map[string]statusRow {
 	r.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		rows, code := r.status()
+	var (
+		rows map[string]statusRow
+		code int
+	)
+	if !testproc.UntilEvery(30*time.Second, 20*time.Millisecond, func() bool {
+		rows, code = r.status()
 		n := 0
 		for _, id := range ids {
 			if rows[id].State == api.StateRunning {
 				n++
 			}
 		}
-		if code == 0 && n == len(ids) {
-			return rows
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("agents %v not running: exit %d, %+v\nmanager log:\n%s", ids, code, rows, r.tail())
-		}
-		time.Sleep(20 * time.Millisecond)
+		return code == 0 && n == len(ids)
+	}) {
+		r.t.Fatalf("agents %v not running: exit %d, %+v\nmanager log:\n%s", ids, code, rows, r.tail())
 	}
+	return rows
 }
 
 // unit is a property of the installed unit, as the manager has it.
@@ -224,12 +225,10 @@ func TestLoginServiceUnderSystemd(t *testing.T) {
 	if out, err := r.m.Systemctl("kill", "--signal=KILL", "--kill-whom=main", "tether.service"); err != nil {
 		t.Fatalf("kill: %v: %s", err, out)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for r.unit("MainPID") == pid || r.unit("ActiveState") != "active" {
-		if time.Now().After(deadline) {
-			t.Fatalf("systemd did not restart the service: %s %s\n%s", r.unit("ActiveState"), r.unit("MainPID"), r.tail())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testproc.UntilEvery(30*time.Second, 20*time.Millisecond, func() bool {
+		return r.unit("MainPID") != pid && r.unit("ActiveState") == "active"
+	}) {
+		t.Fatalf("systemd did not restart the service: %s %s\n%s", r.unit("ActiveState"), r.unit("MainPID"), r.tail())
 	}
 	after := r.waitRunning("x")
 	if after["x"].PID == rows["x"].PID {
@@ -381,12 +380,10 @@ func TestSurviveServiceCrashUnderSystemd(t *testing.T) {
 	if out, err := r.m.Systemctl("kill", "--signal=KILL", "--kill-whom=main", "tether.service"); err != nil {
 		t.Fatalf("kill: %v: %s", err, out)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for r.unit("MainPID") == pid || r.unit("ActiveState") != "active" {
-		if time.Now().After(deadline) {
-			t.Fatalf("systemd did not restart the service: %s\n%s", r.unit("ActiveState"), r.tail())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testproc.UntilEvery(30*time.Second, 20*time.Millisecond, func() bool {
+		return r.unit("MainPID") != pid && r.unit("ActiveState") == "active"
+	}) {
+		t.Fatalf("systemd did not restart the service: %s\n%s", r.unit("ActiveState"), r.tail())
 	}
 	after := r.waitRunning("x")
 	if after["x"].PID != rows["x"].PID {

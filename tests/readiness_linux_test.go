@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // freeTCPPort returns a loopback port nobody listens on right now.
@@ -137,20 +138,16 @@ func TestSystemdNotifyStatusAndWatchdog(t *testing.T) {
 	if st := w.status("default")["pinger"]; st.Status != "warming up" && st.Status != "stuck" {
 		t.Fatalf("status text %q, want the agent's STATUS=", st.Status)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		st := w.status("default")["pinger"]
-		if st.Restarts >= 1 {
-			if st.Error == nil || st.Error.Code != api.CodeWatchdog {
-				// Restarted: the error of the restart is the watchdog's.
-				t.Fatalf("restarted with error %+v, want code watchdog", st.Error)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never restarted after its pings stopped: %+v", st)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var st statusRow
+	if !testproc.UntilEvery(20*time.Second, 20*time.Millisecond, func() bool {
+		st = w.status("default")["pinger"]
+		return st.Restarts >= 1
+	}) {
+		t.Fatalf("never restarted after its pings stopped: %+v", st)
+	}
+	if st.Error == nil || st.Error.Code != api.CodeWatchdog {
+		// Restarted: the error of the restart is the watchdog's.
+		t.Fatalf("restarted with error %+v, want code watchdog", st.Error)
 	}
 }
 

@@ -36,12 +36,8 @@ func TestSurviveServiceCrash(t *testing.T) {
 	begin := time.Now()
 	svc.kill()
 	// y goes as always; x stays.
-	deadline := time.Now().Add(time.Second + ownerGoneMargin)
-	for len(procsWith(m+"-y")) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("y is still there %v after the service's SIGKILL: %s", time.Since(begin), describe(procsWith(m+"-y")))
-		}
-		time.Sleep(2 * time.Millisecond)
+	if !testproc.UntilEvery(time.Second+ownerGoneMargin, 2*time.Millisecond, func() bool { return len(procsWith(m+"-y")) == 0 }) {
+		t.Fatalf("y is still there %v after the service's SIGKILL: %s", time.Since(begin), describe(procsWith(m+"-y")))
 	}
 	exactlyOnce(t, 200*time.Millisecond, map[string]int{m + "-x": 1})
 	if len(w.heldLocks()) != 1 {
@@ -49,22 +45,20 @@ func TestSurviveServiceCrash(t *testing.T) {
 	}
 
 	// No service: status exits 3 and shows x waiting.
-	deadline = time.Now().Add(10 * time.Second)
-	var rows []statusRow
-	for {
-		r := w.run(10*time.Second, "status", "--json")
+	var (
+		rows []statusRow
+		r    result
+	)
+	if !testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
+		r = w.run(10*time.Second, "status", "--json")
 		var out struct {
 			Agents []statusRow `json:"agents"`
 		}
 		_ = json.Unmarshal([]byte(r.stdout), &out)
-		if r.code == 3 && len(out.Agents) == 1 {
-			rows = out.Agents
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status with no service: exit %d, %s%s", r.code, r.stdout, r.stderr)
-		}
-		time.Sleep(5 * time.Millisecond)
+		rows = out.Agents
+		return r.code == 3 && len(rows) == 1
+	}) {
+		t.Fatalf("status with no service: exit %d, %s%s", r.code, r.stdout, r.stderr)
 	}
 	if a := rows[0]; a.ID != "x" || a.State != api.StateAdoptable || a.PID != x.PID || !strings.Contains(a.Status, "waiting to be adopted until") {
 		t.Errorf("status shows %+v, want x adoptable with pid %d", a, x.PID)

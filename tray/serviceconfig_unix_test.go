@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 func TestForService(t *testing.T) {
@@ -72,11 +73,11 @@ func TestEngineUsesTheServiceConfig(t *testing.T) {
 
 	m := u.waitMenu(t, "1 running", firstLine("1 running"))
 	e.act(findAction(t, m, titleOpenConfig))
-	pollUntil(t, "the config to be opened", func() bool {
+	testproc.Eventually(t, 10*time.Second, func() bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		return len(o.opened) > 0
-	})
+	}, "the config was not opened within 10 s")
 	o.mu.Lock()
 	if o.opened[0] != other {
 		t.Errorf("opened %q, want the service's %q", o.opened[0], other)
@@ -86,26 +87,14 @@ func TestEngineUsesTheServiceConfig(t *testing.T) {
 	f.stop()
 	m = u.waitMenu(t, "service not running", firstLine("service not running"))
 	e.act(findAction(t, m, titleStartService))
-	pollUntil(t, "the service to be started", func() bool {
+	testproc.Eventually(t, 10*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(started) > 0
-	})
+	}, "the service was not started within 10 s")
 	mu.Lock()
 	defer mu.Unlock()
 	if got := started[0]; got.ConfigFlag != other || !slices.Contains(got.globalFlags(), other) {
 		t.Errorf("started with %+v (flags %q), want --config %s", got, got.globalFlags(), other)
-	}
-}
-
-// pollUntil polls cond until it holds, for at most 10 s.
-func pollUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10 s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }

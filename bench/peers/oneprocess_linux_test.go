@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"time"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // Helpers for a supervisor that is one process: supervisord and
@@ -45,22 +47,22 @@ func killSpawned(cmd *exec.Cmd, done chan struct{}) error {
 // waitAnswer polls check until it returns nil, cmd exits, or waitLimit
 // passes; done is cmd's channel from harness.spawn.
 func waitAnswer(cmd *exec.Cmd, done chan struct{}, check func() error) error {
-	deadline := time.Now().Add(waitLimit)
-	for {
-		err := check()
-		if err == nil {
-			return nil
+	var err error
+	exited := false
+	if testproc.UntilEvery(waitLimit, pollEvery, func() bool {
+		if err = check(); err == nil {
+			return true
 		}
 		select {
 		case <-done:
-			return fmt.Errorf("%s exited: %v", filepath.Base(cmd.Path), cmd.ProcessState)
+			exited = true
 		default:
 		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(pollEvery)
+		return exited
+	}) && exited {
+		return fmt.Errorf("%s exited: %v", filepath.Base(cmd.Path), cmd.ProcessState)
 	}
+	return err
 }
 
 // settler is a supervisor that takes a start of an agent again only some

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // PM2 as its users run it: an ecosystem file with one app per agent, the
@@ -247,15 +249,10 @@ func (s *pm2Sup) readyWays() []readyWay {
 // waitExit waits up to waitLimit for pid, a child of this process once
 // orphaned, to be gone, reaping it.
 func waitExit(h *harness, pid int) bool {
-	deadline := time.Now().Add(waitLimit)
-	for time.Now().Before(deadline) {
+	return testproc.UntilEvery(waitLimit, pollEvery, func() bool {
 		h.reapZombies()
-		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
-			return true
-		}
-		time.Sleep(pollEvery)
-	}
-	return false
+		return errors.Is(unix.Kill(pid, 0), unix.ESRCH)
+	})
 }
 
 // pm2BridgeJS is the API side: a command a line on stdin, an answer a

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // process-compose as its users run it: a process-compose.yaml with one
@@ -313,18 +315,15 @@ func (s *pcSup) startReady() error {
 	if err := s.startAgents(readyName); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(readyLimit)
-	for {
-		st, err := s.state(readyName)
-		if err != nil {
-			return err
-		}
-		if st.Ready == "Ready" {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not ready after %v: %+v", readyLimit, st)
-		}
-		time.Sleep(pcReadyPoll)
+	var (
+		st  pcState
+		err error
+	)
+	if !testproc.UntilEvery(readyLimit, pcReadyPoll, func() bool {
+		st, err = s.state(readyName)
+		return err != nil || st.Ready == "Ready"
+	}) {
+		return fmt.Errorf("not ready after %v: %+v", readyLimit, st)
 	}
+	return err
 }

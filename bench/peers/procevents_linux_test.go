@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 )
 
@@ -177,8 +178,8 @@ func (w *procWatch) whole(tag string, since int64) (time.Duration, bool) {
 // execAfter is the first exec of tag after since of each of roles (any,
 // when there are none), and the latest of those.
 func (w *procWatch) execAfter(tag string, since int64, roles []string) (time.Duration, bool) {
-	deadline := time.Now().Add(100 * time.Millisecond)
-	for {
+	var last int64
+	if !testproc.Until(100*time.Millisecond, func() bool {
 		w.mu.Lock()
 		firsts := map[string]int64{}
 		for _, e := range w.execs[tag] {
@@ -191,25 +192,23 @@ func (w *procWatch) execAfter(tag string, since int64, roles []string) (time.Dur
 			}
 		}
 		w.mu.Unlock()
-		last, all := int64(-1), len(firsts) > 0
+		all := len(firsts) > 0
 		for _, r := range roles {
 			if _, ok := firsts[r]; !ok {
 				all = false
 			}
 		}
+		last = -1
 		for r, ts := range firsts {
 			if len(roles) == 0 || slices.Contains(roles, r) {
 				last = max(last, ts)
 			}
 		}
-		if all {
-			return time.Duration(last - since), true
-		}
-		if time.Now().After(deadline) {
-			return 0, false
-		}
-		time.Sleep(time.Millisecond)
+		return all
+	}) {
+		return 0, false
 	}
+	return time.Duration(last - since), true
 }
 
 // lastExit returns how long after since the last exit of a process of

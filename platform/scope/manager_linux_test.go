@@ -50,15 +50,11 @@ func TestEnterScopeUnderUserManager(t *testing.T) {
 		t.Errorf("NewCgroup made %s, want it in %s", child, scope)
 	}
 	// Empty, the scope is collected.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		out, err := m.Systemctl("list-units", "--all", "--plain", "--no-legend", unit)
-		if err == nil && strings.TrimSpace(out) == "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still known to the manager: %s %v", unit, out, err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var listed string
+	if !testproc.UntilEvery(10*time.Second, 10*time.Millisecond, func() bool {
+		listed, err = m.Systemctl("list-units", "--all", "--plain", "--no-legend", unit)
+		return err == nil && strings.TrimSpace(listed) == ""
+	}) {
+		t.Fatalf("%s still known to the manager: %s %v", unit, listed, err)
 	}
 }

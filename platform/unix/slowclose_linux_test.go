@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // A watch's inotify instance is listed as slow to close while it is
@@ -55,15 +57,11 @@ func TestHoldSlowToClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	CloseLater([]uintptr{uintptr(fd)})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); errors.Is(err, unix.EBADF) {
-			break
-		}
-		if time.Now().After(deadline) {
-			unix.Close(fd)
-			t.Fatalf("descriptor %d is still open", fd)
-		}
-		time.Sleep(time.Millisecond)
+	if !testproc.Until(10*time.Second, func() bool {
+		_, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+		return errors.Is(err, unix.EBADF)
+	}) {
+		unix.Close(fd)
+		t.Fatalf("descriptor %d is still open", fd)
 	}
 }

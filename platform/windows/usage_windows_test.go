@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // burnBytes is the memory each "burner" helper holds.
@@ -43,18 +45,13 @@ func TestUsageOfJob(t *testing.T) {
 		wantCPU = 0
 	}
 	var u JobUsage
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	if !testproc.UntilEvery(20*time.Second, 20*time.Millisecond, func() bool {
 		if u, err = UsageOfJob(name); err != nil {
 			t.Fatal(err)
 		}
-		if u.CPU >= wantCPU && u.Active == 2 && u.Memory >= 2*burnBytes {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the job's usage never showed its two burners (CPU over %v, 2 active, %d MiB): %+v", wantCPU, 2*burnBytes>>20, u)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return u.CPU >= wantCPU && u.Active == 2 && u.Memory >= 2*burnBytes
+	}) {
+		t.Fatalf("the job's usage never showed its two burners (CPU over %v, 2 active, %d MiB): %+v", wantCPU, 2*burnBytes>>20, u)
 	}
 	if limit := time.Since(began) * time.Duration(runtime.NumCPU()); u.CPU > limit {
 		t.Errorf("CPU %v: more than the %v the machine's CPUs had", u.CPU, limit)
@@ -73,15 +70,10 @@ func TestUsageOfJob(t *testing.T) {
 	// The job lives on while a handle to it, or to one of its processes
 	// (on Wine), is open, or a process of it runs.
 	p.Close()
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		u, err := UsageOfJob(name)
-		if errors.Is(err, os.ErrNotExist) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("UsageOfJob of a closed job: %+v, %v; want an error matching os.ErrNotExist", u, err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testproc.UntilEvery(10*time.Second, 10*time.Millisecond, func() bool {
+		u, err = UsageOfJob(name)
+		return errors.Is(err, os.ErrNotExist)
+	}) {
+		t.Fatalf("UsageOfJob of a closed job: %+v, %v; want an error matching os.ErrNotExist", u, err)
 	}
 }
