@@ -18,44 +18,24 @@ import (
 
 // The handover record is what a service hands its successor at an
 // upgrade (I9): which descriptor is which tether, and what it knew. It is
-// JSON in a file named to the successor by handoverEnv: on Linux, from
-// version 4 on, a memfd the successor inherits across the execve and
-// closes as soon as it has read it; elsewhere, and to an older
-// successor, a file in the state directory, written 0600 to a temporary
+// named to the successor by handoverEnv: on Linux a memfd the successor
+// inherits across the execve and closes as soon as it has read it;
+// elsewhere a file in the state directory, written 0600 to a temporary
 // file renamed into place, and removed by the successor as soon as it has
-// read it. It is not synced: it
-// matters only while the process that wrote it lives (after a crash of
-// the machine there is nothing to hand over), and a sync would make the
-// API wait for the disk.
+// read it. It is not synced: it matters only while the process that wrote
+// it lives (after a crash of the machine there is nothing to hand over),
+// and a sync would make the API wait for the disk.
 //
-// A successor reads every version from MinHandoverVersion to
-// HandoverVersion. The old service asks the new binary which it reads
-// before it hands over (handover-check) and writes the newest of those
-// it can, so a successor never meets a record it cannot read, and a
-// binary of an older version can still take over. Version 2 added
-// Discard. Version 3 writes the record in lines (agentsApart): the record
-// without its agents, the agents, and the config in the parsed form of
-// the new binary (Parsed), so that the successor reads the rest without
-// scanning the agents, decodes the agents beside the config, and need not
-// parse the config again. Version 4 may be in memory (recordInMemory).
-// Version 5 writes the config's source on a line of its own
-// (sourceApart), after the agents: the record's first line, which the
-// successor reads before anything else, is then a few hundred bytes, and
-// the source is decoded beside the agents, with the config.
-const (
-	HandoverVersion    = 5
-	MinHandoverVersion = 1
-)
-
-// agentsApart is the first record version written in lines: the record
-// but its agents, the agents, and the parsed config if there is one,
-// each a line of compact JSON (which has no newline of its own).
-const agentsApart = 3
-
-// sourceApart is the first record version with the config's source on
-// its own line, between the agents and the parsed config: a JSON string,
-// as encoding/json writes bytes.
-const sourceApart = 5
+// It is three lines of compact JSON (which has no newline of its own):
+// the record without its agents and without the config's source, the
+// agents (see encodeAgents), and the config's source, a JSON string. The
+// successor reads the first line before anything else, and decodes the
+// agents beside the config.
+//
+// The old service asks the new binary whether it reads HandoverVersion
+// before it hands over (handover-check): a successor never meets a record
+// it cannot read, and one of another version is refused, named.
+const HandoverVersion = 1
 
 // handoverEnv names the record in a successor's environment; "tether
 // service run" started with it takes over instead of starting afresh.
@@ -92,20 +72,14 @@ type handoverRecord struct {
 	// guardians let go): its successor on Unix, the same process, reaps
 	// them.
 	Reap []int `json:"reap,omitempty"`
-	// Discard (version 2, Unix) lists descriptors the writer held for
+	// Discard (Unix) lists descriptors the writer held for
 	// itself whose close waits on the kernel (its directory watches):
 	// handed over so that the execve does not close them and make the
 	// successor wait before it serves, they are closed once it has
 	// answered and taken the guardians over.
 	Discard []uintptr `json:"discard,omitempty"`
-	// Parsed (version 3) is Config in the parsed form of the build
-	// ParsedBy (see config.ParsedForm): a successor of that build reads
-	// it instead of parsing Config, any other parses Config. It is the
-	// record's third line.
-	Parsed   json.RawMessage `json:"-"`
-	ParsedBy string          `json:"parsed_by,omitempty"`
-	// source (version 5) is the line that holds Config.Source, as read
-	// and not yet decoded: config decodes it.
+	// source is the line that holds Config.Source, as read and not yet
+	// decoded: config decodes it.
 	source json.RawMessage
 }
 
@@ -119,7 +93,7 @@ func handoverPath(stateDir string) string { return filepath.Join(stateDir, hando
 
 // writeHandover writes rec to the state directory and returns its path.
 func writeHandover(stateDir string, rec *handoverRecord) (string, error) {
-	b, err := encodeHandover(rec, nil)
+	b, err := encodeHandover(rec)
 	if err != nil {
 		return "", err
 	}
@@ -155,61 +129,34 @@ func writeRecordFile(path string, b []byte) (err error) {
 	return nil
 }
 
-// encodeHandover encodes rec as its version is written: from agentsApart
-// on, in lines, with agents as its agents' line when it is not nil.
-func encodeHandover(rec *handoverRecord, agents []byte) ([]byte, error) {
-	if rec.Version < agentsApart {
-		return json.Marshal(rec)
+// encodeHandover encodes rec in its three lines.
+func encodeHandover(rec *handoverRecord) ([]byte, error) {
+	source, err := json.Marshal(rec.Config.Source)
+	if err != nil {
+		return nil, err
 	}
-	head := rec
-	var source []byte
-	if rec.Version >= sourceApart {
-		c := *rec
-		c.Config.Source = nil
-		head = &c
-		var err error
-		if source, err = json.Marshal(rec.Config.Source); err != nil {
-			return nil, err
-		}
-	}
+	head := *rec
+	head.Config.Source = nil
 	// The outer Agents, nil and omitted, hides the record's own.
 	b, err := json.Marshal(struct {
 		*handoverRecord
 		Agents *struct{} `json:"agents,omitempty"`
-	}{handoverRecord: head})
+	}{handoverRecord: &head})
 	if err != nil {
 		return nil, err
 	}
-	if agents == nil {
-		if agents, err = encodeAgents(rec.Agents); err != nil {
-			return nil, err
-		}
+	agents, err := encodeAgents(rec.Agents)
+	if err != nil {
+		return nil, err
 	}
-	b = slices.Concat(b, []byte("\n"), agents, []byte("\n"))
-	if source != nil {
-		b = append(append(b, source...), '\n')
-	}
-	switch {
-	case len(rec.Parsed) == 0:
-	case bytes.IndexByte(rec.Parsed, '\n') < 0:
-		// A line already, as the check writes it; a successor that
-		// cannot decode it parses the source.
-		b = append(append(b, rec.Parsed...), '\n')
-	default:
-		var parsed bytes.Buffer
-		if err := json.Compact(&parsed, rec.Parsed); err != nil {
-			return nil, fmt.Errorf("the parsed config: %w", err)
-		}
-		b = append(append(b, parsed.Bytes()...), '\n')
-	}
-	return b, nil
+	return slices.Concat(b, []byte("\n"), agents, []byte("\n"), source, []byte("\n")), nil
 }
 
 // agentsSep separates the elements of the agents' line: JSON reads the
 // tab as whitespace, and encoding/json escapes every control character
 // inside a string, so in what encodeAgents writes a tab is only ever
 // there. decodeAgents splits the line at each and decodes the agents
-// side by side; a reader that does not know of it reads one array.
+// side by side.
 const agentsSep = ",\t"
 
 // encodeAgents encodes agents as one JSON array, its elements encoded
@@ -280,50 +227,22 @@ func readHandover(path, profile string) (*handoverRecord, *recordAgents, error) 
 		*handoverRecord
 		Agents json.RawMessage `json:"agents"`
 	}{handoverRecord: &rec}
-	// The first JSON value: the whole record before agentsApart, its
-	// first line from then on.
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&head); err != nil {
+	first, rest, _ := bytes.Cut(b, []byte("\n"))
+	if err := json.Unmarshal(first, &head); err != nil {
 		return nil, nil, fmt.Errorf("%w %s: %v", ErrHandoverRecord, path, err)
 	}
-	rest := bytes.TrimSpace(b[dec.InputOffset():])
-	var lines [][]byte
-	if len(rest) > 0 {
-		lines = bytes.Split(rest, []byte("\n"))
-	}
+	lines := bytes.Split(bytes.TrimSuffix(rest, []byte("\n")), []byte("\n"))
 	switch {
-	case rec.Version < MinHandoverVersion || rec.Version > HandoverVersion:
-		return nil, nil, fmt.Errorf("%w %s: version %d; this tether reads %d to %d", ErrHandoverRecord, path, rec.Version, MinHandoverVersion, HandoverVersion)
+	case rec.Version != HandoverVersion:
+		return nil, nil, fmt.Errorf("%w %s: version %d; this tether reads version %d", ErrHandoverRecord, path, rec.Version, HandoverVersion)
 	case rec.Profile != profile:
 		return nil, nil, fmt.Errorf("%w %s: written for profile %q, not %q", ErrHandoverRecord, path, rec.Profile, profile)
-	case rec.Version < agentsApart && len(rest) > 0:
-		return nil, nil, fmt.Errorf("%w %s: version %d with %d bytes after the record", ErrHandoverRecord, path, rec.Version, len(rest))
-	case rec.Version >= agentsApart && head.Agents != nil:
-		return nil, nil, fmt.Errorf("%w %s: version %d with its agents inside the record", ErrHandoverRecord, path, rec.Version)
-	case rec.Version >= agentsApart && len(lines) == 0:
-		return nil, nil, fmt.Errorf("%w %s: version %d without its agents after the record", ErrHandoverRecord, path, rec.Version)
-	case rec.Version >= sourceApart && len(lines) < 2:
-		return nil, nil, fmt.Errorf("%w %s: version %d without the config's source after its agents", ErrHandoverRecord, path, rec.Version)
-	case rec.Version >= sourceApart && rec.Config.Source != nil:
-		return nil, nil, fmt.Errorf("%w %s: version %d with the config's source inside the record", ErrHandoverRecord, path, rec.Version)
-	case rec.Version >= sourceApart && len(lines) > 3:
-		return nil, nil, fmt.Errorf("%w %s: %d lines after the record, want the agents, the config's source and the parsed config", ErrHandoverRecord, path, len(lines))
-	case rec.Version < sourceApart && len(lines) > 2:
-		return nil, nil, fmt.Errorf("%w %s: %d lines after the record, want the agents and the parsed config", ErrHandoverRecord, path, len(lines))
+	case head.Agents != nil || rec.Config.Source != nil || len(lines) != 2:
+		return nil, nil, fmt.Errorf("%w %s: not the record, its agents and the config's source, each on a line", ErrHandoverRecord, path)
 	}
-	raw := head.Agents
-	if rec.Version >= agentsApart {
-		// Left to decodeAgents, and the source and the parsed config to
-		// config, which find out whether they are JSON.
-		raw, lines = lines[0], lines[1:]
-		if rec.Version >= sourceApart {
-			rec.source, lines = lines[0], lines[1:]
-		}
-		if len(lines) == 1 {
-			rec.Parsed = lines[0]
-		}
-	}
-	return &rec, &recordAgents{path: path, raw: raw}, nil
+	// Left to decodeAgents, and the source to config.
+	rec.source = lines[1]
+	return &rec, &recordAgents{path: path, raw: lines[0]}, nil
 }
 
 // recordAgents are a record's agents as read, not yet decoded.
@@ -370,12 +289,6 @@ func (rec *handoverRecord) config() (*config.Config, error) {
 		rec.source = nil
 	}
 	name := rec.Config.Path
-	if len(rec.Parsed) > 0 && rec.ParsedBy != "" && rec.ParsedBy == selfBuild() {
-		if cfg, err := config.FromParsedForm(name, rec.Config.Source, rec.Parsed); err == nil {
-			return cfg, nil
-		}
-		// The source says the same, more slowly.
-	}
 	cfg, err := config.Parse(name, rec.Config.Source)
 	if err != nil {
 		return nil, fmt.Errorf("the config handed over: %w", err)

@@ -14,10 +14,10 @@ import (
 // as written, and its descriptor is closed once it is read: no child of
 // the successor inherits it.
 func TestHandoverRecordInMemory(t *testing.T) {
-	rec := &handoverRecord{Version: recordInMemory, PID: os.Getpid(), Profile: "p",
+	rec := &handoverRecord{Version: HandoverVersion, PID: os.Getpid(), Profile: "p",
 		Config: handoverConfig{Path: "agents.yaml", Source: []byte("agents: []\n")},
 		Agents: []agentHandover{{ID: "a", Row: api.Agent{ID: "a", State: api.StateStopped}}}}
-	b, err := encodeHandover(rec, nil)
+	b, err := encodeHandover(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestHandoverRecordInMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := got.decodeAgents(agents); err != nil || len(got.Agents) != 1 || got.Agents[0].ID != "a" || got.Version != recordInMemory {
+	if err := got.decodeAgents(agents); err != nil || len(got.Agents) != 1 || got.Agents[0].ID != "a" || got.Version != HandoverVersion {
 		t.Errorf("read back %+v, %v", got, err)
 	}
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != unix.EBADF {

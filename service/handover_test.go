@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/tether-dev/tether/api"
@@ -19,77 +20,59 @@ import (
 // from the rest; agents that do not decode are an unusable record, named.
 func TestHandoverRecordRoundTrip(t *testing.T) {
 	dir := testdir.Temp(t)
-	for v := MinHandoverVersion; v <= HandoverVersion; v++ {
-		rec := &handoverRecord{Version: v, PID: os.Getpid(), Profile: "p",
-			Config: handoverConfig{Path: "agents.yaml", Source: []byte("agents: []\n")},
-			Agents: []agentHandover{
-				{ID: "a", Row: api.Agent{ID: "a", State: api.StateRunning, PID: 7}, Want: true, Leader: platform.Ref{Pid: 7, Start: 99},
-					Tether: &tetherHandover{Conn: 9, Version: 2}},
-				{ID: "b", Row: api.Agent{ID: "b", State: api.StateStopped}},
-			},
-			Discard: []uintptr{11, 12}}
-		if v >= agentsApart {
-			// Compacted into its line.
-			rec.Parsed, rec.ParsedBy = []byte("[ {\"ID\":\n \"a\"} ]"), "build"
-		}
-		path, err := writeHandover(dir, rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantLines := 1
-		switch {
-		case v >= sourceApart:
-			wantLines = 4
-		case v >= agentsApart:
-			wantLines = 3
-		}
-		if lines := bytes.Count(bytes.TrimSpace(b), []byte("\n")) + 1; lines != wantLines {
-			t.Errorf("version %d in %d lines, want %d:\n%s", v, lines, wantLines, b)
-		}
-		if first, _, _ := bytes.Cut(b, []byte("\n")); v >= sourceApart && bytes.Contains(first, []byte(`"source":"`)) {
-			t.Errorf("version %d: the config's source in the first line: %s", v, first)
-		}
-		got, agents, err := readHandover(path, "p")
-		if err != nil {
-			t.Fatalf("version %d: %v", v, err)
-		}
-		if len(got.Agents) != 0 {
-			t.Errorf("version %d: the agents were decoded before decodeAgents: %+v", v, got.Agents)
-		}
-		if err := got.decodeAgents(agents); err != nil {
-			t.Fatalf("version %d: %v", v, err)
-		}
-		if len(got.Agents) != 2 || got.Agents[0].ID != "a" || got.Agents[0].Leader != rec.Agents[0].Leader ||
-			got.Agents[0].Tether == nil || got.Agents[0].Tether.Conn != 9 || got.Agents[1].Row.State != api.StateStopped {
-			t.Errorf("version %d: agents read back %+v, wrote %+v", v, got.Agents, rec.Agents)
-		}
-		if _, err := got.config(); err != nil {
-			t.Fatalf("version %d: the config read back: %v", v, err)
-		}
-		if got.Version != v || len(got.Discard) != 2 || got.Discard[1] != 12 || string(got.Config.Source) != "agents: []\n" {
-			t.Errorf("version %d: read back %+v", v, got)
-		}
-		if wantParsed := map[bool]string{true: `[{"ID":"a"}]`}[v >= agentsApart]; string(got.Parsed) != wantParsed || (v >= agentsApart && got.ParsedBy != "build") {
-			t.Errorf("version %d: the parsed config read back %q by %q, want %q", v, got.Parsed, got.ParsedBy, wantParsed)
-		}
-		if _, err := os.Stat(path); !os.IsNotExist(err) {
-			t.Errorf("version %d: the record is still there after it was read: %v", v, err)
-		}
+	rec := &handoverRecord{Version: HandoverVersion, PID: os.Getpid(), Profile: "p",
+		Config: handoverConfig{Path: "agents.yaml", Source: []byte("agents: []\n")},
+		Agents: []agentHandover{
+			{ID: "a", Row: api.Agent{ID: "a", State: api.StateRunning, PID: 7}, Want: true, Leader: platform.Ref{Pid: 7, Start: 99},
+				Tether: &tetherHandover{Conn: 9, Version: 2}},
+			{ID: "b", Row: api.Agent{ID: "b", State: api.StateStopped}},
+		},
+		Discard: []uintptr{11, 12}}
+	path, err := writeHandover(dir, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := bytes.Count(b, []byte("\n")); lines != 3 {
+		t.Errorf("the record in %d lines, want 3:\n%s", lines, b)
+	}
+	if first, _, _ := bytes.Cut(b, []byte("\n")); bytes.Contains(first, []byte(`"source":"`)) {
+		t.Errorf("the config's source in the first line: %s", first)
+	}
+	got, agents, err := readHandover(path, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Agents) != 0 {
+		t.Errorf("the agents were decoded before decodeAgents: %+v", got.Agents)
+	}
+	if err := got.decodeAgents(agents); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Agents) != 2 || got.Agents[0].ID != "a" || got.Agents[0].Leader != rec.Agents[0].Leader ||
+		got.Agents[0].Tether == nil || got.Agents[0].Tether.Conn != 9 || got.Agents[1].Row.State != api.StateStopped {
+		t.Errorf("agents read back %+v, wrote %+v", got.Agents, rec.Agents)
+	}
+	if _, err := got.config(); err != nil {
+		t.Fatalf("the config read back: %v", err)
+	}
+	if got.Version != HandoverVersion || len(got.Discard) != 2 || got.Discard[1] != 12 || string(got.Config.Source) != "agents: []\n" {
+		t.Errorf("read back %+v", got)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the record is still there after it was read: %v", err)
 	}
 
-	// Records that are not what their version says are refused whole.
+	// Records that are not three lines are refused whole.
 	for _, body := range []string{
-		`{"version":3,"profile":"p"}`,                                               // its agents are missing
-		`{"version":3,"profile":"p","agents":[]}` + "\n[]",                          // inside and apart
-		`{"version":2,"profile":"p","agents":[]}` + "\n[]",                          // apart before version 3
-		`{"version":3,"profile":"p"}` + "\n[]\n[]\n[]",                              // a line too many
-		`{"version":5,"profile":"p"}` + "\n[]",                                      // its source is missing
-		`{"version":5,"profile":"p","config":{"source":"YQ=="}}` + "\n[]\n\"YQ==\"", // inside and apart
-		`{"version":5,"profile":"p"}` + "\n[]\n\"YQ==\"\n[]\n[]",                    // a line too many
+		`{"version":1,"profile":"p"}`,                                               // its agents are missing
+		`{"version":1,"profile":"p"}` + "\n[]",                                      // its source is missing
+		`{"version":1,"profile":"p","agents":[]}` + "\n[]\n\"YQ==\"",                // agents inside and apart
+		`{"version":1,"profile":"p","config":{"source":"YQ=="}}` + "\n[]\n\"YQ==\"", // source inside and apart
+		`{"version":1,"profile":"p"}` + "\n[]\n\"YQ==\"\n[]",                        // a line too many
 	} {
 		path := filepath.Join(dir, "mixed.json")
 		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
@@ -100,11 +83,10 @@ func TestHandoverRecordRoundTrip(t *testing.T) {
 		}
 	}
 
-	// Agents that do not decode are found by decodeAgents, either way.
+	// Agents that do not decode are found by decodeAgents.
 	for _, body := range []string{
-		`{"version":2,"profile":"p","agents":[{"id":3}]}`,
-		`{"version":3,"profile":"p"}` + "\n" + `[{"id":3}]`,
-		`{"version":3,"profile":"p"}` + "\n" + `[{"id":"a"}`,
+		`{"version":1,"profile":"p"}` + "\n" + `[{"id":3}]` + "\n\"YQ==\"",
+		`{"version":1,"profile":"p"}` + "\n" + `[{"id":"a"}` + "\n\"YQ==\"",
 	} {
 		bad := filepath.Join(dir, "bad.json")
 		if err := os.WriteFile(bad, []byte(body), 0o600); err != nil {
@@ -121,10 +103,10 @@ func TestHandoverRecordRoundTrip(t *testing.T) {
 
 	// A source that does not decode is found by config.
 	bad := filepath.Join(dir, "source.json")
-	if err := os.WriteFile(bad, []byte(`{"version":5,"profile":"p"}`+"\n[]\n{\"not\":\"bytes\"}"), 0o600); err != nil {
+	if err := os.WriteFile(bad, []byte(`{"version":1,"profile":"p"}`+"\n[]\n{\"not\":\"bytes\"}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := readHandover(bad, "p")
+	got, _, err = readHandover(bad, "p")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,8 +115,22 @@ func TestHandoverRecordRoundTrip(t *testing.T) {
 	}
 }
 
+// A record of a version this binary does not read is refused, its
+// version and the one this binary reads named.
+func TestHandoverRecordUnknownVersion(t *testing.T) {
+	path := filepath.Join(testdir.Temp(t), "handover.json")
+	body := `{"version":2,"profile":"p"}` + "\n[]\n\"YQ==\"\n"
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := readHandover(path, "p")
+	if !errors.Is(err, ErrHandoverRecord) || !strings.Contains(err.Error(), "version 2; this tether reads version 1") {
+		t.Errorf("a record of version 2: %v, want ErrHandoverRecord naming both versions", err)
+	}
+}
+
 // The agents' line is one JSON array, whatever reads it; this binary
-// decodes its elements side by side, and reads a line of any writer.
+// decodes its elements side by side, and reads a plain array too.
 func TestHandoverAgentsSideBySide(t *testing.T) {
 	var agents []agentHandover
 	for i := range 7 {
@@ -150,7 +146,7 @@ func TestHandoverAgentsSideBySide(t *testing.T) {
 	if n := bytes.Count(line, []byte(agentsSep)); n != len(agents)-1 || bytes.ContainsAny(line, "\n") {
 		t.Errorf("%d separators in %s, want %d and no line end", n, line, len(agents)-1)
 	}
-	// Written before: one plain array.
+	// One plain array, as encoding/json writes it.
 	plain, err := json.Marshal(agents)
 	if err != nil {
 		t.Fatal(err)

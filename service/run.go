@@ -122,8 +122,6 @@ func Run(p Paths, exe, version string, stderr io.Writer) int {
 	// The socket listens: a Type=notify unit's start returns now.
 	notify("READY=1\nSTATUS=serving profile " + p.Profile)
 	u := &upgrader{p: p, exe: exe, version: version, c: c, srv: srv, inherit: b.inherit, logf: logf, notify: notify, env: mgr.Env()}
-	u.pre = newPreparer(exe, globalArgs(p), c.offer, c.setPrepared, logf)
-	defer u.pre.close()
 
 	stopping := c.Stopping()
 	sigs := make(chan os.Signal, 4)

@@ -29,23 +29,18 @@ import (
 //
 //  1. check: the new binary is run as "service handover-check" and told
 //     what would be handed over (the record's version, the guardians'
-//     protocol versions, the config); it answers whether it can take it
-//     and with which build, and then, once it has parsed the config, the
-//     verdict on the config with its parsed form. A binary that does not
-//     run or cannot take it is refused at the first answer, and nothing
-//     else happens (code upgrade). The handover goes on from that
-//     answer, the config's parse beside the pause and the freeze; the
-//     verdict is waited for before the record, the check's exit before
-//     the exec, and a config the new binary rejects or a check that did
-//     not exit 0 fails the handover there.
+//     protocol versions, the config); it answers, once it has parsed the
+//     config, whether it can take it and with which build, and exits. A
+//     binary that does not run, cannot take it, rejects the config or
+//     does not exit 0 is refused, and nothing else happens (code
+//     upgrade): the API answers throughout.
 //  2. pause: the API stops accepting (clients queue in the listener's
 //     backlog), event streams end with a handover event, and the
 //     requests in progress are waited for.
 //  3. freeze: every actor stops where nothing is in flight and detaches
 //     its session at a message boundary; the warm guardians are let go
 //     and the run records written.
-//  4. record: once the config's verdict is in, the handover record is
-//     written (handover.go).
+//  4. record: the handover record is written (handover.go).
 //  5. exec: on Unix the service execve's the new binary in place, with
 //     the service lock, the listener and every tether inherited; on
 //     Windows it starts the new binary with them duplicated into it and
@@ -60,7 +55,7 @@ import (
 // Bounds of an upgrade's steps.
 const (
 	checkTimeout    = 10 * time.Second
-	checkExitWait   = 2 * time.Second // for the check's verdict and then its exit, once the handover (the API paused) needs them
+	checkExitWait   = 2 * time.Second // for the check's exit once it has answered
 	pauseTimeout    = 10 * time.Second
 	freezeTimeout   = 30 * time.Second
 	takeoverTimeout = 30 * time.Second
@@ -112,13 +107,6 @@ func (c *Controller) setUpgrade(u api.Upgrade) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.service.Upgrade = &u
-}
-
-// setPrepared records the check of a binary that landed, for Status.
-func (c *Controller) setPrepared(p *api.Prepared) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.service.Prepared = p
 }
 
 // frozen is the controller stopped for a handover.
@@ -209,118 +197,74 @@ func (c *Controller) flushRuns() {
 type successorCheck struct {
 	Version  string `json:"version"`
 	Build    string `json:"build"`
-	Handover [2]int `json:"handover"` // the record versions it reads
+	Handover int    `json:"handover"` // the record version it reads
 	Protocol [2]int `json:"protocol"` // the guardian protocol versions it speaks
 	// Error says why it cannot take over; empty: it can.
 	Error string `json:"error,omitempty"`
-	// ParseFollows (to an offer with ParseApart) says that the config's
-	// verdict is a second answer, which comes once the config is parsed:
-	// a successorCheck with only Error and Parsed.
-	ParseFollows bool `json:"parse_follows,omitempty"`
-	// Parsed is the offered config in the parsed form of this build
-	// (config.ParsedForm), for its successor to read instead of parsing
-	// the config again (from handover record version 3 on).
-	Parsed json.RawMessage `json:"parsed,omitempty"`
-}
-
-// encode is the answer as one line of JSON. The parsed form, already
-// JSON as compact as encoding/json writes it (config.ParsedForm), is
-// written as it is: encoding it as a json.RawMessage would scan it twice
-// more.
-func (c successorCheck) encode() []byte {
-	parsed := c.Parsed
-	c.Parsed = nil
-	b, err := json.Marshal(c)
-	if err != nil || len(parsed) == 0 {
-		return append(b, '\n')
-	}
-	// b is an object with fields: its closing brace gives way to one more.
-	b = append(b[:len(b)-1], `,"parsed":`...)
-	b = append(b, parsed...)
-	return append(b, "}\n"...)
 }
 
 // handoverOffer is what the running service tells the new binary.
 type handoverOffer struct {
-	// Handover is the oldest record version this service writes: it
-	// writes the newest the successor reads, down to that one.
-	Handover int            `json:"handover"`
+	Handover int            `json:"handover"` // the record version this service writes
 	Guardian []int          `json:"guardian"` // the protocol versions of the running guardians
 	Config   handoverConfig `json:"config"`
-	// ParseApart asks for the config's verdict as a second answer (see
-	// successorCheck.ParseFollows): a binary that does not know of it
-	// answers once, its parse in that answer.
-	ParseApart bool `json:"parse_apart,omitempty"`
 }
 
 // HandoverCheck is "tether service handover-check": it reads a
 // handoverOffer on stdin and answers with a successorCheck on stdout,
-// saying whether this binary can take over the service that asks, and,
-// to an offer that asks for it apart, with the config's verdict once it
-// is parsed. It exits 0 when it can.
+// once it has parsed the offered config, saying whether this binary can
+// take over the service that asks. It exits 0 when it can.
 func HandoverCheck(p Paths, version string, stdin io.Reader, stdout io.Writer) int {
-	ans := successorCheck{Version: version, Handover: [2]int{MinHandoverVersion, HandoverVersion},
+	ans := successorCheck{Version: version, Build: selfBuild(), Handover: HandoverVersion,
 		Protocol: [2]int{wire.Version, wire.Version}}
-	ans.Build = selfBuild()
 	var offer handoverOffer
-	dec := json.NewDecoder(io.LimitReader(stdin, 16<<20))
 	var problems []string
-	if err := dec.Decode(&offer); err != nil {
+	if err := json.NewDecoder(io.LimitReader(stdin, 16<<20)).Decode(&offer); err != nil {
 		problems = append(problems, "reading the offer: "+err.Error())
 	}
-	if offer.Handover < MinHandoverVersion || offer.Handover > HandoverVersion {
-		problems = append(problems, fmt.Sprintf("it writes handover records of version %d; this tether reads %d to %d", offer.Handover, MinHandoverVersion, HandoverVersion))
+	if offer.Handover != HandoverVersion {
+		problems = append(problems, fmt.Sprintf("it writes handover records of version %d; this tether reads version %d", offer.Handover, HandoverVersion))
 	}
 	for _, v := range slices.Compact(slices.Sorted(slices.Values(offer.Guardian))) {
 		if v != wire.Version {
 			problems = append(problems, fmt.Sprintf("a guardian speaks protocol version %d; this tether takes over %d", v, wire.Version))
 		}
 	}
-	if len(problems) == 0 && offer.ParseApart {
-		// The service pauses on this answer while the config is parsed.
-		ans.ParseFollows = true
-		if _, err := stdout.Write(ans.encode()); err != nil {
-			return 1
-		}
-		ans = successorCheck{}
-	}
 	if len(problems) == 0 {
 		rec := handoverRecord{Config: offer.Config}
-		if cfg, err := rec.config(); err != nil {
+		if _, err := rec.config(); err != nil {
 			problems = append(problems, err.Error())
-		} else {
-			ans.Parsed, _ = cfg.ParsedForm()
 		}
 	}
 	ans.Error = strings.Join(problems, "; ")
-	_, _ = stdout.Write(ans.encode())
+	b, _ := json.Marshal(ans)
+	_, _ = stdout.Write(append(b, '\n'))
 	if ans.Error != "" {
 		return 1
 	}
 	return 0
 }
 
-// checkSuccessor runs exe's handover-check with offer and returns as
-// soon as its first answer has been read: the process goes on to parse
-// the config (a verdict the caller awaits with verdict) and exits (which
-// it awaits with ended); the handover goes on meanwhile, and fails if
-// the check did not end well after all. The caller must call ended once.
-func checkSuccessor(ctx context.Context, exe string, globalArgs []string, offer handoverOffer) (*pendingCheck, error) {
+// checkSuccessor runs exe's handover-check with offer, and returns its
+// answer once it has said yes and exited 0: checkTimeout at most for the
+// answer, and checkExitWait more for the exit, after which it is killed.
+func checkSuccessor(ctx context.Context, exe string, globalArgs []string, offer handoverOffer) (successorCheck, error) {
+	var ans successorCheck
 	fi, err := os.Stat(exe)
 	switch {
 	case err != nil:
-		return nil, err
+		return ans, err
 	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%s is not a regular file", exe)
+		return ans, fmt.Errorf("%s is not a regular file", exe)
 	case runtime.GOOS != "windows" && fi.Mode().Perm()&0o111 == 0:
-		return nil, fmt.Errorf("%s is not executable (mode %v)", exe, fi.Mode().Perm())
+		return ans, fmt.Errorf("%s is not executable (mode %v)", exe, fi.Mode().Perm())
 	}
-	offer.ParseApart = true
 	in, err := json.Marshal(offer)
 	if err != nil {
-		return nil, err
+		return ans, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, slices.Concat(globalArgs, []string{"service", "handover-check"})...)
 	cmd.Stdin = bytes.NewReader(in)
 	var stderr bytes.Buffer
@@ -328,23 +272,16 @@ func checkSuccessor(ctx context.Context, exe string, globalArgs []string, offer 
 	cmd.WaitDelay = time.Second
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		cancel()
-		return nil, err
+		return ans, err
 	}
 	if err := platform.StartChild(cmd); err != nil {
-		cancel()
-		return nil, fmt.Errorf("%s cannot take over: %w", exe, err)
+		return ans, fmt.Errorf("%s cannot take over: %w", exe, err)
 	}
 	// What it wrote, kept for the message when it is not an answer.
 	var out bytes.Buffer
 	dec := json.NewDecoder(io.TeeReader(io.LimitReader(stdout, 16<<20), &out))
-	wait := func() error {
-		defer cancel()
-		return platform.WaitChild(cmd)
-	}
-	var ans successorCheck
 	if err := dec.Decode(&ans); err != nil {
-		runErr := wait()
+		runErr := platform.WaitChild(cmd)
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
 			msg = strings.TrimSpace(out.String())
@@ -352,104 +289,28 @@ func checkSuccessor(ctx context.Context, exe string, globalArgs []string, offer 
 		if runErr == nil {
 			runErr = errors.New("it answered no handover check")
 		}
-		return nil, fmt.Errorf("%s cannot take over (is it a tether that knows handover-check?): %v: %.300s", exe, runErr, msg)
+		return ans, fmt.Errorf("%s cannot take over (is it a tether that knows handover-check?): %v: %.300s", exe, runErr, msg)
 	}
 	if ans.Error != "" {
-		_ = wait()
-		return nil, fmt.Errorf("%s (tether %s) cannot take over: %s", exe, ans.Version, ans.Error)
+		_ = platform.WaitChild(cmd)
+		return ans, fmt.Errorf("%s (tether %s) cannot take over: %s", exe, ans.Version, ans.Error)
 	}
-	pc := &pendingCheck{exe: exe, ans: ans, kill: cancel, verdicts: make(chan verdict, 1), came: make(chan struct{}), exited: make(chan error, 1)}
-	// The verdict is read before the exit is waited for: the wait
-	// closes the pipe.
-	go func() {
-		v := verdict{form: ans.Parsed, at: time.Now()}
-		if ans.ParseFollows {
-			var second successorCheck
-			switch err := dec.Decode(&second); {
-			case err != nil:
-				v.err = fmt.Errorf("%s: handover check: no verdict on the config: %v", exe, err)
-			case second.Error != "":
-				v.err = fmt.Errorf("%s (tether %s) cannot take over: %s", exe, ans.Version, second.Error)
-			default:
-				v.form = second.Parsed
-			}
-			v.at = time.Now()
-		}
-		pc.verdicts <- v
-		close(pc.came)
-		pc.exited <- wait()
-	}()
-	return pc, nil
-}
-
-// pendingCheck is a check that has answered yes, with its verdict on the
-// config and its exit still to come.
-type pendingCheck struct {
-	exe      string
-	ans      successorCheck
-	kill     func()
-	verdicts chan verdict
-	came     chan struct{} // closed once the verdict is in
-	taken    *verdict      // the verdict, once verdict has returned it
-	exited   chan error
-}
-
-// verdict is a check's verdict on the config: its parsed form, or why
-// it cannot take it, and when it came.
-type verdict struct {
-	form []byte
-	err  error
-	at   time.Time
-}
-
-// verdict returns the config in the check's parsed form, once the check
-// has parsed it, or why the check did not take it; it waits
-// checkExitWait at most (the API is paused by then), and kills the check
-// after that. It is called before ended, and says the same again when
-// called again.
-func (pc *pendingCheck) verdict() ([]byte, error) {
-	if pc.taken != nil {
-		return pc.taken.form, pc.taken.err
-	}
-	var v verdict
+	exited := make(chan error, 1)
+	go func() { exited <- platform.WaitChild(cmd) }()
 	select {
-	case v = <-pc.verdicts:
-		markAt("parsed", v.at)
+	case err = <-exited:
 	case <-time.After(checkExitWait):
-		pc.kill()
-		<-pc.verdicts
-		v.err = fmt.Errorf("%s: handover check: no verdict on the config within %v", pc.exe, checkExitWait)
-	}
-	pc.taken = &v
-	return v.form, v.err
-}
-
-// ended waits for the check's exit, checkExitWait at most (the API is
-// paused by then), and says whether it ended well.
-func (pc *pendingCheck) ended() error {
-	var err error
-	select {
-	case err = <-pc.exited:
-	case <-time.After(checkExitWait):
-		pc.kill()
-		<-pc.exited
+		cancel()
+		<-exited
 		err = fmt.Errorf("it answered, and had not exited %v later", checkExitWait)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: handover check: %v", pc.exe, err)
+		return ans, fmt.Errorf("%s: handover check: %v", exe, err)
 	}
-	return nil
-}
-
-// recordVersion is the version of the record to write for a successor
-// that answered check: the newest that both read.
-func recordVersion(check successorCheck) (int, error) {
-	v := min(HandoverVersion, check.Handover[1])
-	if v < max(MinHandoverVersion, check.Handover[0]) {
-		return 0, fmt.Errorf("reads handover records of versions %d to %d; this service writes %d to %d",
-			check.Handover[0], check.Handover[1], MinHandoverVersion, HandoverVersion)
+	if ans.Handover != HandoverVersion {
+		return ans, fmt.Errorf("%s (tether %s) reads handover records of version %d; this service writes version %d", exe, ans.Version, ans.Handover, HandoverVersion)
 	}
-	return v, nil
+	return ans, nil
 }
 
 type limitedWriter struct {
@@ -530,7 +391,6 @@ type upgrader struct {
 	logf    func(string, ...any)
 	notify  func(string) // tells the service manager, if any
 	env     []string     // added to the successor's environment
-	pre     *preparer    // the checks of binaries as they land; nil: none
 }
 
 // upgrade checks the binary call asks for, answers, and hands over: it
@@ -553,63 +413,26 @@ func (u *upgrader) upgrade(call upgradeCall) {
 		u.c.setUpgrade(up)
 		u.logf("upgrade %s to %s: %v; the service goes on as it was", up.ID, target, err)
 	}
-	lead := pauseLead(stepList())
 	beginSteps(began, nil)
-	offer := u.c.offer()
-	// A binary checked when it landed is not checked again.
-	check := u.pre.take(target, offer)
-	ahead := check != nil
-	if !ahead {
-		var err error
-		if check, err = checkSuccessor(context.Background(), target, globalArgs(u.p), offer); err != nil {
-			fail(err)
-			call.reply <- upgradeReply{err: up.Error}
-			return
-		}
-	}
-	up.To = check.ans.Build
-	version, err := recordVersion(check.ans)
+	check, err := checkSuccessor(context.Background(), target, globalArgs(u.p), u.c.offer())
 	if err != nil {
-		_ = check.ended()
-		fail(fmt.Errorf("%s (tether %s) %w", target, check.ans.Version, err))
+		fail(err)
 		call.reply <- upgradeReply{err: up.Error}
 		return
 	}
+	up.To = check.Build
 	stopAt("checked")
 	u.c.setUpgrade(up)
-	how := ""
-	if ahead {
-		how = ", checked when it landed"
-	}
-	u.logf("upgrade %s: handing over to %s (tether %s, build %s%s)", up.ID, target, check.ans.Version, check.ans.Build, how)
+	u.logf("upgrade %s: handing over to %s (tether %s, build %s)", up.ID, target, check.Version, check.Build)
 	call.reply <- upgradeReply{ans: api.UpgradeAnswer{Upgrade: up}}
-	select {
-	case <-check.came:
-		// A config refused before the pause costs no pause.
-		if _, err := check.verdict(); err != nil {
-			fail(err)
-			return
-		}
-	case <-time.After(lead):
-	}
-	if err := u.handOver(target, up, version, offer.Config, check); err != nil {
+	if err := u.handOver(target, up); err != nil {
 		fail(err)
 	}
 }
 
-// parsedConfig is a config in the parsed form of the build that parsed
-// it, as the new binary's check answered it.
-type parsedConfig struct {
-	source handoverConfig // what was parsed
-	form   []byte
-	build  string
-}
-
 // handOver makes steps 2 to 5; it returns only on failure, with the
-// service as it was. check is the new binary's check of offered, whose
-// first answer came before: its verdict on the config must be in before
-// the record, and it must have ended well before the exec.
-func (u *upgrader) handOver(target string, up api.Upgrade, version int, offered handoverConfig, check *pendingCheck) (err error) {
+// service as it was.
+func (u *upgrader) handOver(target string, up api.Upgrade) (err error) {
 	pctx, cancel := context.WithTimeout(context.Background(), pauseTimeout)
 	defer cancel()
 	// A manager shows the service reloading until the successor says it
@@ -637,37 +460,14 @@ func (u *upgrader) handOver(target string, up api.Upgrade, version int, offered 
 		}
 	}()
 	stopAt("frozen")
-	rec := u.c.record(f, up, version)
-	return u.inherit.takeOver(target, rec, u.env, handoverPath(u.p.StateDir), func(rec *handoverRecord) ([]byte, error) {
-		// The agents are encoded while the check parses the config.
-		var agents func() ([]byte, error)
-		if rec.Version >= agentsApart {
-			agents = background(func() ([]byte, error) { return encodeAgents(rec.Agents) })
-		} else {
-			agents = func() ([]byte, error) { return nil, nil }
-		}
-		form, err := check.verdict()
-		if err == nil {
-			rec.Steps = stepList()
-			rec.carry(parsedConfig{source: offered, form: form, build: check.ans.Build})
-			err = check.ended()
-		}
-		line, aerr := agents()
-		if err != nil {
-			return nil, err
-		}
-		if aerr != nil {
-			return nil, aerr
-		}
-		return encodeHandover(rec, line)
-	})
+	return u.inherit.takeOver(target, u.c.record(f, up), u.env, handoverPath(u.p.StateDir))
 }
 
 // offer says what a handover would carry, for the new binary's check.
 func (c *Controller) offer() handoverOffer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	o := handoverOffer{Handover: MinHandoverVersion, Config: handoverConfig{Path: c.cfg.Path, Source: c.cfg.Source}}
+	o := handoverOffer{Handover: HandoverVersion, Config: handoverConfig{Path: c.cfg.Path, Source: c.cfg.Source}}
 	for _, act := range c.actors {
 		if v := act.guardianVersion.Load(); v > 0 {
 			o.Guardian = append(o.Guardian, int(v))
@@ -676,12 +476,11 @@ func (c *Controller) offer() handoverOffer {
 	return o
 }
 
-// record builds the handover record of a frozen controller, of the
-// given version.
-func (c *Controller) record(f *frozen, up api.Upgrade, version int) *handoverRecord {
+// record builds the handover record of a frozen controller.
+func (c *Controller) record(f *frozen, up api.Upgrade) *handoverRecord {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rec := &handoverRecord{Version: version, Written: time.Now().UTC(), PID: os.Getpid(),
+	rec := &handoverRecord{Version: HandoverVersion, Written: time.Now().UTC(), PID: os.Getpid(),
 		Profile: c.opts.Paths.Profile, Upgrade: up,
 		Config: handoverConfig{Path: c.cfg.Path, Source: c.cfg.Source}}
 	for _, fa := range f.actors {
@@ -689,15 +488,6 @@ func (c *Controller) record(f *frozen, up api.Upgrade, version int) *handoverRec
 	}
 	rec.Reap = f.reap
 	return rec
-}
-
-// carry makes rec carry parsed when that is the config it runs, in a
-// version that carries it.
-func (rec *handoverRecord) carry(parsed parsedConfig) {
-	if rec.Version >= agentsApart && len(parsed.form) > 0 && parsed.build != "" &&
-		parsed.source.Path == rec.Config.Path && bytes.Equal(parsed.source.Source, rec.Config.Source) {
-		rec.Parsed, rec.ParsedBy = parsed.form, parsed.build
-	}
 }
 
 // serviceInfo returns what Status says of the service process.
@@ -752,50 +542,14 @@ func formatSteps(list []handoverStep) string {
 	return b.String()
 }
 
-// maxPauseLead bounds pauseLead.
-const maxPauseLead = 500 * time.Millisecond
-
-// pauseLead is how long the pause waits after the check's first answer
-// for its verdict on the config, given prev, the timeline of the
-// handover before (in this process, or in the one it took over from): as
-// long as that check took to parse less what that freeze took, so that
-// the freeze ends as the verdict comes, and the API is paused no longer
-// than the handover needs. Without such a timeline the pause begins at
-// once.
-func pauseLead(prev []handoverStep) time.Duration {
-	at := make(map[string]time.Duration, len(prev))
-	for _, st := range prev {
-		at[st.Step] = st.At
-	}
-	checked, ok1 := at["checked"]
-	paused, ok2 := at["paused"]
-	frozen, ok3 := at["frozen"]
-	parsed, ok4 := at["parsed"]
-	if !ok1 || !ok2 || !ok3 || !ok4 {
-		return 0
-	}
-	return min(max((parsed-checked)-(frozen-paused), 0), maxPauseLead)
-}
-
-// markAt marks step in the timeline at t, in its place by time.
-func markAt(step string, t time.Time) {
-	steps.mu.Lock()
-	defer steps.mu.Unlock()
-	if steps.began.IsZero() {
-		return
-	}
-	st := handoverStep{Step: step, At: t.Sub(steps.began)}
-	i := len(steps.list)
-	for i > 0 && steps.list[i-1].At > st.At {
-		i--
-	}
-	steps.list = slices.Insert(steps.list, i, st)
-}
-
 // stopAt marks step in the timeline, and stops this process there when
 // a test asked for it.
 func stopAt(step string) {
-	markAt(step, time.Now())
+	steps.mu.Lock()
+	if !steps.began.IsZero() {
+		steps.list = append(steps.list, handoverStep{Step: step, At: time.Since(steps.began)})
+	}
+	steps.mu.Unlock()
 	if os.Getenv(handoverStopEnv) == step {
 		stopSelf()
 	}

@@ -24,11 +24,6 @@ import (
 // inherited, their close-on-exec flags cleared for the exec alone.
 const successorIsSeparate = false
 
-// recordInMemory is the first record version that may be handed over in
-// a memfd (Linux) rather than a file in the state directory: its
-// successor closes the descriptor the path names (see readRecord).
-const recordInMemory = 4
-
 // attachLater: the successor serves its API before it sends attach: the
 // guardians need not hear of it to go on (the pid is the same), and the
 // wake-up of every guardian would delay the first answer.
@@ -69,7 +64,7 @@ func fdOf(c syscall.Conn) (uintptr, error) {
 // and extraEnv (the service manager's socket, which agents must not see
 // and the successor must). It returns only when the exec failed: then
 // nothing was inherited and the service goes on.
-func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []string, path string, encode func(*handoverRecord) ([]byte, error)) error {
+func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []string, path string) error {
 	ul, ok := currentListener(in.listener).(*net.UnixListener)
 	if !ok {
 		return errors.New("the API listener is not a unix socket that can be inherited")
@@ -86,38 +81,34 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []s
 	if err := eachTether(rec, func(fd uintptr) (uintptr, error) { return fd, nil }); err != nil {
 		return err
 	}
-	if rec.Version >= 2 {
-		// Held open (no watch closes) until the exec or its failure.
-		var release func()
-		rec.Discard, release = punix.HoldSlowToClose()
-		defer release()
-		// The binary this process runs, when an install has replaced
-		// it: the exec would drop its last reference, and free the
-		// deleted file (its page cache and its blocks) on its way,
-		// before the successor's first instruction. Handed over, it is
-		// freed once the successor has answered and taken the guardians
-		// over.
-		if fd, ok := openSelf(); ok {
-			defer unix.Close(fd) // only when the exec failed
-			rec.Discard = append(rec.Discard, uintptr(fd))
-		}
+	// Held open (no watch closes) until the exec or its failure.
+	var release func()
+	rec.Discard, release = punix.HoldSlowToClose()
+	defer release()
+	// The binary this process runs, when an install has replaced it: the
+	// exec would drop its last reference, and free the deleted file (its
+	// page cache and its blocks) on its way, before the successor's first
+	// instruction. Handed over, it is freed once the successor has
+	// answered and taken the guardians over.
+	if fd, ok := openSelf(); ok {
+		defer unix.Close(fd) // only when the exec failed
+		rec.Discard = append(rec.Discard, uintptr(fd))
 	}
 	stopAt("recorded")
 	rec.Steps = stepList()
-	b, err := encode(rec)
+	b, err := encodeHandover(rec)
 	if err != nil {
 		return err
 	}
+	// In memory (a memfd that the exec keeps) where the OS has it.
 	var inMemory *os.File
-	if rec.Version >= recordInMemory {
-		f, at, err := punix.NewMemFile(handoverName, b)
-		switch {
-		case err == nil:
-			defer f.Close()
-			inMemory, path = f, at
-		case !errors.Is(err, errors.ErrUnsupported):
-			return fmt.Errorf("the handover record: %w", err)
-		}
+	f, at, err := punix.NewMemFile(handoverName, b)
+	switch {
+	case err == nil:
+		defer f.Close()
+		inMemory, path = f, at
+	case !errors.Is(err, errors.ErrUnsupported):
+		return fmt.Errorf("the handover record: %w", err)
 	}
 	if inMemory == nil {
 		if err := writeRecordFile(path, b); err != nil {

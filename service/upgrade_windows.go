@@ -66,7 +66,7 @@ func newInheritance(lock *os.File, l net.Listener) *inheritance {
 // takeOver starts target as the successor and hands everything over; on
 // success it exits this process. It returns only when the successor did
 // not take over, with this process as it was.
-func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []string, path string, encode func(*handoverRecord) ([]byte, error)) (err error) {
+func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []string, path string) (err error) {
 	pl, ok := currentListener(in.listener).(*pwin.PipeListener)
 	if !ok {
 		return errors.New("the API listener is not a pipe listener that can be handed over")
@@ -129,7 +129,7 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []s
 	}
 	stopAt("recorded")
 	rec.Steps = stepList()
-	b, err := encode(rec)
+	b, err := encodeHandover(rec)
 	if err != nil {
 		return err
 	}
