@@ -1,4 +1,4 @@
-package service
+package upgrade
 
 import (
 	"bytes"
@@ -20,15 +20,15 @@ import (
 // from the rest; agents that do not decode are an unusable record, named.
 func TestHandoverRecordRoundTrip(t *testing.T) {
 	dir := testdir.Temp(t)
-	rec := &handoverRecord{Version: HandoverVersion, PID: os.Getpid(), Profile: "p",
-		Config: handoverConfig{Path: "agents.yaml", Source: []byte("agents: []\n")},
-		Agents: []agentHandover{
+	rec := &Record{Version: Version, PID: os.Getpid(), Profile: "p",
+		Config: Config{Path: "agents.yaml", Source: []byte("agents: []\n")},
+		Agents: []Agent{
 			{ID: "a", Row: api.Agent{ID: "a", State: api.StateRunning, PID: 7}, Want: true, Leader: platform.Ref{Pid: 7, Start: 99},
-				Tether: &tetherHandover{Conn: 9, Version: 2}},
+				Tether: &Tether{Conn: 9, Version: 2}},
 			{ID: "b", Row: api.Agent{ID: "b", State: api.StateStopped}},
 		},
 		Discard: []uintptr{11, 12}}
-	path, err := writeHandover(dir, rec)
+	path, err := write(dir, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,24 +42,24 @@ func TestHandoverRecordRoundTrip(t *testing.T) {
 	if first, _, _ := bytes.Cut(b, []byte("\n")); bytes.Contains(first, []byte(`"source":"`)) {
 		t.Errorf("the config's source in the first line: %s", first)
 	}
-	got, agents, err := readHandover(path, "p")
+	got, agents, err := Read(path, "p")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got.Agents) != 0 {
 		t.Errorf("the agents were decoded before decodeAgents: %+v", got.Agents)
 	}
-	if err := got.decodeAgents(agents); err != nil {
+	if err := got.DecodeAgents(agents); err != nil {
 		t.Fatal(err)
 	}
 	if len(got.Agents) != 2 || got.Agents[0].ID != "a" || got.Agents[0].Leader != rec.Agents[0].Leader ||
 		got.Agents[0].Tether == nil || got.Agents[0].Tether.Conn != 9 || got.Agents[1].Row.State != api.StateStopped {
 		t.Errorf("agents read back %+v, wrote %+v", got.Agents, rec.Agents)
 	}
-	if _, err := got.config(); err != nil {
+	if _, err := got.ParseConfig(); err != nil {
 		t.Fatalf("the config read back: %v", err)
 	}
-	if got.Version != HandoverVersion || len(got.Discard) != 2 || got.Discard[1] != 12 || string(got.Config.Source) != "agents: []\n" {
+	if got.Version != Version || len(got.Discard) != 2 || got.Discard[1] != 12 || string(got.Config.Source) != "agents: []\n" {
 		t.Errorf("read back %+v", got)
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
@@ -78,8 +78,8 @@ func TestHandoverRecordRoundTrip(t *testing.T) {
 		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := readHandover(path, "p"); !errors.Is(err, ErrHandoverRecord) {
-			t.Errorf("%s: %v, want ErrHandoverRecord", body, err)
+		if _, _, err := Read(path, "p"); !errors.Is(err, ErrRecord) {
+			t.Errorf("%s: %v, want ErrRecord", body, err)
 		}
 	}
 
@@ -92,12 +92,12 @@ func TestHandoverRecordRoundTrip(t *testing.T) {
 		if err := os.WriteFile(bad, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		got, agents, err := readHandover(bad, "p")
+		got, agents, err := Read(bad, "p")
 		if err != nil {
 			t.Fatalf("%s: %v", body, err)
 		}
-		if err := got.decodeAgents(agents); !errors.Is(err, ErrHandoverRecord) {
-			t.Errorf("%s: agents that do not decode: %v, want ErrHandoverRecord", body, err)
+		if err := got.DecodeAgents(agents); !errors.Is(err, ErrRecord) {
+			t.Errorf("%s: agents that do not decode: %v, want ErrRecord", body, err)
 		}
 	}
 
@@ -106,12 +106,12 @@ func TestHandoverRecordRoundTrip(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(`{"version":1,"profile":"p"}`+"\n[]\n{\"not\":\"bytes\"}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, _, err = readHandover(bad, "p")
+	got, _, err = Read(bad, "p")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := got.config(); !errors.Is(err, ErrHandoverRecord) {
-		t.Errorf("a source that is not a string: %v, want ErrHandoverRecord", err)
+	if _, err := got.ParseConfig(); !errors.Is(err, ErrRecord) {
+		t.Errorf("a source that is not a string: %v, want ErrRecord", err)
 	}
 }
 
@@ -123,21 +123,21 @@ func TestHandoverRecordUnknownVersion(t *testing.T) {
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := readHandover(path, "p")
-	if !errors.Is(err, ErrHandoverRecord) || !strings.Contains(err.Error(), "version 2; this tether reads version 1") {
-		t.Errorf("a record of version 2: %v, want ErrHandoverRecord naming both versions", err)
+	_, _, err := Read(path, "p")
+	if !errors.Is(err, ErrRecord) || !strings.Contains(err.Error(), "version 2; this tether reads version 1") {
+		t.Errorf("a record of version 2: %v, want ErrRecord naming both versions", err)
 	}
 }
 
 // The agents' line is one JSON array, whatever reads it; this binary
 // decodes its elements side by side, and reads a plain array too.
 func TestHandoverAgentsSideBySide(t *testing.T) {
-	var agents []agentHandover
+	var agents []Agent
 	for i := range 7 {
 		id := fmt.Sprintf("a%d", i)
-		agents = append(agents, agentHandover{ID: id, Want: i%2 == 0,
+		agents = append(agents, Agent{ID: id, Want: i%2 == 0,
 			Row:    api.Agent{ID: id, State: api.StateRunning, PID: 100 + i, Error: &api.Error{Code: api.CodeSpawn, Message: "a tab\there, a comma,\tand a line\nend"}},
-			Tether: &tetherHandover{Conn: uintptr(9 + i), Version: 2, Pending: []byte("{\"type\":\t")}})
+			Tether: &Tether{Conn: uintptr(9 + i), Version: 2, Pending: []byte("{\"type\":\t")}})
 	}
 	line, err := encodeAgents(agents)
 	if err != nil {
@@ -151,7 +151,7 @@ func TestHandoverAgentsSideBySide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []agentHandover
+	var want []Agent
 	if err := json.Unmarshal(plain, &want); err != nil {
 		t.Fatal(err)
 	}
@@ -159,12 +159,12 @@ func TestHandoverAgentsSideBySide(t *testing.T) {
 	// breaks it, and the line is read whole.
 	spaced := []byte(`[{"id":"a0",` + "\t" + `"want":true},` + "\t" + `{"id":"a1"}]`)
 	for name, raw := range map[string][]byte{"side by side": line, "plain": plain, "spaced": spaced} {
-		var asArray []agentHandover
+		var asArray []Agent
 		if err := json.Unmarshal(raw, &asArray); err != nil {
 			t.Errorf("%s: not a JSON array: %v", name, err)
 		}
-		rec := &handoverRecord{}
-		if err := rec.decodeAgents(&recordAgents{path: "r", raw: raw}); err != nil {
+		rec := &Record{}
+		if err := rec.DecodeAgents(&RecordAgents{path: "r", raw: raw}); err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
@@ -177,7 +177,7 @@ func TestHandoverAgentsSideBySide(t *testing.T) {
 	}
 	// A broken element is an unusable record, split or not.
 	broken := bytes.Replace(line, []byte(`"id":"a3"`), []byte(`"id":a3`), 1)
-	if err := (&handoverRecord{}).decodeAgents(&recordAgents{path: "r", raw: broken}); !errors.Is(err, ErrHandoverRecord) {
-		t.Errorf("a broken element: %v, want ErrHandoverRecord", err)
+	if err := (&Record{}).DecodeAgents(&RecordAgents{path: "r", raw: broken}); !errors.Is(err, ErrRecord) {
+		t.Errorf("a broken element: %v, want ErrRecord", err)
 	}
 }

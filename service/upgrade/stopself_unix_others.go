@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package service
+package upgrade
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package service
+package upgrade
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 
 // The handover record is what a service hands its successor at an
 // upgrade (I9): which descriptor is which tether, and what it knew. It is
-// named to the successor by handoverEnv: on Linux a memfd the successor
+// named to the successor by Env: on Linux a memfd the successor
 // inherits across the execve and closes as soon as it has read it;
 // elsewhere a file in the state directory, written 0600 to a temporary
 // file renamed into place, and removed by the successor as soon as it has
@@ -32,20 +32,20 @@ import (
 // successor reads the first line before anything else, and decodes the
 // agents beside the config.
 //
-// The old service asks the new binary whether it reads HandoverVersion
+// The old service asks the new binary whether it reads Version
 // before it hands over (handover-check): a successor never meets a record
 // it cannot read, and one of another version is refused, named.
-const HandoverVersion = 1
+const Version = 1
 
-// handoverEnv names the record in a successor's environment; "tether
-// service run" started with it takes over instead of starting afresh.
-const handoverEnv = "TETHER_HANDOVER"
+// Env names the record in a successor's environment; "tether service
+// run" started with it takes over instead of starting afresh.
+const Env = "TETHER_HANDOVER"
 
-// handoverName is the record's file name in the state directory.
-const handoverName = "handover.json"
+// fileName is the record's file name in the state directory.
+const fileName = "handover.json"
 
-// handoverRecord is the record.
-type handoverRecord struct {
+// Record is the record.
+type Record struct {
 	Version int       `json:"version"`
 	Written time.Time `json:"written"`
 	// PID is the writer's. On Unix the successor is the same process
@@ -57,7 +57,7 @@ type handoverRecord struct {
 	// Config is the config the service ran, as it was parsed: the
 	// successor runs the same one, whatever the file holds now (a reload
 	// applies the file).
-	Config handoverConfig `json:"config"`
+	Config Config `json:"config"`
 	// Lock and Listener are the descriptors of the service lock (held:
 	// the successor never lets another service of the profile in) and of
 	// the API's listening socket (still listening: clients queue), or on
@@ -65,9 +65,9 @@ type handoverRecord struct {
 	Lock     uintptr   `json:"lock"`
 	Listener []uintptr `json:"listener"`
 	// Agents are in the config's order.
-	Agents []agentHandover `json:"agents"`
+	Agents []Agent `json:"agents"`
 	// Steps is the timeline of the handover so far, for the log.
-	Steps []handoverStep `json:"steps,omitempty"`
+	Steps []StepAt `json:"steps,omitempty"`
 	// Reap lists children of the writer that exit on their own (warm
 	// guardians let go): its successor on Unix, the same process, reaps
 	// them.
@@ -79,25 +79,27 @@ type handoverRecord struct {
 	// answered and taken the guardians over.
 	Discard []uintptr `json:"discard,omitempty"`
 	// source is the line that holds Config.Source, as read and not yet
-	// decoded: config decodes it.
+	// decoded: ParseConfig decodes it.
 	source json.RawMessage
 }
 
-type handoverConfig struct {
+// Config is the config a service runs: its path and its exact source.
+type Config struct {
 	Path   string `json:"path"`
 	Source []byte `json:"source"`
 }
 
-// handoverPath is where the record of stateDir's profile is written.
-func handoverPath(stateDir string) string { return filepath.Join(stateDir, handoverName) }
+// Path is where the record of stateDir's profile is written, where it
+// is not in memory.
+func Path(stateDir string) string { return filepath.Join(stateDir, fileName) }
 
-// writeHandover writes rec to the state directory and returns its path.
-func writeHandover(stateDir string, rec *handoverRecord) (string, error) {
-	b, err := encodeHandover(rec)
+// write writes rec to the state directory and returns its path.
+func write(stateDir string, rec *Record) (string, error) {
+	b, err := encode(rec)
 	if err != nil {
 		return "", err
 	}
-	path := handoverPath(stateDir)
+	path := Path(stateDir)
 	return path, writeRecordFile(path, b)
 }
 
@@ -129,8 +131,8 @@ func writeRecordFile(path string, b []byte) (err error) {
 	return nil
 }
 
-// encodeHandover encodes rec in its three lines.
-func encodeHandover(rec *handoverRecord) ([]byte, error) {
+// encode encodes rec in its three lines.
+func encode(rec *Record) ([]byte, error) {
 	source, err := json.Marshal(rec.Config.Source)
 	if err != nil {
 		return nil, err
@@ -139,9 +141,9 @@ func encodeHandover(rec *handoverRecord) ([]byte, error) {
 	head.Config.Source = nil
 	// The outer Agents, nil and omitted, hides the record's own.
 	b, err := json.Marshal(struct {
-		*handoverRecord
+		*Record
 		Agents *struct{} `json:"agents,omitempty"`
-	}{handoverRecord: &head})
+	}{Record: &head})
 	if err != nil {
 		return nil, err
 	}
@@ -155,14 +157,14 @@ func encodeHandover(rec *handoverRecord) ([]byte, error) {
 // agentsSep separates the elements of the agents' line: JSON reads the
 // tab as whitespace, and encoding/json escapes every control character
 // inside a string, so in what encodeAgents writes a tab is only ever
-// there. decodeAgents splits the line at each and decodes the agents
+// there. DecodeAgents splits the line at each and decodes the agents
 // side by side.
 const agentsSep = ",\t"
 
 // encodeAgents encodes agents as one JSON array, its elements encoded
 // side by side, one run per processor, and written with agentsSep
 // between them.
-func encodeAgents(agents []agentHandover) ([]byte, error) {
+func encodeAgents(agents []Agent) ([]byte, error) {
 	if len(agents) == 0 {
 		return json.Marshal(agents)
 	}
@@ -209,55 +211,55 @@ func eachSpan(n int, f func(i int) error) error {
 	return errors.Join(errs...)
 }
 
-// ErrHandoverRecord: the record named by handoverEnv could not be used.
-var ErrHandoverRecord = errors.New("unusable handover record")
+// ErrRecord: the record named by Env could not be used.
+var ErrRecord = errors.New("unusable handover record")
 
-// readHandover reads and removes the record at path, and checks that it
-// is one this binary reads, written for profile. The agents are left
-// undecoded, for decodeAgents: their decode is most of the record's, and
-// the successor parses the config meanwhile.
-func readHandover(path, profile string) (*handoverRecord, *recordAgents, error) {
+// Read reads and removes the record at path, and checks that it is one
+// this binary reads, written for profile. The agents are left undecoded,
+// for DecodeAgents: their decode is most of the record's, and the
+// successor parses the config meanwhile.
+func Read(path, profile string) (*Record, *RecordAgents, error) {
 	b, err := readRecord(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrHandoverRecord, err)
+		return nil, nil, fmt.Errorf("%w: %v", ErrRecord, err)
 	}
-	var rec handoverRecord
+	var rec Record
 	// The outer Agents hides the record's own from the decoder.
 	head := struct {
-		*handoverRecord
+		*Record
 		Agents json.RawMessage `json:"agents"`
-	}{handoverRecord: &rec}
+	}{Record: &rec}
 	first, rest, _ := bytes.Cut(b, []byte("\n"))
 	if err := json.Unmarshal(first, &head); err != nil {
-		return nil, nil, fmt.Errorf("%w %s: %v", ErrHandoverRecord, path, err)
+		return nil, nil, fmt.Errorf("%w %s: %v", ErrRecord, path, err)
 	}
 	lines := bytes.Split(bytes.TrimSuffix(rest, []byte("\n")), []byte("\n"))
 	switch {
-	case rec.Version != HandoverVersion:
-		return nil, nil, fmt.Errorf("%w %s: version %d; this tether reads version %d", ErrHandoverRecord, path, rec.Version, HandoverVersion)
+	case rec.Version != Version:
+		return nil, nil, fmt.Errorf("%w %s: version %d; this tether reads version %d", ErrRecord, path, rec.Version, Version)
 	case rec.Profile != profile:
-		return nil, nil, fmt.Errorf("%w %s: written for profile %q, not %q", ErrHandoverRecord, path, rec.Profile, profile)
+		return nil, nil, fmt.Errorf("%w %s: written for profile %q, not %q", ErrRecord, path, rec.Profile, profile)
 	case head.Agents != nil || rec.Config.Source != nil || len(lines) != 2:
-		return nil, nil, fmt.Errorf("%w %s: not the record, its agents and the config's source, each on a line", ErrHandoverRecord, path)
+		return nil, nil, fmt.Errorf("%w %s: not the record, its agents and the config's source, each on a line", ErrRecord, path)
 	}
-	// Left to decodeAgents, and the source to config.
+	// Left to DecodeAgents, and the source to ParseConfig.
 	rec.source = lines[1]
-	return &rec, &recordAgents{path: path, raw: lines[0]}, nil
+	return &rec, &RecordAgents{path: path, raw: lines[0]}, nil
 }
 
-// recordAgents are a record's agents as read, not yet decoded.
-type recordAgents struct {
+// RecordAgents are a record's agents as read, not yet decoded.
+type RecordAgents struct {
 	path string
 	raw  json.RawMessage
 }
 
-// decodeAgents decodes the agents of rec, read as ra.
-func (rec *handoverRecord) decodeAgents(ra *recordAgents) error {
+// DecodeAgents decodes the agents of rec, read as ra.
+func (rec *Record) DecodeAgents(ra *RecordAgents) error {
 	if len(ra.raw) == 0 {
 		return nil
 	}
 	if agents, ok := splitAgents(ra.raw); ok {
-		rec.Agents = make([]agentHandover, len(agents))
+		rec.Agents = make([]Agent, len(agents))
 		if eachSpan(len(agents), func(i int) error { return json.Unmarshal(agents[i], &rec.Agents[i]) }) == nil {
 			return nil
 		}
@@ -265,7 +267,7 @@ func (rec *handoverRecord) decodeAgents(ra *recordAgents) error {
 		rec.Agents = nil
 	}
 	if err := json.Unmarshal(ra.raw, &rec.Agents); err != nil {
-		return fmt.Errorf("%w %s: its agents: %v", ErrHandoverRecord, ra.path, err)
+		return fmt.Errorf("%w %s: its agents: %v", ErrRecord, ra.path, err)
 	}
 	return nil
 }
@@ -279,12 +281,12 @@ func splitAgents(raw []byte) (agents [][]byte, ok bool) {
 	return bytes.Split(raw[1:len(raw)-1], []byte(agentsSep)), true
 }
 
-// config parses the config the record carries, as the service before
-// had parsed it.
-func (rec *handoverRecord) config() (*config.Config, error) {
+// ParseConfig parses the config the record carries, as the service
+// before had parsed it.
+func (rec *Record) ParseConfig() (*config.Config, error) {
 	if rec.source != nil {
 		if err := json.Unmarshal(rec.source, &rec.Config.Source); err != nil {
-			return nil, fmt.Errorf("%w: the config's source: %v", ErrHandoverRecord, err)
+			return nil, fmt.Errorf("%w: the config's source: %v", ErrRecord, err)
 		}
 		rec.source = nil
 	}
@@ -297,10 +299,10 @@ func (rec *handoverRecord) config() (*config.Config, error) {
 	return cfg, nil
 }
 
-// removeStaleHandover removes the records, and their temporary files,
-// that a handover killed before it was taken over left in stateDir.
-func removeStaleHandover(stateDir string) {
-	left, _ := filepath.Glob(filepath.Join(stateDir, handoverName+"*"))
+// RemoveStale removes the records, and their temporary files, that a
+// handover killed before it was taken over left in stateDir.
+func RemoveStale(stateDir string) {
+	left, _ := filepath.Glob(filepath.Join(stateDir, fileName+"*"))
 	for _, f := range left {
 		_ = os.Remove(f)
 	}
