@@ -103,6 +103,9 @@ func check(ctx context.Context, exe string, globalArgs []string, offer Offer) (A
 	var stderr bytes.Buffer
 	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
 	cmd.WaitDelay = time.Second
+	// What it forks is killed with it, and once it has ended: no check
+	// leaves a process behind (it would be the service's child).
+	platform.IsolateGroup(cmd)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return ans, err
@@ -110,6 +113,7 @@ func check(ctx context.Context, exe string, globalArgs []string, offer Offer) (A
 	if err := platform.StartChild(cmd); err != nil {
 		return ans, fmt.Errorf("%s cannot take over: %w", exe, err)
 	}
+	defer platform.KillGroup(cmd)
 	// What it wrote, kept for the message when it is not an answer.
 	var out bytes.Buffer
 	dec := json.NewDecoder(io.TeeReader(io.LimitReader(stdout, 16<<20), &out))
