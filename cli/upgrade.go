@@ -65,6 +65,11 @@ func upgradeService(c *client.Client, exe string) (api.Upgrade, error) {
 		switch {
 		case errors.Is(err, client.ErrNotRunning):
 			return api.Upgrade{}, &api.Error{Code: api.CodeUpgrade, Message: "the service stopped during the upgrade: its successor died after taking over (the service manager, if any, starts it again)"}
+		case err != nil && !errors.As(err, new(*api.Error)):
+			// The connection was reset or cut: the process that held
+			// the socket (the successor, after the exec) ended before
+			// it answered.
+			return api.Upgrade{}, &api.Error{Code: api.CodeUpgrade, Message: fmt.Sprintf("the service ended during the upgrade: its successor died before it answered (%v); the service manager, if any, starts it again", err)}
 		case err != nil:
 			return api.Upgrade{}, err
 		case st.ServicePID != before.ServicePID && runtime.GOOS != "windows":

@@ -498,3 +498,33 @@ func TestUpgradeToALandedBinary(t *testing.T) {
 	sameAgents(t, before, after)
 	exactlyOnce(t, 100*time.Millisecond, map[string]int{m + "-x": 1, m + "-y": 1, m + "-z": 1})
 }
+
+// successorScript writes a binary that is this tether for the handover
+// check and runs successor (shell) otherwise: a successor that passes
+// the check and then fails in its own way.
+func successorScript(t *testing.T, w *world, name, successor string) string {
+	t.Helper()
+	p := filepath.Join(w.dir, name)
+	body := fmt.Sprintf("#!/bin/sh\nif [ \"$3\" = service ] && [ \"$4\" = handover-check ]; then exec %q \"$@\"; fi\n%s\n", tether, successor)
+	if err := os.WriteFile(p, []byte(body), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A successor that dies before it answers (the requests that queued
+// meanwhile see their connection reset) is a typed upgrade error on the
+// command line, and a crash like any other (I2).
+func TestUpgradeSuccessorDiesBeforeAnswering(t *testing.T) {
+	w, svc, m := upgradeWorld(t, 300*time.Millisecond)
+	dying := successorScript(t, w, "dying", "sleep 0.5\nexit 1")
+	begin := time.Now()
+	r := w.run(time.Minute, "service", "upgrade", dying)
+	if r.code != 1 || !strings.Contains(r.stderr, "its successor died before it answered") {
+		t.Errorf("upgrade to a successor that dies: exit %d, %q; want exit 1 naming the successor's end\nservice log:\n%s", r.code, r.stderr, svc.output())
+	}
+	w.waitOwnerGone("default", m, begin, 10*time.Second)
+	if left := reapAdopted(5 * time.Second); len(left) > 0 {
+		t.Fatalf("guardians still running: %v", left)
+	}
+}
