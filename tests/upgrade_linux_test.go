@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -526,5 +527,21 @@ func TestUpgradeSuccessorDiesBeforeAnswering(t *testing.T) {
 	w.waitOwnerGone("default", m, begin, 10*time.Second)
 	if left := reapAdopted(5 * time.Second); len(left) > 0 {
 		t.Fatalf("guardians still running: %v", left)
+	}
+}
+
+// A service that holds its socket and answers nothing (stopped here; a
+// successor that hangs is the same to a client) is a service that cannot
+// be reached: status exits 3 once it gives up.
+func TestStatusOfAHungServiceExits3(t *testing.T) {
+	w, svc, _ := upgradeWorld(t, 300*time.Millisecond)
+	pid := svc.cmd.Process.Pid
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(pid, syscall.SIGCONT) }()
+	r := w.run(time.Minute, "status")
+	if r.code != 3 || !strings.Contains(r.stderr, "did not answer") {
+		t.Errorf("status of a hung service: exit %d, %q; want exit 3 saying it did not answer", r.code, r.stderr)
 	}
 }
