@@ -65,6 +65,8 @@ func upgradeService(c *client.Client, exe string) (api.Upgrade, error) {
 		switch {
 		case errors.Is(err, client.ErrNotRunning):
 			return api.Upgrade{}, &api.Error{Code: api.CodeUpgrade, Message: "the service stopped during the upgrade: its successor died after taking over (the service manager, if any, starts it again)"}
+		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded):
+			return api.Upgrade{}, &api.Error{Code: api.CodeUpgrade, Message: fmt.Sprintf("no word of upgrade %s within %v", id, upgradeWait)}
 		case err != nil && !errors.As(err, new(*api.Error)):
 			// The connection was reset or cut: the process that held
 			// the socket (the successor, after the exec) ended before

@@ -19,6 +19,7 @@ import (
 // serves it makes sessions of the tethers handed over (attachAll).
 func (r *runner) takeOver(path string, began time.Time) int {
 	p, logf := r.p, r.logf
+	served := upgrade.Bound(logf)
 	// Agents must not see it.
 	os.Unsetenv(upgrade.Env)
 	// What is read to take over is garbage at once, and bounded by the
@@ -41,6 +42,7 @@ func (r *runner) takeOver(path string, began time.Time) int {
 			}
 		}
 		c.setUpgrade(up)
+		served()
 		upgrade.StopAt(upgrade.StepServing)
 		// The clients that queued during the handover are answered
 		// first: the guardians' tethers are made sessions once the

@@ -545,3 +545,35 @@ func TestStatusOfAHungServiceExits3(t *testing.T) {
 		t.Errorf("status of a hung service: exit %d, %q; want exit 3 saying it did not answer", r.code, r.stderr)
 	}
 }
+
+// A successor that passes the check and then hangs (here a sleep) is
+// bounded: past upgrade.ServeBound it ends as a crash does, every tree
+// goes (I2), the command line says the upgrade failed, and a new
+// service starts on the same socket and brings every agent back.
+func TestUpgradeSuccessorThatHangsIsBounded(t *testing.T) {
+	w, svc, m := upgradeWorld(t, 300*time.Millisecond)
+	hung := successorScript(t, w, "hung", "exec sleep 1000")
+	begin := time.Now()
+	r := w.run(time.Minute, "service", "upgrade", hung)
+	if r.code != 1 || !strings.Contains(r.stderr, "successor") {
+		t.Errorf("upgrade to a successor that hangs: exit %d, %q; want exit 1 naming the successor", r.code, r.stderr)
+	}
+	select {
+	case <-svc.done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the hung successor still runs %v after the upgrade began", time.Since(begin))
+	}
+	if took := time.Since(begin); took > 15*time.Second {
+		t.Errorf("the hung successor ended %v after the upgrade began", took)
+	}
+	w.waitOwnerGone("default", m, begin, 15*time.Second)
+	if left := reapAdopted(5 * time.Second); len(left) > 0 {
+		t.Fatalf("guardians still running: %v", left)
+	}
+	w.startService("default")
+	for _, id := range []string{"x", "y", "z"} {
+		w.waitState("default", id, api.StateRunning)
+	}
+	waitTrees(t, m+"-x", 1)
+	exactlyOnce(t, 300*time.Millisecond, map[string]int{m + "-x": 1, m + "-y": 1, m + "-z": 1})
+}

@@ -130,7 +130,9 @@ func (in *inheritance) TakeOver(target string, listener net.Listener, rec *Recor
 	err = setCloseOnExec(fds, false)
 	if err == nil {
 		StopAt(StepExec)
+		armBound(true)
 		err = syscall.Exec(target, argv, env)
+		armBound(false)
 	}
 	_ = setCloseOnExec(fds, true)
 	syscall.ForkLock.Unlock()
