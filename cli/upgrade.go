@@ -56,6 +56,16 @@ func upgradeService(c *client.Client, exe string) (api.Upgrade, error) {
 		return api.Upgrade{}, err
 	}
 	ans, err := c.Upgrade(ctx, api.UpgradeRequest{Executable: exe})
+	// Another upgrade was handing over: this one is asked of the
+	// service that comes of it (the request queues until it answers).
+	for ae := (*api.Error)(nil); errors.As(err, &ae) && ae.Code == api.CodeHandingOver; {
+		select {
+		case <-ctx.Done():
+			return api.Upgrade{}, &api.Error{Code: api.CodeUpgrade, Message: fmt.Sprintf("another upgrade was under way, and the service did not take this one within %v", upgradeWait)}
+		case <-time.After(5 * time.Millisecond):
+		}
+		ans, err = c.Upgrade(ctx, api.UpgradeRequest{Executable: exe})
+	}
 	if err != nil {
 		return api.Upgrade{}, err
 	}

@@ -577,3 +577,32 @@ func TestUpgradeSuccessorThatHangsIsBounded(t *testing.T) {
 	waitTrees(t, m+"-x", 1)
 	exactlyOnce(t, 300*time.Millisecond, map[string]int{m + "-x": 1, m + "-y": 1, m + "-z": 1})
 }
+
+// Two upgrades asked at once go one after the other: both succeed, each
+// within seconds (the pause does not wait for the second, which waits
+// for the first), and every agent is kept.
+func TestUpgradesAskedAtOnceSerialise(t *testing.T) {
+	w, svc, m := upgradeWorld(t, time.Second)
+	c := w.client("default")
+	before, _ := rowsByID(t, c)
+	results := make(chan result, 2)
+	took := make(chan time.Duration, 2)
+	for range 2 {
+		go func() {
+			begin := time.Now()
+			results <- w.run(time.Minute, "service", "upgrade")
+			took <- time.Since(begin)
+		}()
+	}
+	for range 2 {
+		if r := <-results; r.code != 0 {
+			t.Errorf("one of two upgrades at once: exit %d: %s%s\nservice log:\n%s", r.code, r.stdout, r.stderr, svc.output())
+		}
+		if d := <-took; d > 5*time.Second {
+			t.Errorf("one of two upgrades at once took %v", d)
+		}
+	}
+	after, _ := rowsByID(t, c)
+	sameAgents(t, before, after)
+	exactlyOnce(t, 100*time.Millisecond, map[string]int{m + "-x": 1, m + "-y": 1, m + "-z": 1})
+}

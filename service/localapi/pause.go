@@ -139,8 +139,26 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req, true) {
 		return
 	}
-	ans, err := s.b.Upgrade(r.Context(), req)
+	// A pause that begins while this upgrade waits for the one under way
+	// must not wait for it in turn: the request ends, saying so, and the
+	// client asks the successor.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	closing, _ := r.Context().Value(closingKey{}).(chan struct{})
+	go func() {
+		select {
+		case <-closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	ans, err := s.b.Upgrade(ctx, req)
 	if err != nil {
+		if errors.Is(err, context.Canceled) && r.Context().Err() == nil {
+			writeError(w, http.StatusServiceUnavailable, &api.Error{Code: api.CodeHandingOver,
+				Message: "the service is handing over to another binary: ask again once it answers"})
+			return
+		}
 		writeBackendError(w, err)
 		return
 	}
