@@ -52,23 +52,38 @@ func (s *Server) Pause(ctx context.Context, handover bool) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	for !g.quiet() {
+	// A connection that has not sent a whole request by stalledGrace
+	// into the pause (a client stopped with Ctrl-Z, or one that
+	// connected and said nothing) is closed: the pause waits only for
+	// the requests it has.
+	grace := time.NewTimer(stalledGrace)
+	defer grace.Stop()
+	stalledToo := false
+	for !g.quiet(stalledToo) {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-g.changed:
+		case <-grace.C:
+			stalledToo = true
 		}
 	}
 	return nil
 }
 
-// quiet closes the idle connections of the generation and reports
-// whether none is left.
-func (g *generation) quiet() bool {
+// stalledGrace is how long a pause waits for a connection to send a
+// whole request: a client that has connected sends its request at once.
+const stalledGrace = 20 * time.Millisecond
+
+// quiet closes the idle connections of the generation, and with
+// stalledToo those without a whole request (see generation.busy), and
+// reports whether none is left.
+func (g *generation) quiet(stalledToo bool) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for c, st := range g.conns {
-		if st == http.StateIdle {
+		stalled := (st == http.StateNew || st == http.StateActive) && !g.busy[c]
+		if st == http.StateIdle || (stalledToo && stalled) {
 			c.Close()
 			delete(g.conns, c)
 		}
