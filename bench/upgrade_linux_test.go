@@ -5,6 +5,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -40,6 +41,12 @@ import (
 // Run it as go test ./bench/ -run '^$' -bench 'Upgrade$' -benchtime=20x.
 func BenchmarkUpgrade(b *testing.B) { benchUpgrades(b, false) }
 
+// BenchmarkUpgradeStalled is BenchmarkUpgrade with a connection that
+// sent half a request (a command stopped with Ctrl-Z) open through each
+// upgrade: the pause does not wait for it, and the API's silence is held
+// to the same target.
+func BenchmarkUpgradeStalled(b *testing.B) { benchUpgradesWith(b, false, true) }
+
 // BenchmarkUpgradeLanded is BenchmarkUpgrade the way an install goes: a
 // new binary lands at the path the service runs from (a copy of it,
 // renamed over it), and then the upgrade is asked. The landing is outside
@@ -50,7 +57,11 @@ func BenchmarkUpgradeLanded(b *testing.B) { benchUpgrades(b, true) }
 
 // benchUpgrades is BenchmarkUpgrade, each binary landed first when land
 // is set.
-func benchUpgrades(b *testing.B, land bool) {
+func benchUpgrades(b *testing.B, land bool) { benchUpgradesWith(b, land, false) }
+
+// benchUpgradesWith is benchUpgrades, with a stalled connection open
+// through each upgrade when stall is set.
+func benchUpgradesWith(b *testing.B, land, stall bool) {
 	n := agentCount(b)
 	exe := tetherBinary(b)
 	lookPath(b, "sleep")
@@ -79,7 +90,19 @@ func benchUpgrades(b *testing.B, land bool) {
 			}
 			b.StartTimer()
 		}
+		var stalled net.Conn
+		if stall {
+			b.StopTimer()
+			var err error
+			if stalled, err = w.stall(); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
 		r, err := w.upgradeOnce(target)
+		if stalled != nil {
+			stalled.Close()
+		}
 		if err != nil {
 			b.Fatalf("%v\nservice log:\n%s", err, s.output())
 		}
@@ -151,6 +174,25 @@ func landBinary(exe, target string) error {
 		return err
 	}
 	return os.Rename(tmp, target)
+}
+
+// stall opens a connection to the service and sends it half a request,
+// and returns once the service has answered a request made after it (so
+// it is accepted).
+func (w *svcWorld) stall() (net.Conn, error) {
+	c, err := net.Dial("unix", w.paths.socket)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.Write([]byte("GET " + api.PathStatus + " HTTP/1.1\r\nHost: tether\r\n")); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if _, err := w.client.Status(context.Background()); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 func rowsOf(rows []api.Agent) map[string]api.Agent {

@@ -73,7 +73,7 @@ func (s *Server) Pause(ctx context.Context, handover bool) error {
 
 // stalledGrace is how long a pause waits for a connection to send a
 // whole request: a client that has connected sends its request at once.
-const stalledGrace = 20 * time.Millisecond
+const stalledGrace = 10 * time.Millisecond
 
 // quiet closes the idle connections of the generation, and with
 // stalledToo those without a whole request (see generation.busy), and
