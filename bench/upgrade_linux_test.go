@@ -178,7 +178,9 @@ func landBinary(exe, target string) error {
 
 // stall opens a connection to the service and sends it half a request,
 // and returns once the service has answered a request made after it (so
-// it is accepted).
+// it is accepted) and the connection has stalled for stalledFor: a
+// client stopped with Ctrl-Z, not one that has just connected (which a
+// pause waits for).
 func (w *svcWorld) stall() (net.Conn, error) {
 	c, err := net.Dial("unix", w.paths.socket)
 	if err != nil {
@@ -192,8 +194,13 @@ func (w *svcWorld) stall() (net.Conn, error) {
 		c.Close()
 		return nil, err
 	}
+	time.Sleep(stalledFor)
 	return c, nil
 }
+
+// stalledFor is how long a stalled connection of BenchmarkUpgradeStalled
+// has said nothing when its upgrade begins.
+const stalledFor = 100 * time.Millisecond
 
 func rowsOf(rows []api.Agent) map[string]api.Agent {
 	m := make(map[string]api.Agent, len(rows))

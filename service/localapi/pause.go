@@ -52,43 +52,54 @@ func (s *Server) Pause(ctx context.Context, handover bool) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	// A connection that has not sent a whole request by stalledGrace
-	// into the pause (a client stopped with Ctrl-Z, or one that
-	// connected and said nothing) is closed: the pause waits only for
-	// the requests it has.
-	grace := time.NewTimer(stalledGrace)
-	defer grace.Stop()
-	stalledToo := false
-	for !g.quiet(stalledToo) {
+	// A connection that has been without a whole request for
+	// stalledAfter (a client stopped with Ctrl-Z, or one that connected
+	// and said nothing) is closed: the pause waits only for the requests
+	// it has. A client that has just connected sends its request at
+	// once, and is waited for.
+	wake := time.NewTimer(time.Hour)
+	defer wake.Stop()
+	for {
+		next, quiet := g.quiet(time.Now())
+		if quiet {
+			return nil
+		}
+		if !next.IsZero() {
+			wake.Reset(time.Until(next))
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-g.changed:
-		case <-grace.C:
-			stalledToo = true
+		case <-wake.C:
 		}
 	}
-	return nil
 }
 
-// stalledGrace is how long a pause waits for a connection to send a
-// whole request: a client that has connected sends its request at once.
-const stalledGrace = 10 * time.Millisecond
+// stalledAfter is how long a connection may go without a whole request
+// before a pause closes it.
+const stalledAfter = 50 * time.Millisecond
 
-// quiet closes the idle connections of the generation, and with
-// stalledToo those without a whole request (see generation.busy), and
-// reports whether none is left.
-func (g *generation) quiet(stalledToo bool) bool {
+// quiet closes the idle connections of the generation, and those that
+// have been without a whole request for stalledAfter at now (see
+// generation.busy), and reports whether none is left, or else when the
+// next of those left will have been so (zero: none).
+func (g *generation) quiet(now time.Time) (next time.Time, quiet bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for c, st := range g.conns {
 		stalled := (st == http.StateNew || st == http.StateActive) && !g.busy[c]
-		if st == http.StateIdle || (stalledToo && stalled) {
+		due := g.since[c].Add(stalledAfter)
+		if st == http.StateIdle || (stalled && !now.Before(due)) {
 			c.Close()
 			delete(g.conns, c)
+			continue
+		}
+		if stalled && (next.IsZero() || due.Before(next)) {
+			next = due
 		}
 	}
-	return len(g.conns) == 0
+	return next, len(g.conns) == 0
 }
 
 // Resume serves the listener again after a Pause.
