@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/platform"
 )
 
 // Pause stops accepting connections without closing the listener:
@@ -52,11 +53,10 @@ func (s *Server) Pause(ctx context.Context, handover bool) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	// A connection that has been without a whole request for
-	// stalledAfter (a client stopped with Ctrl-Z, or one that connected
-	// and said nothing) is closed: the pause waits only for the requests
-	// it has. A client that has just connected sends its request at
-	// once, and is waited for.
+	// A connection that has sent nothing for stalledAfter (a client
+	// stopped with Ctrl-Z before or halfway through its request, or one
+	// that connected and said nothing) is closed: the pause waits only
+	// for the requests it has, and for a client that has just connected.
 	wake := time.NewTimer(time.Hour)
 	defer wake.Stop()
 	for {
@@ -76,28 +76,40 @@ func (s *Server) Pause(ctx context.Context, handover bool) error {
 	}
 }
 
-// stalledAfter is how long a connection may go without a whole request
-// before a pause closes it.
+// stalledAfter is how long a connection may go without a whole request,
+// and with nothing unread, before a pause closes it.
 const stalledAfter = 50 * time.Millisecond
 
 // quiet closes the idle connections of the generation, and those that
-// have been without a whole request for stalledAfter at now (see
-// generation.busy), and reports whether none is left, or else when the
-// next of those left will have been so (zero: none).
+// have been stalled for stalledAfter at now, and reports whether none is
+// left, or else when the next of those left will have been (zero: none).
+// A connection is stalled when its request is not whole (http's
+// StateNew: the server is still reading it) and nothing of it waits to
+// be read; one whose bytes wait is the server's to read, however late.
+// Where the OS does not say what waits (platform.Unread), none is.
 func (g *generation) quiet(now time.Time) (next time.Time, quiet bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for c, st := range g.conns {
-		stalled := (st == http.StateNew || st == http.StateActive) && !g.busy[c]
-		due := g.since[c].Add(stalledAfter)
-		if st == http.StateIdle || (stalled && !now.Before(due)) {
+		if st == http.StateIdle {
 			c.Close()
 			delete(g.conns, c)
 			continue
 		}
-		if stalled && (next.IsZero() || due.Before(next)) {
-			next = due
+		if st != http.StateNew {
+			continue
 		}
+		if n, ok := platform.Unread(c); !ok || n > 0 {
+			continue
+		}
+		if due := g.since[c].Add(stalledAfter); now.Before(due) {
+			if next.IsZero() || due.Before(next) {
+				next = due
+			}
+			continue
+		}
+		c.Close()
+		delete(g.conns, c)
 	}
 	return next, len(g.conns) == 0
 }

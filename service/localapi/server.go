@@ -151,10 +151,6 @@ type generation struct {
 
 	mu    sync.Mutex
 	conns map[net.Conn]http.ConnState
-	// busy holds the connections whose request has reached the handler
-	// and whose answer is not done (they are not idle again): one that
-	// is neither idle nor busy has not sent a whole request.
-	busy map[net.Conn]bool
 	// since is when each connection entered its state.
 	since map[net.Conn]time.Time
 	// changed has a token when a connection changed state since a
@@ -164,7 +160,7 @@ type generation struct {
 
 func (s *Server) newGeneration() *generation {
 	g := &generation{ln: pausable(s.l), closing: make(chan struct{}), served: make(chan struct{}),
-		conns: map[net.Conn]http.ConnState{}, busy: map[net.Conn]bool{}, since: map[net.Conn]time.Time{}, changed: make(chan struct{}, 1)}
+		conns: map[net.Conn]http.ConnState{}, since: map[net.Conn]time.Time{}, changed: make(chan struct{}, 1)}
 	g.hs = &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -176,7 +172,6 @@ func (s *Server) newGeneration() *generation {
 		// ServeHTTP checks it on every request.
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			ctx = context.WithValue(ctx, closingKey{}, g.closing)
-			ctx = context.WithValue(ctx, connKey{}, connOf{g, c})
 			return context.WithValue(ctx, peerKey{}, s.peerOf(c))
 		},
 		ConnState: g.track,
@@ -201,9 +196,6 @@ func (g *generation) track(c net.Conn, st http.ConnState) {
 		g.conns[c] = st
 		g.since[c] = time.Now()
 	}
-	if st != http.StateActive {
-		delete(g.busy, c)
-	}
 	select {
 	case g.changed <- struct{}{}:
 	default:
@@ -211,21 +203,6 @@ func (g *generation) track(c net.Conn, st http.ConnState) {
 }
 
 type closingKey struct{}
-
-// connKey holds a request's connection and its generation.
-type connKey struct{}
-
-type connOf struct {
-	g *generation
-	c net.Conn
-}
-
-// handling marks c busy: its request has reached the handler.
-func (g *generation) handling(c net.Conn) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.busy[c] = true
-}
 
 // Serve serves until Shutdown and then returns nil; it returns any other
 // error that stops it. A Pause does not end it: it serves again after
@@ -299,9 +276,6 @@ type peerKey struct{}
 
 // ServeHTTP checks who is calling before anything else, then routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if co, ok := r.Context().Value(connKey{}).(connOf); ok {
-		co.g.handling(co.c)
-	}
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if msg := s.refusal(r); msg != "" {
 		writeError(w, http.StatusForbidden, &api.Error{Code: api.CodeForbidden, Message: msg})
