@@ -200,7 +200,7 @@ func (w *svcWorld) stall() (net.Conn, error) {
 
 // stalledFor is how long a stalled connection of BenchmarkUpgradeStalled
 // has said nothing when its upgrade begins.
-const stalledFor = 100 * time.Millisecond
+const stalledFor = time.Second
 
 func rowsOf(rows []api.Agent) map[string]api.Agent {
 	m := make(map[string]api.Agent, len(rows))

@@ -78,7 +78,7 @@ func (s *Server) Pause(ctx context.Context, handover bool) error {
 
 // stalledAfter is how long a connection may go without a whole request,
 // and with nothing unread, before a pause closes it.
-const stalledAfter = 50 * time.Millisecond
+const stalledAfter = 200 * time.Millisecond
 
 // quiet closes the idle connections of the generation, and those that
 // have been stalled for stalledAfter at now, and reports whether none is
