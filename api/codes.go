@@ -81,13 +81,17 @@ const (
 	// be made, or the exec failed. The running service goes on as it
 	// was, with every agent; the message says why.
 	CodeUpgrade Code = "upgrade"
+	// CodeHandingOver: the service began to hand over to another binary
+	// (an upgrade under way) before it could take this request: ask
+	// again once it answers, and its successor will.
+	CodeHandingOver Code = "handing_over"
 )
 
 // Codes returns every error code.
 func Codes() []Code {
 	return []Code{CodeNotFound, CodeBadRequest, CodeContention, CodeCleanupFailed, CodeSpawn, CodeConfig,
 		CodeState, CodeForbidden, CodeLock, CodePrivateDir, CodeInternal, CodeExited, CodeCrashLoop, CodeNotReady,
-		CodeWatchdog, CodeUnhealthy, CodeDependency, CodeUpgrade}
+		CodeWatchdog, CodeUnhealthy, CodeDependency, CodeUpgrade, CodeHandingOver}
 }
 
 // AgentCodes returns the codes an Agent row's Error can carry: why its

@@ -28,26 +28,6 @@ type Service struct {
 	// the one that made it (Error nil) or one that failed (the service
 	// then runs the binary it ran before).
 	Upgrade *Upgrade `json:"upgrade,omitempty"`
-	// Prepared is the check of the binary that last landed at
-	// Executable (a new tether installed over the one the service
-	// runs), made when it landed: an upgrade to it, while the config
-	// and the guardians are as they were, starts at the pause. Error
-	// says why it cannot take over. Nil until a binary lands there, and
-	// where the OS has no watch of the directory (Windows).
-	Prepared *Prepared `json:"prepared,omitempty"`
-}
-
-// Prepared is a check of a binary, made ahead of an upgrade to it.
-type Prepared struct {
-	Executable string `json:"executable"`
-	// Version and Build are the binary's, as it answered.
-	Version string    `json:"version,omitempty"`
-	Build   string    `json:"build,omitempty"`
-	Checked time.Time `json:"checked"`
-	// Took is how long the check took.
-	Took time.Duration `json:"took"`
-	// Error says why it cannot take over (code upgrade); nil: it can.
-	Error *Error `json:"error,omitempty"`
 }
 
 // Upgrade is an attempt to replace the service by another binary.

@@ -5,6 +5,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -20,8 +21,8 @@ import (
 // it), while four clients ask for the status, each every hammerEvery
 // (a status of 200 agents is some 60 KB of JSON: as fast as they can,
 // they would take the CPU the upgrade is measured on). The binary is the
-// one the service started from, so each upgrade checks it as it is asked
-// (BenchmarkUpgradeLanded has each checked when it landed):
+// one the service started from (BenchmarkUpgradeLanded lands a new one
+// before each upgrade):
 //
 //   - upgrade-ms: from the upgrade request until the successor serves,
 //     as the service measures it (Status.Service.Upgrade.Took);
@@ -40,19 +41,27 @@ import (
 // Run it as go test ./bench/ -run '^$' -bench 'Upgrade$' -benchtime=20x.
 func BenchmarkUpgrade(b *testing.B) { benchUpgrades(b, false) }
 
+// BenchmarkUpgradeStalled is BenchmarkUpgrade with a connection that
+// sent half a request (a command stopped with Ctrl-Z) open through each
+// upgrade: the pause does not wait for it, and the API's silence is held
+// to the same target.
+func BenchmarkUpgradeStalled(b *testing.B) { benchUpgradesWith(b, false, true) }
+
 // BenchmarkUpgradeLanded is BenchmarkUpgrade the way an install goes: a
 // new binary lands at the path the service runs from (a copy of it,
-// renamed over it), the service checks it as it lands (Status.Service.
-// Prepared), and then the upgrade is asked, which starts at the pause.
-// The wait for the check is outside the timing; the metrics are
-// BenchmarkUpgrade's.
+// renamed over it), and then the upgrade is asked. The landing is outside
+// the timing; the metrics are BenchmarkUpgrade's.
 //
 // Run it as go test ./bench/ -run '^$' -bench UpgradeLanded -benchtime=20x.
 func BenchmarkUpgradeLanded(b *testing.B) { benchUpgrades(b, true) }
 
-// benchUpgrades is BenchmarkUpgrade, each binary landed and checked
-// ahead when land is set.
-func benchUpgrades(b *testing.B, land bool) {
+// benchUpgrades is BenchmarkUpgrade, each binary landed first when land
+// is set.
+func benchUpgrades(b *testing.B, land bool) { benchUpgradesWith(b, land, false) }
+
+// benchUpgradesWith is benchUpgrades, with a stalled connection open
+// through each upgrade when stall is set.
+func benchUpgradesWith(b *testing.B, land, stall bool) {
 	n := agentCount(b)
 	exe := tetherBinary(b)
 	lookPath(b, "sleep")
@@ -76,12 +85,24 @@ func benchUpgrades(b *testing.B, land bool) {
 	for b.Loop() {
 		if land {
 			b.StopTimer()
-			if err := w.landAndWait(exe, target); err != nil {
-				b.Fatalf("%v\nservice log:\n%s", err, s.output())
+			if err := landBinary(exe, target); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+		var stalled net.Conn
+		if stall {
+			b.StopTimer()
+			var err error
+			if stalled, err = w.stall(); err != nil {
+				b.Fatal(err)
 			}
 			b.StartTimer()
 		}
 		r, err := w.upgradeOnce(target)
+		if stalled != nil {
+			stalled.Close()
+		}
 		if err != nil {
 			b.Fatalf("%v\nservice log:\n%s", err, s.output())
 		}
@@ -119,15 +140,9 @@ func benchUpgrades(b *testing.B, land bool) {
 	b.ReportMetric(millis(quantile(waitMax, 1)), "wait-max-ms")
 	b.ReportMetric(float64(refused), "refused")
 	b.ReportMetric(float64(changed), "changed")
-	// The target is the API's silence, which the pause begins. For a
-	// binary checked as it landed, the request is the pause, and the
-	// request's figure is held to the target too. A binary checked as it
-	// is asked is run first, for its versions and its parse of the
-	// config, while the service answers as before: that check is part of
-	// again-ms and not of the silence.
-	if land {
-		checkTarget(b, "API answering again after the upgrade began", millis(quantile(again, 1)), 50, "ms")
-	}
+	// The target is the API's silence, which the pause begins. The new
+	// binary's check comes first, while the service answers as before:
+	// it is part of again-ms and not of the silence.
 	checkTarget(b, "API answering again after it paused", millis(quantile(gap, 1)), 50, "ms")
 	checkTarget(b, "status requests refused during upgrades", float64(refused), 0, "")
 	checkTarget(b, "agents changed by upgrades", float64(changed), 0, "")
@@ -161,31 +176,31 @@ func landBinary(exe, target string) error {
 	return os.Rename(tmp, target)
 }
 
-// landAndWait lands a copy of exe at target and waits until the service
-// has checked it (Status.Service.Prepared names a check made after the
-// landing).
-func (w *svcWorld) landAndWait(exe, target string) error {
-	landed := time.Now()
-	if err := landBinary(exe, target); err != nil {
-		return err
+// stall opens a connection to the service and sends it half a request,
+// and returns once the service has answered a request made after it (so
+// it is accepted) and the connection has stalled for stalledFor: a
+// client stopped with Ctrl-Z, not one that has just connected (which a
+// pause waits for).
+func (w *svcWorld) stall() (net.Conn, error) {
+	c, err := net.Dial("unix", w.paths.socket)
+	if err != nil {
+		return nil, err
 	}
-	deadline := time.Now().Add(waitLimit)
-	for {
-		st, err := w.client.Status(context.Background())
-		if err == nil && st.Service != nil {
-			if p := st.Service.Prepared; p != nil && p.Checked.After(landed) {
-				if p.Error != nil {
-					return fmt.Errorf("the landed binary was checked: %v", p.Error)
-				}
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the binary landed at %s was not checked within %v (status: %v)", target, waitLimit, err)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if _, err := c.Write([]byte("GET " + api.PathStatus + " HTTP/1.1\r\nHost: tether\r\n")); err != nil {
+		c.Close()
+		return nil, err
 	}
+	if _, err := w.client.Status(context.Background()); err != nil {
+		c.Close()
+		return nil, err
+	}
+	time.Sleep(stalledFor)
+	return c, nil
 }
+
+// stalledFor is how long a stalled connection of BenchmarkUpgradeStalled
+// has said nothing when its upgrade begins.
+const stalledFor = time.Second
 
 func rowsOf(rows []api.Agent) map[string]api.Agent {
 	m := make(map[string]api.Agent, len(rows))

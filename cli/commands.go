@@ -39,6 +39,11 @@ func (inv *invocation) apiFailure(p service.Paths, err error) int {
 	case errors.Is(err, client.ErrUnreachable):
 		fmt.Fprintf(inv.stderr, "tether: the service of profile %q cannot be reached: %v\n", p.Profile, err)
 		return ExitUnreachable
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded):
+		// It holds its socket and answers nothing: hung, stopped, or
+		// a successor that has not served yet.
+		fmt.Fprintf(inv.stderr, "tether: the service of profile %q did not answer in time (%v)\n", p.Profile, err)
+		return ExitUnreachable
 	}
 	if errors.Is(err, client.ErrNotRunning) {
 		if pid, ok := service.RunningPID(p); ok {

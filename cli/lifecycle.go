@@ -17,6 +17,7 @@ import (
 	"github.com/tether-dev/tether/install"
 	"github.com/tether-dev/tether/service"
 	"github.com/tether-dev/tether/service/config"
+	"github.com/tether-dev/tether/service/upgrade"
 )
 
 // answerWait bounds the wait for a started service to answer on its
@@ -66,7 +67,7 @@ func (inv *invocation) install(p service.Paths, o install.Options, start bool) i
 	case err != nil:
 		return inv.apiFailure(p, err)
 	}
-	build, berr := service.BuildOf(o.Executable)
+	build, berr := upgrade.BuildOf(o.Executable)
 	if st.Service == nil || berr != nil || st.Service.Build == build {
 		fmt.Fprintf(inv.stdout, "the service already runs (pid %d)\n", st.ServicePID)
 		return ExitOK

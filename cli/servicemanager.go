@@ -13,6 +13,7 @@ import (
 	"github.com/tether-dev/tether/client"
 	"github.com/tether-dev/tether/install"
 	"github.com/tether-dev/tether/service"
+	"github.com/tether-dev/tether/service/upgrade"
 )
 
 // serviceManager handles "service install|uninstall|start|stop|status",
@@ -23,7 +24,7 @@ func (inv *invocation) serviceManager(p service.Paths, args []string) int {
 	case "upgrade":
 		return inv.upgrade(p, args[1:])
 	case "handover-check":
-		return service.HandoverCheck(p, Version, os.Stdin, inv.stdout)
+		return upgrade.HandoverCheck(Version, os.Stdin, inv.stdout)
 	}
 	fs := flag.NewFlagSet("service "+verb, flag.ContinueOnError)
 	fs.SetOutput(inv.stderr)

@@ -56,6 +56,16 @@ func upgradeService(c *client.Client, exe string) (api.Upgrade, error) {
 		return api.Upgrade{}, err
 	}
 	ans, err := c.Upgrade(ctx, api.UpgradeRequest{Executable: exe})
+	// Another upgrade was handing over: this one is asked of the
+	// service that comes of it (the request queues until it answers).
+	for ae := (*api.Error)(nil); errors.As(err, &ae) && ae.Code == api.CodeHandingOver; {
+		select {
+		case <-ctx.Done():
+			return api.Upgrade{}, &api.Error{Code: api.CodeUpgrade, Message: fmt.Sprintf("another upgrade was under way, and the service did not take this one within %v", upgradeWait)}
+		case <-time.After(5 * time.Millisecond):
+		}
+		ans, err = c.Upgrade(ctx, api.UpgradeRequest{Executable: exe})
+	}
 	if err != nil {
 		return api.Upgrade{}, err
 	}
@@ -65,6 +75,13 @@ func upgradeService(c *client.Client, exe string) (api.Upgrade, error) {
 		switch {
 		case errors.Is(err, client.ErrNotRunning):
 			return api.Upgrade{}, &api.Error{Code: api.CodeUpgrade, Message: "the service stopped during the upgrade: its successor died after taking over (the service manager, if any, starts it again)"}
+		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded):
+			return api.Upgrade{}, &api.Error{Code: api.CodeUpgrade, Message: fmt.Sprintf("no word of upgrade %s within %v", id, upgradeWait)}
+		case err != nil && !errors.As(err, new(*api.Error)):
+			// The connection was reset or cut: the process that held
+			// the socket (the successor, after the exec) ended before
+			// it answered.
+			return api.Upgrade{}, &api.Error{Code: api.CodeUpgrade, Message: fmt.Sprintf("the service ended during the upgrade: its successor died before it answered (%v); the service manager, if any, starts it again", err)}
 		case err != nil:
 			return api.Upgrade{}, err
 		case st.ServicePID != before.ServicePID && runtime.GOOS != "windows":

@@ -130,7 +130,6 @@ func (c *Client) action(ctx context.Context, path string, ids []string) (api.Res
 // Action posts req to path (PathStart, PathStop or PathRestart): Start,
 // Stop and Restart with the request's options, such as NoWait.
 func (c *Client) Action(ctx context.Context, path string, req api.IDsRequest) (api.Results, error) {
-	prepareAnswer()
 	var res api.Results
 	body, err := json.Marshal(req)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/tether-dev/tether/platform"
 	"github.com/tether-dev/tether/service/config"
 	"github.com/tether-dev/tether/service/state"
+	"github.com/tether-dev/tether/service/upgrade"
 )
 
 // Options configure a Controller.
@@ -44,7 +45,7 @@ type Options struct {
 // knew, and, when its guardian runs, where the session of its tether
 // attached again comes (the actor waits for it before anything else).
 type resumedAgent struct {
-	state   agentHandover
+	state   upgrade.Agent
 	session chan attachResult
 }
 

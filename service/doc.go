@@ -4,13 +4,14 @@
 // policy, and serves the local API that the command line and the tray use.
 // It owns the controller (one goroutine per agent, so an agent's state
 // changes in one place), `tether service run`, the profile's paths and the
-// agents' logs, and its own lifecycle: the handover to a successor at an
-// upgrade (upgrade.go, handover.go, handover_actor.go and the per-OS
-// upgrade_*.go), the adoption of trees that outlived a crash of the
-// service before (adopt.go), the notifications to a service manager and
-// the stop budget a manager must allow (budget.go). Its subpackages hold
-// the config (config), the durable state (state) and the API server
-// (localapi).
+// agents' logs, and its own lifecycle: its side of an upgrade (upgrade.go:
+// the freeze of its actors, handover_actor.go: what each actor hands over
+// and takes back, run_takeover.go: the successor's start), the adoption
+// of trees that outlived a crash of the service before (adopt.go), the
+// notifications to a service manager and the stop budget a manager must
+// allow (budget.go). Its subpackages hold the config (config), the
+// durable state (state), the API server (localapi) and the upgrade's own
+// steps, record and check (upgrade).
 //
 // It never touches an agent's processes itself: every start, stop and
 // cleanup goes through the agent's guardian, and when the service dies its

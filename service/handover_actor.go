@@ -7,57 +7,8 @@ import (
 	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/platform"
 	"github.com/tether-dev/tether/service/config"
-	"github.com/tether-dev/tether/wire"
+	"github.com/tether-dev/tether/service/upgrade"
 )
-
-// agentHandover is what an actor knew, for its successor in the next
-// binary (see handoverRecord): the row as status showed it, the state of
-// its restart policy, and its tether, if a guardian runs.
-type agentHandover struct {
-	ID  string    `json:"id"`
-	Row api.Agent `json:"row"`
-
-	Want       bool          `json:"want"`
-	Parked     bool          `json:"parked,omitempty"` // a crash loop parked it (see actor.park)
-	Failures   int           `json:"failures,omitempty"`
-	Backoff    time.Duration `json:"backoff,omitempty"`
-	StartedAt  time.Time     `json:"started_at,omitzero"`
-	Due        time.Time     `json:"due,omitzero"` // a start is scheduled then (backoff, contention retry)
-	Contention time.Time     `json:"contention,omitzero"`
-	ContDelay  time.Duration `json:"cont_delay,omitempty"`
-	DepWait    bool          `json:"dep_wait,omitempty"`
-	Pending    bool          `json:"pending,omitempty"` // spawned, its readiness check not passed yet
-	StopAsked  bool          `json:"stop_asked,omitempty"`
-	StopSince  time.Time     `json:"stop_since,omitzero"`
-	RestartArm bool          `json:"restart_arm,omitempty"`
-	DepErr     *api.Error    `json:"dep_err,omitempty"`   // stopped with a dependency: why
-	Leftover   bool          `json:"leftover,omitempty"`  // what a dead guardian left could not be stopped
-	Unclaimed  bool          `json:"unclaimed,omitempty"` // its guardian died and nothing has freed the identity since
-	// Leader is the running tree's leader as the service knew it (its
-	// start time read when the agent started), so that the successor
-	// need not read it again.
-	Leader platform.Ref `json:"leader,omitzero"`
-
-	Tether *tetherHandover `json:"tether,omitempty"`
-}
-
-// tetherHandover is a running guardian's tether.
-type tetherHandover struct {
-	// Conn is the descriptor of the owner's end: a file descriptor on
-	// Unix (inherited across execve), a handle on Windows (duplicated
-	// into the successor).
-	Conn uintptr `json:"conn"`
-	// Version is the protocol version the guardian speaks.
-	Version int `json:"version"`
-	// Guardian names the guardian process.
-	Guardian platform.Ref `json:"guardian"`
-	// Ready is what the guardian said when the agent started.
-	Ready wire.Ready `json:"ready"`
-	// Pending holds the bytes read off the tether and not yet parsed.
-	Pending []byte `json:"pending,omitempty"`
-
-	handoff *guardian.Handoff // the old side's, to resume on failure
-}
 
 // frozenActor is an actor stopped at a point where nothing is in flight,
 // its session detached, until thaw is closed: the handover failed and
@@ -65,14 +16,14 @@ type tetherHandover struct {
 // Unix, replaces it) with the actor still frozen.
 type frozenActor struct {
 	a     *actor
-	state agentHandover
+	state upgrade.Agent
 	thaw  chan struct{}
 }
 
 // freeze detaches the actor's session, draining what the guardian
 // reported before (which may end the session, or start a new one: then
 // that one is detached), and returns what its successor needs.
-func (a *actor) freeze() agentHandover {
+func (a *actor) freeze() upgrade.Agent {
 	for a.session != nil {
 		s := a.session
 		// The actor waits for the reader itself, draining its events
@@ -106,8 +57,8 @@ func (a *actor) freeze() agentHandover {
 		}
 		if h != nil && a.session == s {
 			st := a.handover()
-			st.Tether = &tetherHandover{Version: s.Version(), Guardian: platform.Ref{Pid: s.GuardianPID(), Start: s.Ready().GuardianStart},
-				Ready: s.Ready(), Pending: h.Pending, handoff: h}
+			st.Tether = &upgrade.Tether{Version: s.Version(), Guardian: platform.Ref{Pid: s.GuardianPID(), Start: s.Ready().GuardianStart},
+				Ready: s.Ready(), Pending: h.Pending, Handoff: h}
 			return st
 		}
 		if h != nil {
@@ -132,8 +83,8 @@ func (a *actor) absorb(ev guardian.Event, ok bool) {
 }
 
 // handover is the actor's state, without its tether.
-func (a *actor) handover() agentHandover {
-	st := agentHandover{
+func (a *actor) handover() upgrade.Agent {
+	st := upgrade.Agent{
 		ID: a.id, Row: a.row, Want: a.want, Parked: a.parked, Failures: a.failures, Backoff: a.backoff,
 		StartedAt: a.startedAt, Contention: a.contention, ContDelay: a.contDelay,
 		DepWait: a.depWait, Pending: a.pending, StopAsked: a.stopAsked, StopSince: a.stopSince,
@@ -150,7 +101,7 @@ func (a *actor) handover() agentHandover {
 
 // resume takes over what the actor before knew before run starts; its
 // session, if any, comes on session (see awaitSession).
-func (a *actor) resume(st agentHandover, session chan attachResult) {
+func (a *actor) resume(st upgrade.Agent, session chan attachResult) {
 	a.row = st.Row
 	a.row.Identity = a.cfg.Identity
 	a.want, a.parked, a.failures, a.backoff = st.Want, st.Parked, st.Failures, st.Backoff
@@ -226,7 +177,7 @@ func (a *actor) frozen(reply chan<- *frozenActor) {
 	reply <- fa
 	<-fa.thaw
 	if t := fa.state.Tether; t != nil {
-		t.handoff.Resume()
+		t.Handoff.Resume()
 	}
 }
 

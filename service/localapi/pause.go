@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/platform"
 )
 
 // Pause stops accepting connections without closing the listener:
@@ -52,28 +53,65 @@ func (s *Server) Pause(ctx context.Context, handover bool) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	for !g.quiet() {
+	// A connection that has sent nothing for stalledAfter (a client
+	// stopped with Ctrl-Z before or halfway through its request, or one
+	// that connected and said nothing) is closed: the pause waits only
+	// for the requests it has, and for a client that has just connected.
+	wake := time.NewTimer(time.Hour)
+	defer wake.Stop()
+	for {
+		next, quiet := g.quiet(time.Now())
+		if quiet {
+			return nil
+		}
+		if !next.IsZero() {
+			wake.Reset(time.Until(next))
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-g.changed:
+		case <-wake.C:
 		}
 	}
-	return nil
 }
 
-// quiet closes the idle connections of the generation and reports
-// whether none is left.
-func (g *generation) quiet() bool {
+// stalledAfter is how long a connection may go without a whole request,
+// and with nothing unread, before a pause closes it.
+const stalledAfter = 200 * time.Millisecond
+
+// quiet closes the idle connections of the generation, and those that
+// have been stalled for stalledAfter at now, and reports whether none is
+// left, or else when the next of those left will have been (zero: none).
+// A connection is stalled when its request is not whole (http's
+// StateNew: the server is still reading it) and nothing of it waits to
+// be read; one whose bytes wait is the server's to read, however late.
+// Where the OS does not say what waits (platform.Unread), none is.
+func (g *generation) quiet(now time.Time) (next time.Time, quiet bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for c, st := range g.conns {
 		if st == http.StateIdle {
 			c.Close()
 			delete(g.conns, c)
+			continue
 		}
+		if st != http.StateNew {
+			continue
+		}
+		if n, ok := platform.Unread(c); !ok || n > 0 {
+			continue
+		}
+		if due := g.since[c].Add(stalledAfter); now.Before(due) {
+			if next.IsZero() || due.Before(next) {
+				next = due
+			}
+			continue
+		}
+		c.Close()
+		delete(g.conns, c)
 	}
-	return len(g.conns) == 0
+	return next, len(g.conns) == 0
 }
 
 // Resume serves the listener again after a Pause.
@@ -139,8 +177,26 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req, true) {
 		return
 	}
-	ans, err := s.b.Upgrade(r.Context(), req)
+	// A pause that begins while this upgrade waits for the one under way
+	// must not wait for it in turn: the request ends, saying so, and the
+	// client asks the successor.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	closing, _ := r.Context().Value(closingKey{}).(chan struct{})
+	go func() {
+		select {
+		case <-closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	ans, err := s.b.Upgrade(ctx, req)
 	if err != nil {
+		if errors.Is(err, context.Canceled) && r.Context().Err() == nil {
+			writeError(w, http.StatusServiceUnavailable, &api.Error{Code: api.CodeHandingOver,
+				Message: "the service is handing over to another binary: ask again once it answers"})
+			return
+		}
 		writeBackendError(w, err)
 		return
 	}

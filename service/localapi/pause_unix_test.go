@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -150,4 +151,37 @@ func TestStreamBegunInThePauseSaysOnlyHandover(t *testing.T) {
 		}
 	}
 	ts.srv.handingOver.Store(false)
+}
+
+// A pause does not wait for connections that have not sent a whole
+// request: one that said nothing and one stopped halfway through its
+// request are closed, while a request that was whole is answered.
+func TestPauseDropsStalledConnections(t *testing.T) {
+	for _, sent := range []string{"", "GET " + api.PathStatus + " HTTP/1.1\r\nHost: tether\r\n"} {
+		f := newFake()
+		ts := serve(t, f)
+		conn, err := net.Dial("unix", ts.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := conn.Write([]byte(sent)); err != nil {
+			t.Fatal(err)
+		}
+		c := client.New(ts.path)
+		if _, err := c.Status(testCtx(t)); err != nil { // the stalled connection is accepted by now
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		began := time.Now()
+		err = ts.srv.Pause(ctx, true)
+		cancel()
+		if err != nil || time.Since(began) > time.Second {
+			t.Errorf("sent %q: Pause: %v after %v, want it done at once", sent, err, time.Since(began))
+		}
+		ts.srv.Resume()
+		if _, err := c.Status(testCtx(t)); err != nil {
+			t.Errorf("sent %q: a request after the pause: %v", sent, err)
+		}
+	}
 }

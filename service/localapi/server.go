@@ -151,6 +151,8 @@ type generation struct {
 
 	mu    sync.Mutex
 	conns map[net.Conn]http.ConnState
+	// since is when each connection entered its state.
+	since map[net.Conn]time.Time
 	// changed has a token when a connection changed state since a
 	// Pause last looked: it waits on it, not on a clock.
 	changed chan struct{}
@@ -158,7 +160,7 @@ type generation struct {
 
 func (s *Server) newGeneration() *generation {
 	g := &generation{ln: pausable(s.l), closing: make(chan struct{}), served: make(chan struct{}),
-		conns: map[net.Conn]http.ConnState{}, changed: make(chan struct{}, 1)}
+		conns: map[net.Conn]http.ConnState{}, since: map[net.Conn]time.Time{}, changed: make(chan struct{}, 1)}
 	g.hs = &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -189,8 +191,10 @@ func (g *generation) track(c net.Conn, st http.ConnState) {
 	defer g.mu.Unlock()
 	if st == http.StateClosed || st == http.StateHijacked {
 		delete(g.conns, c)
+		delete(g.since, c)
 	} else {
 		g.conns[c] = st
+		g.since[c] = time.Now()
 	}
 	select {
 	case g.changed <- struct{}{}:

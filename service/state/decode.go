@@ -34,12 +34,8 @@ func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 
 // decode parses a state file strictly: besides what encoding/json checks,
 // an empty file, an unknown or duplicate key (keys match exactly, not
-// case-insensitively), trailing data, a version outside MinVersion to
-// Version and a key newer than the file's version (see keyVersions) are
-// errors. Every error is a *CorruptError that points at the fault.
-//
-// A file of an older version is read as it is: what it cannot hold is
-// absent (version 1 parks no agent). The next write is of Version.
+// case-insensitively), trailing data and a version other than Version
+// are errors. Every error is a *CorruptError that points at the fault.
 func decode(path string, data []byte) (State, error) {
 	if st, ok := asWritten(data); ok {
 		return st, nil
@@ -98,23 +94,14 @@ func walkDecode(path string, data []byte) (State, error) {
 	if err := dec.Decode(&st); err != nil {
 		return State{}, w.fail(0, err)
 	}
-	if st.Version < MinVersion || st.Version > Version {
-		return State{}, w.fail(w.versionAt, fmt.Errorf("version %d is not supported (want %d to %d)", st.Version, MinVersion, Version))
-	}
-	for key, at := range w.newKeys {
-		if v := keyVersions[key]; st.Version < v {
-			return State{}, w.fail(at, fmt.Errorf("%q is a key of version %d, and the file says version %d", key, v, st.Version))
-		}
+	if st.Version != Version {
+		return State{}, w.fail(w.versionAt, fmt.Errorf("version %d is not supported (this tether reads version %d)", st.Version, Version))
 	}
 	if st.Agents == nil {
 		st.Agents = map[string]Agent{}
 	}
 	return st, nil
 }
-
-// keyVersions names the keys that a version of the file format added
-// after version 1, with that version.
-var keyVersions = map[string]int{"parked": 2}
 
 // walker checks a JSON document against a Go type token by token, so
 // that it knows the offset of every key and value (encoding/json reports
@@ -124,7 +111,6 @@ type walker struct {
 	data      []byte
 	dec       *json.Decoder
 	versionAt int64
-	newKeys   map[string]int64 // the first offset of each key of keyVersions seen
 }
 
 var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
@@ -201,14 +187,6 @@ func (w *walker) object(t reflect.Type, where string) error {
 			return w.fail(at, fmt.Errorf("duplicate key %q in %s", key, name(where)))
 		}
 		seen[key] = true
-		if _, ok := keyVersions[key]; ok && t.Kind() == reflect.Struct {
-			if _, had := w.newKeys[key]; !had {
-				if w.newKeys == nil {
-					w.newKeys = map[string]int64{}
-				}
-				w.newKeys[key] = at
-			}
-		}
 		sub := key
 		if where != "" {
 			sub = where + "." + key

@@ -52,14 +52,13 @@ var stateSeeds = []string{
 	`{"version": 1, "agents": {"a": {"last_run": {"exit": {}}}}}`,
 	`{"version": 1, "agents": {"a": null}}`,
 	`{"version": 1e0, "agents": {}, "intent_seq": -1}`,
-	`{"agents": {}, "version": 2}`,
-	`{"version": 2, "agents": {"a": {"enabled": true, "parked": {"since": "2026-01-02T03:04:05Z", "code": "crash_loop", "message": "ended 6 times", "config": "f00d", "last": {"code": "exited", "message": "exit status 1"}}}}}`,
-	`{"version": 1, "agents": {"a": {"parked": {"since": "2026-01-02T03:04:05Z", "code": "crash_loop", "message": "m", "config": "c"}}}}`,
-	`{"version": 3, "agents": {}}`,
+	`{"agents": {}, "version": 1}`,
+	`{"version": 1, "agents": {"a": {"enabled": true, "parked": {"since": "2026-01-02T03:04:05Z", "code": "crash_loop", "message": "ended 6 times", "config": "f00d", "last": {"code": "exited", "message": "exit status 1"}}}}}`,
+	`{"version": 2, "agents": {}}`,
 	// As Update writes them: read without the walk.
-	"{\n  \"version\": 2,\n  \"agents\": {}\n}\n",
-	"{\n  \"version\": 2,\n  \"agents\": {\n    \"a\": {\n      \"enabled\": true,\n      \"last_run\": {\n        \"started\": \"2026-01-02T03:04:05Z\",\n        \"pid\": 7\n      }\n    }\n  },\n  \"intent_seq\": 3\n}\n",
-	"{\n  \"version\": 2,\n  \"agents\": null\n}\n",
+	"{\n  \"version\": 1,\n  \"agents\": {}\n}\n",
+	"{\n  \"version\": 1,\n  \"agents\": {\n    \"a\": {\n      \"enabled\": true,\n      \"last_run\": {\n        \"started\": \"2026-01-02T03:04:05Z\",\n        \"pid\": 7\n      }\n    }\n  },\n  \"intent_seq\": 3\n}\n",
+	"{\n  \"version\": 1,\n  \"agents\": null\n}\n",
 	"[]",
 	"null",
 	"{\"version\": 1, \"agents\": {\"\xff\\ud800\": {}}}",
@@ -117,8 +116,8 @@ func checkCorrupt(t *testing.T, err error, path string, data []byte) *CorruptErr
 // with it, and it written out as Update writes it decodes back the same.
 func checkDecoded(t *testing.T, data []byte, st State) {
 	t.Helper()
-	if st.Version < MinVersion || st.Version > Version || st.Agents == nil {
-		t.Fatalf("decoded %+v: version %d is not one of %d to %d, or no agents", st, st.Version, MinVersion, Version)
+	if st.Version != Version || st.Agents == nil {
+		t.Fatalf("decoded %+v: version %d is not %d, or no agents", st, st.Version, Version)
 	}
 	enc := encodeState(t, st)
 	var plain State

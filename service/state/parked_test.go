@@ -17,35 +17,6 @@ func parkedRecord() *Parked {
 	return &Parked{Since: parkedAt, Code: api.CodeCrashLoop, Message: "ended 6 times in a row", Config: "f00d"}
 }
 
-// A file of version 1 is read as it is, and the next write is of the
-// current version with the same content.
-func TestVersion1FileIsRead(t *testing.T) {
-	dir := testdir.Temp(t)
-	writeState(t, dir, `{"version": 1, "intent_seq": 3, "agents": {"a": {"enabled": true, "last_run": {"started": "2025-06-07T08:09:10Z", "pid": 7}}, "b": {"enabled": false}}}`)
-	s := open(t, dir)
-	if err := s.Err(); err != nil {
-		t.Fatalf("Err = %v", err)
-	}
-	want := State{Version: 1, IntentSeq: 3, Agents: map[string]Agent{
-		"a": {Enabled: true, LastRun: &Run{Started: parkedAt, PID: 7}},
-		"b": {},
-	}}
-	if got := s.State(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("State = %+v, want %+v", got, want)
-	}
-	if err := s.Update(func(*State) {}); err != nil {
-		t.Fatal(err)
-	}
-	want.Version = Version
-	s2 := open(t, dir)
-	if got := s2.State(); s2.Err() != nil || !reflect.DeepEqual(got, want) {
-		t.Fatalf("after a write: State = %+v (%v), want %+v", got, s2.Err(), want)
-	}
-	if data, _ := os.ReadFile(s.Path()); !strings.Contains(string(data), `"version": 2`) {
-		t.Errorf("the file was not written as version 2:\n%s", data)
-	}
-}
-
 // A parked record survives a reopening, and a copy of the state does not
 // share it.
 func TestParkedIsDurable(t *testing.T) {

@@ -29,16 +29,9 @@ import (
 	"github.com/tether-dev/tether/api"
 )
 
-// Version is the version of the file format this package writes. It
-// reads every version from MinVersion on: a file of an older version
-// holds a subset of what a newer one may, and is read as it is (see
-// decode).
-//
-// Version 2 adds an agent's parked record (Agent.Parked).
-const Version = 2
-
-// MinVersion is the oldest version of the file format this package reads.
-const MinVersion = 1
+// Version is the version of the file format this package reads and
+// writes: a file of any other version is refused (see decode).
+const Version = 1
 
 // FileName is the name of the state file inside the state directory.
 const FileName = "state.json"

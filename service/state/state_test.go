@@ -200,8 +200,7 @@ func TestMalformedFile(t *testing.T) {
 		{"null", "null", 1, "want an object, found null"},
 		{"null agent", "{\n  \"version\": 1,\n  \"agents\": {\"a\": null}\n}\n", 3, "agents.a: want an object, found null"},
 		{"no version", "{\n  \"agents\": {}\n}\n", 1, "version 0 is not supported"},
-		{"newer version", "{\n  \"agents\": {},\n  \"version\": 3\n}\n", 3, "version 3 is not supported"},
-		{"parked in version 1", "{\n  \"version\": 1,\n  \"agents\": {\"a\": {\"enabled\": true,\n    \"parked\": {\"since\": \"2025-01-02T03:04:05Z\", \"code\": \"crash_loop\", \"message\": \"m\", \"config\": \"c\"}}}\n}\n", 4, `"parked" is a key of version 2`},
+		{"unknown version", "{\n  \"agents\": {},\n  \"version\": 2\n}\n", 3, "version 2 is not supported (this tether reads version 1)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := testdir.Temp(t)
@@ -438,10 +437,10 @@ func TestStateReadAsWritten(t *testing.T) {
 	}
 	for name, other := range map[string][]byte{
 		"another spelling":   compact,
-		"an older version":   bytes.Replace(data, []byte(`"version": 2`), []byte(`"version": 1`), 1),
+		"another version":    bytes.Replace(data, []byte(`"version": 1`), []byte(`"version": 2`), 1),
 		"a key given twice":  bytes.Replace(data, []byte(`"intent_seq": 4`), []byte(`"intent_seq": 4, "intent_seq": 4`), 1),
 		"a key in capitals":  bytes.Replace(data, []byte(`"enabled"`), []byte(`"Enabled"`), 1),
-		"no agents":          []byte("{\n  \"version\": 2,\n  \"agents\": null\n}\n"),
+		"no agents":          []byte("{\n  \"version\": 1,\n  \"agents\": null\n}\n"),
 		"trailing data":      append(bytes.Clone(data), "{}\n"...),
 		"without a line end": bytes.TrimSuffix(data, []byte("\n")),
 	} {

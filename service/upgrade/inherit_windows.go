@@ -1,6 +1,6 @@
 //go:build windows
 
-package service
+package upgrade
 
 import (
 	"bufio"
@@ -33,11 +33,11 @@ import (
 // then. Before "prepared", a successor that fails, exits or stays silent
 // is killed and this process goes on; a kill of this process before the
 // go-ahead ends the successor too (its input closes).
-const successorIsSeparate = true
+const Separate = true
 
-// attachLater: the successor tells every guardian at once, since this
+// AttachLater: the successor tells every guardian at once, since this
 // process exits only once they all watch the successor.
-const attachLater = false
+const AttachLater = false
 
 // handoverReportEnv names the successor's report pipe: the value of the
 // handle it inherits.
@@ -50,24 +50,24 @@ const (
 	lockRetake      = 30 * time.Second
 )
 
+// inheritance is the service lock, and in a successor its end of the
+// report pipe.
 type inheritance struct {
 	lock *os.File
-	// listener is the API's: an *apiListener around the pipe listener
-	// (see currentListener), which never changes.
-	listener net.Listener
 	// report is the successor's end of its report pipe.
 	report *os.File
 }
 
-func newInheritance(lock *os.File, l net.Listener) *inheritance {
-	return &inheritance{lock: lock, listener: l}
-}
+// New is the inheritance of a service that holds lock.
+func New(lock *os.File) Inheritance { return &inheritance{lock: lock} }
 
-// takeOver starts target as the successor and hands everything over; on
+func (in *inheritance) Lock() *os.File { return in.lock }
+
+// TakeOver starts target as the successor and hands everything over; on
 // success it exits this process. It returns only when the successor did
 // not take over, with this process as it was.
-func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []string, path string, encode func(*handoverRecord) ([]byte, error)) (err error) {
-	pl, ok := currentListener(in.listener).(*pwin.PipeListener)
+func (in *inheritance) TakeOver(target string, listener net.Listener, rec *Record, extraEnv []string, path string) (err error) {
+	pl, ok := listener.(*pwin.PipeListener)
 	if !ok {
 		return errors.New("the API listener is not a pipe listener that can be handed over")
 	}
@@ -83,9 +83,9 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []s
 	}
 	defer goW.Close()
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, handoverEnv+"=") || strings.HasPrefix(kv, handoverReportEnv+"=")
+		return strings.HasPrefix(kv, Env+"=") || strings.HasPrefix(kv, handoverReportEnv+"=")
 	})
-	env = append(env, handoverEnv+"="+path, handoverReportEnv+"="+strconv.FormatUint(uint64(reportW.Fd()), 10))
+	env = append(env, Env+"="+path, handoverReportEnv+"="+strconv.FormatUint(uint64(reportW.Fd()), 10))
 	cmd := exec.Command(target, os.Args[1:]...)
 	cmd.Env = append(env, extraEnv...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = goR, os.Stdout, os.Stderr
@@ -127,8 +127,8 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []s
 	if err := eachTether(rec, func(h uintptr) (uintptr, error) { return pwin.DuplicateInto(to, h) }); err != nil {
 		return err
 	}
-	stopAt("recorded")
-	rec.Steps = stepList()
+	StopAt(StepRecorded)
+	rec.Steps = Steps()
 	b, err := encode(rec)
 	if err != nil {
 		return err
@@ -136,7 +136,7 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []s
 	if err := writeRecordFile(path, b); err != nil {
 		return err
 	}
-	stopAt("exec")
+	StopAt(StepExec)
 	if _, err := goW.Write([]byte("go\n")); err != nil {
 		return fmt.Errorf("telling %s to take over: %w", target, err)
 	}
@@ -178,50 +178,51 @@ func expect(lines <-chan string, want string, within time.Duration) error {
 	}
 }
 
-// awaitHandover waits for the service before to say go: it writes the
-// record after this process starts. Its death before that closes this
-// process's input, and this process exits.
-func awaitHandover() error {
+// Await waits for the service before to say go: it writes the record
+// after this process starts. Its death before that closes this process's
+// input, and this process exits.
+func Await() error {
 	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
 	if err != nil || strings.TrimSpace(line) != "go" {
-		return fmt.Errorf("%w: the service before never said go (%q, %v)", ErrHandoverRecord, line, err)
+		return fmt.Errorf("%w: the service before never said go (%q, %v)", ErrRecord, line, err)
 	}
 	return nil
 }
 
-// inherited takes the handles the record names, duplicated into this
-// process by the service before.
-func inherited(rec *handoverRecord, p Paths) (*inheritance, error) {
+// Inherited takes the handles the record names, duplicated into this
+// process by the service before; it returns the API's pipe listener,
+// on socket, apart.
+func Inherited(rec *Record, socket string) (Inheritance, net.Listener, error) {
 	v, err := strconv.ParseUint(os.Getenv(handoverReportEnv), 10, 64)
 	os.Unsetenv(handoverReportEnv)
 	if err != nil || v == 0 {
-		return nil, fmt.Errorf("%w: no report handle (%s)", ErrHandoverRecord, handoverReportEnv)
+		return nil, nil, fmt.Errorf("%w: no report handle (%s)", ErrRecord, handoverReportEnv)
 	}
 	report := os.NewFile(uintptr(v), "report")
-	l, err := pwin.AdoptPipeListener(p.Socket, rec.Listener)
+	l, err := pwin.AdoptPipeListener(socket, rec.Listener)
 	if err != nil {
 		report.Close()
-		return nil, fmt.Errorf("the API's pipe handed over: %w", err)
+		return nil, nil, fmt.Errorf("the API's pipe handed over: %w", err)
 	}
-	return &inheritance{lock: os.NewFile(rec.Lock, "service.lock"), listener: l, report: report}, nil
+	return &inheritance{lock: os.NewFile(rec.Lock, "service.lock"), report: report}, l, nil
 }
 
-// prepared tells the service before that this one takes over from now.
-func (in *inheritance) prepared() error {
+// Prepared tells the service before that this one takes over from now.
+func (in *inheritance) Prepared() error {
 	if _, err := io.WriteString(in.report, "prepared\n"); err != nil {
 		return fmt.Errorf("telling the service before: %w", err)
 	}
 	return nil
 }
 
-// served does nothing: the service before, another process, closes what
+// Served does nothing: the service before, another process, closes what
 // it held itself.
-func (in *inheritance) served() {}
+func (in *inheritance) Served() {}
 
-// tookOver waits until every guardian has answered attach (and so
+// TookOver waits until every guardian has answered attach (and so
 // watches this process), tells the service before, which exits, and
 // takes the service lock, which Windows releases with its old holder.
-func (in *inheritance) tookOver(sessions []*guardian.Session, logf func(string, ...any)) {
+func (in *inheritance) TookOver(sessions []*guardian.Session, logf func(string, ...any)) {
 	deadline := time.After(takeoverWait)
 	for _, s := range sessions {
 		select {
@@ -248,12 +249,12 @@ func (in *inheritance) tookOver(sessions []*guardian.Session, logf func(string, 
 	}()
 }
 
-// claimGuardian: a guardian is no child of the successor on Windows.
-func claimGuardian(*tetherHandover) {}
+// ClaimGuardian: a guardian is no child of the successor on Windows.
+func ClaimGuardian(*Tether) {}
 
-// attachment is the tether t, duplicated into this process; its guardian
+// Attachment is the tether t, duplicated into this process; its guardian
 // is not this process's child, and is watched.
-func attachment(id string, t *tetherHandover) (guardian.Attachment, error) {
+func Attachment(id string, t *Tether) (guardian.Attachment, error) {
 	conn, err := pwin.InheritedFile(t.Conn, "tether-"+id)
 	if err != nil {
 		return guardian.Attachment{}, err
@@ -261,10 +262,6 @@ func attachment(id string, t *tetherHandover) (guardian.Attachment, error) {
 	return guardian.Attachment{Conn: conn, Proc: guardian.WatchedProcess(t.Guardian), Version: t.Version,
 		Ready: t.Ready, Pending: t.Pending, Owner: platform.Self()}, nil
 }
-
-// stopSelf holds this process where a test asked (Windows has no
-// SIGSTOP): a test kills it there.
-func stopSelf() { time.Sleep(time.Hour) }
 
 // readRecord reads the record file at path and removes it.
 func readRecord(path string) ([]byte, error) {

@@ -1,4 +1,4 @@
-package service
+package upgrade
 
 import (
 	"os"
@@ -14,14 +14,14 @@ import (
 // as written, and its descriptor is closed once it is read: no child of
 // the successor inherits it.
 func TestHandoverRecordInMemory(t *testing.T) {
-	rec := &handoverRecord{Version: recordInMemory, PID: os.Getpid(), Profile: "p",
-		Config: handoverConfig{Path: "agents.yaml", Source: []byte("agents: []\n")},
-		Agents: []agentHandover{{ID: "a", Row: api.Agent{ID: "a", State: api.StateStopped}}}}
-	b, err := encodeHandover(rec, nil)
+	rec := &Record{Version: Version, PID: os.Getpid(), Profile: "p",
+		Config: Config{Path: "agents.yaml", Source: []byte("agents: []\n")},
+		Agents: []Agent{{ID: "a", Row: api.Agent{ID: "a", State: api.StateStopped}}}}
+	b, err := encode(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, _, err := punix.NewMemFile(handoverName, b)
+	f, _, err := punix.NewMemFile(fileName, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,11 +32,11 @@ func TestHandoverRecordInMemory(t *testing.T) {
 	}
 	f.Close()
 	path := "/proc/self/fd/" + strconv.Itoa(fd)
-	got, agents, err := readHandover(path, "p")
+	got, agents, err := Read(path, "p")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := got.decodeAgents(agents); err != nil || len(got.Agents) != 1 || got.Agents[0].ID != "a" || got.Version != recordInMemory {
+	if err := got.DecodeAgents(agents); err != nil || len(got.Agents) != 1 || got.Agents[0].ID != "a" || got.Version != Version {
 		t.Errorf("read back %+v, %v", got, err)
 	}
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != unix.EBADF {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package service
+package upgrade
 
 import (
 	"errors"
@@ -22,33 +22,26 @@ import (
 // not change, so neither the service manager nor a guardian sees
 // anything happen; the service lock, the listener and the tethers are
 // inherited, their close-on-exec flags cleared for the exec alone.
-const successorIsSeparate = false
+const Separate = false
 
-// recordInMemory is the first record version that may be handed over in
-// a memfd (Linux) rather than a file in the state directory: its
-// successor closes the descriptor the path names (see readRecord).
-const recordInMemory = 4
-
-// attachLater: the successor serves its API before it sends attach: the
+// AttachLater: the successor serves its API before it sends attach: the
 // guardians need not hear of it to go on (the pid is the same), and the
 // wake-up of every guardian would delay the first answer.
-const attachLater = true
+const AttachLater = true
 
-// inheritance is what a service hands over besides its agents' tethers:
-// the service lock (held) and the API's listening socket.
+// inheritance is the service lock (held), and in a successor what it
+// is to close once it serves.
 type inheritance struct {
 	lock *os.File
-	// listener is the API's: an *apiListener, whose socket at the time
-	// of the handover is the one inherited (see currentListener).
-	listener net.Listener
 	// discard, in a successor, is what it is to close once it has
-	// answered and taken the guardians over (served).
+	// answered and taken the guardians over (Served).
 	discard []uintptr
 }
 
-func newInheritance(lock *os.File, l net.Listener) *inheritance {
-	return &inheritance{lock: lock, listener: l}
-}
+// New is the inheritance of a service that holds lock.
+func New(lock *os.File) Inheritance { return &inheritance{lock: lock} }
+
+func (in *inheritance) Lock() *os.File { return in.lock }
 
 // fdOf returns the descriptor of c, which stays valid while c is open.
 func fdOf(c syscall.Conn) (uintptr, error) {
@@ -63,14 +56,14 @@ func fdOf(c syscall.Conn) (uintptr, error) {
 	return fd, nil
 }
 
-// takeOver fills in the record's descriptors, encodes it, writes it in
+// TakeOver fills in the record's descriptors, encodes it, writes it in
 // memory (a memfd that the exec keeps) or else to path, and execve's
 // target with the same arguments and environment, plus the record's path
 // and extraEnv (the service manager's socket, which agents must not see
 // and the successor must). It returns only when the exec failed: then
 // nothing was inherited and the service goes on.
-func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []string, path string, encode func(*handoverRecord) ([]byte, error)) error {
-	ul, ok := currentListener(in.listener).(*net.UnixListener)
+func (in *inheritance) TakeOver(target string, listener net.Listener, rec *Record, extraEnv []string, path string) error {
+	ul, ok := listener.(*net.UnixListener)
 	if !ok {
 		return errors.New("the API listener is not a unix socket that can be inherited")
 	}
@@ -86,38 +79,34 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []s
 	if err := eachTether(rec, func(fd uintptr) (uintptr, error) { return fd, nil }); err != nil {
 		return err
 	}
-	if rec.Version >= 2 {
-		// Held open (no watch closes) until the exec or its failure.
-		var release func()
-		rec.Discard, release = punix.HoldSlowToClose()
-		defer release()
-		// The binary this process runs, when an install has replaced
-		// it: the exec would drop its last reference, and free the
-		// deleted file (its page cache and its blocks) on its way,
-		// before the successor's first instruction. Handed over, it is
-		// freed once the successor has answered and taken the guardians
-		// over.
-		if fd, ok := openSelf(); ok {
-			defer unix.Close(fd) // only when the exec failed
-			rec.Discard = append(rec.Discard, uintptr(fd))
-		}
+	// Held open (no watch closes) until the exec or its failure.
+	var release func()
+	rec.Discard, release = punix.HoldSlowToClose()
+	defer release()
+	// The binary this process runs, when an install has replaced it: the
+	// exec would drop its last reference, and free the deleted file (its
+	// page cache and its blocks) on its way, before the successor's first
+	// instruction. Handed over, it is freed once the successor has
+	// answered and taken the guardians over.
+	if fd, ok := openSelf(); ok {
+		defer unix.Close(fd) // only when the exec failed
+		rec.Discard = append(rec.Discard, uintptr(fd))
 	}
-	stopAt("recorded")
-	rec.Steps = stepList()
+	StopAt(StepRecorded)
+	rec.Steps = Steps()
 	b, err := encode(rec)
 	if err != nil {
 		return err
 	}
+	// In memory (a memfd that the exec keeps) where the OS has it.
 	var inMemory *os.File
-	if rec.Version >= recordInMemory {
-		f, at, err := punix.NewMemFile(handoverName, b)
-		switch {
-		case err == nil:
-			defer f.Close()
-			inMemory, path = f, at
-		case !errors.Is(err, errors.ErrUnsupported):
-			return fmt.Errorf("the handover record: %w", err)
-		}
+	f, at, err := punix.NewMemFile(fileName, b)
+	switch {
+	case err == nil:
+		defer f.Close()
+		inMemory, path = f, at
+	case !errors.Is(err, errors.ErrUnsupported):
+		return fmt.Errorf("the handover record: %w", err)
 	}
 	if inMemory == nil {
 		if err := writeRecordFile(path, b); err != nil {
@@ -125,9 +114,9 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []s
 		}
 		defer os.Remove(path)
 	}
-	stopAt("written")
-	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, handoverEnv+"=") }),
-		handoverEnv+"="+path)
+	StopAt(StepWritten)
+	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, Env+"=") }),
+		Env+"="+path)
 	env = append(env, extraEnv...)
 	argv := append([]string{target}, os.Args[1:]...)
 	fds := rec.descriptors()
@@ -140,8 +129,10 @@ func (in *inheritance) takeOver(target string, rec *handoverRecord, extraEnv []s
 	syscall.ForkLock.Lock()
 	err = setCloseOnExec(fds, false)
 	if err == nil {
-		stopAt("exec")
+		StopAt(StepExec)
+		armBound(true)
 		err = syscall.Exec(target, argv, env)
+		armBound(false)
 	}
 	_ = setCloseOnExec(fds, true)
 	syscall.ForkLock.Unlock()
@@ -180,64 +171,65 @@ func setCloseOnExec(fds []uintptr, on bool) error {
 	return nil
 }
 
-// awaitHandover: after execve the record is there already.
-func awaitHandover() error { return nil }
+// Await waits until the record can be read: after execve it is there
+// already.
+func Await() error { return nil }
 
-// inherited takes the descriptors the record names, as the successor
-// after execve: each is made close-on-exec again at once, so no child
-// of this process ever gets one.
-func inherited(rec *handoverRecord, p Paths) (*inheritance, error) {
+// Inherited takes the descriptors rec names, as the successor after
+// execve: each is made close-on-exec again at once, so no child of this
+// process ever gets one. It returns the API's listening socket apart.
+func Inherited(rec *Record, socket string) (Inheritance, net.Listener, error) {
 	if len(rec.Listener) != 1 {
-		return nil, fmt.Errorf("%w: %d listeners handed over, want one socket", ErrHandoverRecord, len(rec.Listener))
+		return nil, nil, fmt.Errorf("%w: %d listeners handed over, want one socket", ErrRecord, len(rec.Listener))
 	}
 	if rec.PID != os.Getpid() {
-		return nil, fmt.Errorf("%w: written by pid %d, and this is pid %d (not its successor)", ErrHandoverRecord, rec.PID, os.Getpid())
+		return nil, nil, fmt.Errorf("%w: written by pid %d, and this is pid %d (not its successor)", ErrRecord, rec.PID, os.Getpid())
 	}
 	if err := setCloseOnExec(rec.descriptors(), true); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrHandoverRecord, err)
+		return nil, nil, fmt.Errorf("%w: %v", ErrRecord, err)
 	}
 	lock := os.NewFile(rec.Lock, "service.lock")
 	// The lock goes with the open file, which this process still has:
 	// taking it again succeeds at once, and proves it.
 	if err := platform.TryLock(lock); err != nil {
-		return nil, fmt.Errorf("the service lock handed over (descriptor %d): %w", rec.Lock, err)
+		return nil, nil, fmt.Errorf("the service lock handed over (descriptor %d): %w", rec.Lock, err)
 	}
 	lf := os.NewFile(rec.Listener[0], "api")
 	l, err := net.FileListener(lf)
 	lf.Close()
 	if err != nil {
-		return nil, fmt.Errorf("the API listener handed over (descriptor %d): %w", rec.Listener[0], err)
+		return nil, nil, fmt.Errorf("the API listener handed over (descriptor %d): %w", rec.Listener[0], err)
 	}
 	ul, ok := l.(*net.UnixListener)
 	if !ok {
 		l.Close()
-		return nil, fmt.Errorf("the API listener handed over is a %T", l)
+		return nil, nil, fmt.Errorf("the API listener handed over is a %T", l)
 	}
 	// This service removes the socket when it stops, as the one before
 	// would have.
 	ul.SetUnlinkOnClose(true)
-	return &inheritance{lock: lock, listener: ul, discard: rec.Discard}, nil
+	return &inheritance{lock: lock, discard: rec.Discard}, ul, nil
 }
 
-// prepared and tookOver tell the service before nothing: it is this
+// Prepared and TookOver tell the service before nothing: it is this
 // process.
-func (in *inheritance) prepared() error                                    { return nil }
-func (in *inheritance) tookOver([]*guardian.Session, func(string, ...any)) {}
+func (in *inheritance) Prepared() error                                    { return nil }
+func (in *inheritance) TookOver([]*guardian.Session, func(string, ...any)) {}
 
-// served closes, in the background, what the service before held for
-// itself (see handoverRecord.Discard): the API has answered by now, and
-// the guardians are attached.
-func (in *inheritance) served() {
+// Served closes, in the background, what the service before held for
+// itself (see Record.Discard): the API has answered by now, and the
+// guardians are attached.
+func (in *inheritance) Served() {
 	punix.CloseLater(in.discard)
 	in.discard = nil
 }
 
-// claimGuardian counts t's guardian, a child of this process since before
+// ClaimGuardian counts t's guardian, a child of this process since before
 // the execve, as its own.
-func claimGuardian(t *tetherHandover) { guardian.ClaimChild(t.Guardian.Pid) }
+func ClaimGuardian(t *Tether) { guardian.ClaimChild(t.Guardian.Pid) }
 
-// attachment is the tether t as this process takes it over.
-func attachment(id string, t *tetherHandover) (guardian.Attachment, error) {
+// Attachment is the tether t as this process takes it over.
+func Attachment(id string, t *Tether) (guardian.Attachment, error) {
 	conn, err := punix.Pollable(int(t.Conn), "tether-"+id)
 	if err != nil {
 		return guardian.Attachment{}, err
@@ -250,11 +242,11 @@ func attachment(id string, t *tetherHandover) (guardian.Attachment, error) {
 		return guardian.Attachment{}, err
 	}
 	return guardian.Attachment{Conn: conn, Proc: proc, Version: t.Version, Ready: t.Ready,
-		Pending: t.Pending, Owner: platform.Self(), Later: attachLater}, nil
+		Pending: t.Pending, Owner: platform.Self(), Later: AttachLater}, nil
 }
 
 // descriptors lists every descriptor the record hands over.
-func (rec *handoverRecord) descriptors() []uintptr {
+func (rec *Record) descriptors() []uintptr {
 	out := append([]uintptr{rec.Lock}, rec.Listener...)
 	out = append(out, rec.Discard...)
 	for _, a := range rec.Agents {

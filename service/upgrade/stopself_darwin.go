@@ -1,6 +1,6 @@
 //go:build darwin
 
-package service
+package upgrade
 
 import (
 	"os"
