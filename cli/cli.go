@@ -108,6 +108,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return inv.service(rest)
 	case "status":
 		return inv.status(rest)
+	case "top":
+		return inv.top(rest)
 	case "start", "stop", "restart":
 		return inv.action(cmd, rest)
 	case "logs":

@@ -27,8 +27,8 @@ type rule struct {
 // guardian beside it knowing nothing of it, the contracts and data
 // packages below, the OS halves at the bottom.
 var rules = []rule{
-	{Who: []string{"tray/...", "api/...", "client/..."}, Not: []string{"service/...", "guardian/..."},
-		Why: "the tray and the local API's contract and client own no agent"},
+	{Who: []string{"tray/...", "top/...", "api/...", "client/..."}, Not: []string{"service/...", "guardian/..."},
+		Why: "the tray, the terminal view and the local API's contract and client own no agent"},
 	{Who: []string{"guardian/..."}, Not: []string{"service/...", "tray/...", "client/...", "api/...", "cli/..."},
 		Why: "the guardian knows nothing of its owner and links no client"},
 	{Who: []string{"api/..."}, Only: []string{"wire"},
@@ -41,8 +41,8 @@ var rules = []rule{
 		Why: "the OS halves are the bottom layer"},
 	{Who: []string{"identity/...", "probe/...", "sdnotify/...", "internal/logline/...", "assets/...", "install/..."}, Only: []string{},
 		Why: "a leaf imports nothing of ours, so that any package may use it"},
-	{Who: []string{"..."}, Not: []string{"service", "tray/...", "demo/...", "cli/..."},
-		Why: "only the command line starts the service, the tray and the demo"},
+	{Who: []string{"..."}, Not: []string{"service", "tray/...", "top/...", "demo/...", "cli/..."},
+		Why: "only the command line starts the service, the tray, the terminal view and the demo"},
 }
 
 // exempt are the packages a rule with Who "..." leaves out: the command

@@ -1,0 +1,31 @@
+//go:build !windows
+
+package top
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/term"
+)
+
+// resizes tells the view the terminal's new size at each SIGWINCH.
+func resizes(ctx context.Context, out *os.File, scr *screen, p *tea.Program) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGWINCH)
+	defer signal.Stop(ch)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ch:
+		}
+		if w, h, err := term.GetSize(out.Fd()); err == nil {
+			scr.redraw()
+			p.Send(sizeMsg{w, h})
+		}
+	}
+}
