@@ -90,8 +90,8 @@ func hasRow(id string, state api.State) func(string) bool {
 
 // TestTopInTmux drives "tether top" as a person does, in an 80x24 tmux
 // pane against a real service: it shows each agent's row with its state,
-// the failed one first; ? shows the keys; x then y stops the selected
-// running agent; the view says so when the service goes away and shows
+// the failed one first; ? shows the keys; l follows the selected agent's
+// log; x then y stops the selected running agent; the view says so when the service goes away and shows
 // the rows again when it is back; q exits 0.
 func TestTopInTmux(t *testing.T) {
 	needTools(t, "tmux")
@@ -130,8 +130,15 @@ func TestTopInTmux(t *testing.T) {
 	p.keys("Escape")
 	p.waitFor("the rows again", hasRow("alpha", api.StateRunning))
 
-	// broken is first and selected: move to alpha and stop it.
-	p.keys("Down", "x")
+	// broken is first and selected: move to alpha, follow its log, and
+	// stop it.
+	p.keys("Down", "l")
+	p.waitFor("alpha's log", func(s string) bool {
+		return strings.Contains(s, "log of alpha") && strings.Contains(s, "\nstarted")
+	})
+	p.keys("l")
+	p.waitFor("the log pane closed", func(s string) bool { return !strings.Contains(s, "log of alpha") })
+	p.keys("x")
 	p.waitFor("the stop's question", func(s string) bool { return strings.Contains(s, "stop alpha? it is running (y/n)") })
 	p.keys("y")
 	p.waitFor("alpha stopped", hasRow("alpha", api.StateStopped))

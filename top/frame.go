@@ -15,6 +15,7 @@ var keysHelp = []string{
 	"  s          start the selected agent",
 	"  x          stop it (a running one asks y/n)",
 	"  r          restart it",
+	"  l          follow its log in a pane; l again closes it",
 	"  /          filter by id: type, enter keeps, esc clears",
 	"  ?          show these keys",
 	"  q          quit",
@@ -81,6 +82,11 @@ func (m *model) frame() []string {
 	add(m.sgr("1", joinCells(hdr, widths)))
 
 	room := h - len(lines) - 1
+	logRoom := 0
+	if m.logID != "" {
+		logRoom = room / 2
+		room -= logRoom
+	}
 	sel := m.selected(rows)
 	first := 0
 	if sel >= room {
@@ -106,6 +112,20 @@ func (m *model) frame() []string {
 			add("no agent matches " + m.filter)
 		} else {
 			add("no agents in the config")
+		}
+	}
+
+	if m.logID != "" {
+		for len(lines) < h-1-logRoom {
+			lines = append(lines, "")
+		}
+		add(m.sgr("1", "log of "+m.logID+" (l closes)"))
+		show := m.logLines
+		if k := logRoom - 1; len(show) > k {
+			show = show[len(show)-k:]
+		}
+		for _, l := range show {
+			add(l)
 		}
 	}
 

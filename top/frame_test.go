@@ -2,6 +2,8 @@ package top
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -126,5 +128,30 @@ func TestDownKeepsRows(t *testing.T) {
 	m.Update(helloMsg(api.Status{Agents: []api.Agent{{ID: "solo", State: api.StateRunning}}}))
 	if f := m.frame(); strings.Contains(f[0], "not reachable") || !strings.HasPrefix(visible(f[2]), "solo") || strings.Contains(strings.Join(f, "\n"), "alpha") {
 		t.Fatalf("after hello:\n%s", strings.Join(f, "\n"))
+	}
+}
+
+// TestLogPane: l opens a pane with the selected agent's log lines, their
+// control characters made harmless, below the rows; l again closes it.
+func TestLogPane(t *testing.T) {
+	m := testModel(false)
+	m.ctx = context.Background()
+	m.send = func(tea.Msg) {}
+	m.Update(runes("l"))
+	if m.logID != "zed" {
+		t.Fatalf("l followed %q, want the selected zed", m.logID)
+	}
+	m.Update(logResetMsg{m.logGen})
+	for i := range 30 {
+		m.Update(logLineMsg{m.logGen, fmt.Sprintf("line %d \x1b[31mred", i)})
+	}
+	m.Update(logLineMsg{m.logGen - 1, "stale"})
+	f := strings.Join(m.frame(), "\n")
+	if len(m.frame()) != 24 || !strings.Contains(f, "log of zed") || !strings.Contains(f, "line 29") || strings.Contains(f, "stale") || strings.Contains(f, "\x1b[31m") {
+		t.Fatalf("the pane:\n%q", f)
+	}
+	m.Update(runes("l"))
+	if m.logID != "" || strings.Contains(strings.Join(m.frame(), "\n"), "log of") {
+		t.Fatal("l again did not close the pane")
 	}
 }

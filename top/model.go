@@ -48,6 +48,15 @@ type model struct {
 	filter    string
 	confirm   string // the running agent a stop waits a y/n for
 	note      string // the last action's outcome
+
+	// send delivers a message to the running program.
+	send func(tea.Msg)
+	// The log pane: the agent whose log it follows ("" when closed),
+	// its last lines, and the follower's cancel and generation.
+	logID     string
+	logLines  []string
+	logCancel context.CancelFunc
+	logGen    int
 }
 
 func (m *model) Init() tea.Cmd { return nil }
@@ -101,6 +110,12 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.note = fmt.Sprintf("%s %s: %v", msg.verb, msg.id, msg.err)
 		} else {
 			m.note = fmt.Sprintf("%s %s: done", msg.verb, msg.id)
+		}
+	case logLineMsg:
+		m.logLine(msg)
+	case logResetMsg:
+		if msg.gen == m.logGen {
+			m.logLines = nil
 		}
 	case sizeMsg:
 		m.w, m.h = msg.w, msg.h
@@ -173,6 +188,11 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 		}
 	case "/":
 		m.filtering = true
+	case "l":
+		if len(rows) == 0 {
+			return m.toggleLog("")
+		}
+		return m.toggleLog(rows[i].ID)
 	case "esc":
 		m.filter = ""
 	case "s", "x", "r":

@@ -59,6 +59,7 @@ func Run(ctx context.Context, o Options) error {
 	// rate even while nothing changes.
 	p := tea.NewProgram(m, tea.WithInput(o.In), tea.WithOutput(o.Out), tea.WithoutRenderer(),
 		tea.WithContext(ctx), tea.WithoutSignalHandler())
+	m.send = p.Send
 	go watch(ctx, o.Client, p)
 	go resizes(ctx, o.Out, scr, p)
 	_, err = p.Run()
@@ -83,12 +84,8 @@ func watch(ctx context.Context, c *client.Client, p *tea.Program) {
 		if up {
 			delay = minRetry
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !pause(ctx, delay) {
 			return
-		case <-t.C:
 		}
 		if !up {
 			delay = min(2*delay, maxRetry)
@@ -118,4 +115,16 @@ func stream(ctx context.Context, c *client.Client, p *tea.Program) (up bool, err
 		}
 	}
 	return up, client.ErrStreamClosed
+}
+
+// pause waits d, and reports false if ctx ended first.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
