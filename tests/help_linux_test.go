@@ -13,7 +13,7 @@ import (
 )
 
 // The commands a user types, as the usage lists them.
-var userCommands = []string{"tray", "demo", "service", "status", "start", "stop", "restart", "logs", "check", "reload", "config", "completion", "version", "help"}
+var userCommands = []string{"tray", "demo", "service", "status", "top", "start", "stop", "restart", "logs", "check", "reload", "config", "completion", "version", "help"}
 
 // TestHelpOfEachCommand: `tether help CMD` and `tether CMD --help` print
 // the same help, with its usage line and an example, and exit 0; the

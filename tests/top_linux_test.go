@@ -164,3 +164,12 @@ func TestTopInTmux(t *testing.T) {
 		t.Fatalf("tether top exited %s on q", code)
 	}
 }
+
+// TestTopNeedsTerminal: without a terminal "tether top" says so and exits
+// 1 at once, instead of drawing into a pipe.
+func TestTopNeedsTerminal(t *testing.T) {
+	r := run(t, 10*time.Second, "top")
+	if r.code != 1 || !strings.Contains(r.stderr, "needs a terminal") || r.stdout != "" {
+		t.Fatalf("top without a terminal: exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
+	}
+}
