@@ -90,7 +90,7 @@ func hasRow(id string, state api.State) func(string) bool {
 
 // TestTopInTmux drives "tether top" as a person does, in an 80x24 tmux
 // pane against a real service: it shows each agent's row with its state,
-// the failed one first; ? shows the keys; l follows the selected agent's
+// the failed one first; u measures CPU and memory; ? shows the keys; l follows the selected agent's
 // log; x then y stops the selected running agent; the view says so when the service goes away and shows
 // the rows again when it is back; q exits 0.
 func TestTopInTmux(t *testing.T) {
@@ -124,6 +124,11 @@ func TestTopInTmux(t *testing.T) {
 			t.Errorf("line %d is %d wide: %q", i, n, l)
 		}
 	}
+
+	p.keys("u")
+	p.waitFor("CPU and MEM measured", func(s string) bool {
+		return strings.Contains(s, " CPU ") && strings.Contains(s, " MEM ") && strings.Contains(s, "measured at")
+	})
 
 	p.keys("?")
 	p.waitFor("the keys", func(s string) bool { return strings.Contains(s, "q          quit") && row(s, "alpha") == "" })

@@ -16,6 +16,7 @@ var keysHelp = []string{
 	"  x          stop it (a running one asks y/n)",
 	"  r          restart it",
 	"  l          follow its log in a pane; l again closes it",
+	"  u          measure CPU and memory now (each u again)",
 	"  /          filter by id: type, enter keeps, esc clears",
 	"  ?          show these keys",
 	"  q          quit",
@@ -63,6 +64,7 @@ func (m *model) frame() []string {
 		idw = max(idw, len([]rune(a.ID)))
 	}
 	idw = min(idw, max(w/4, 8))
+	columns := m.columns()
 	widths := make([]int, len(columns))
 	used := 0
 	for i, c := range columns {
@@ -93,7 +95,7 @@ func (m *model) frame() []string {
 		first = sel - room + 1
 	}
 	for i := first; i < len(rows) && i < first+room; i++ {
-		cs := cells(rows[i])
+		cs := m.cells(rows[i])
 		line := joinCells(cs, widths)
 		if col := stateColor(rows[i].State); col != "" && m.color {
 			// Colour the state's word alone: it starts after the id.

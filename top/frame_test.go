@@ -155,3 +155,29 @@ func TestLogPane(t *testing.T) {
 		t.Fatal("l again did not close the pane")
 	}
 }
+
+// TestUsageColumns: CPU and MEM show only once measured, and the frame
+// still fits.
+func TestUsageColumns(t *testing.T) {
+	m := testModel(false)
+	if strings.Contains(m.frame()[1], "CPU") {
+		t.Fatalf("CPU shown before a measure: %q", m.frame()[1])
+	}
+	m.Update(usageMsg{usage: map[string]*api.Usage{"alpha": {CPUSeconds: 1.5, MemoryBytes: 64 << 20, Procs: 2, Source: api.UsageProcesses}}})
+	f := m.frame()
+	if !strings.Contains(f[1], "CPU") || !strings.Contains(f[1], "MEM") {
+		t.Fatalf("header %q", f[1])
+	}
+	var alpha string
+	for _, l := range f {
+		if strings.HasPrefix(visible(l), "alpha") {
+			alpha = visible(l)
+		}
+		if n := len([]rune(visible(l))); n > 80 {
+			t.Errorf("a line is %d wide: %q", n, l)
+		}
+	}
+	if !strings.Contains(alpha, "1.50s") || !strings.Contains(alpha, "64.0M") {
+		t.Fatalf("alpha's row %q", alpha)
+	}
+}

@@ -48,6 +48,9 @@ type model struct {
 	filter    string
 	confirm   string // the running agent a stop waits a y/n for
 	note      string // the last action's outcome
+	// usage is what each agent cost when last measured (u); nil until
+	// then.
+	usage map[string]*api.Usage
 
 	// send delivers a message to the running program.
 	send func(tea.Msg)
@@ -116,6 +119,12 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case logResetMsg:
 		if msg.gen == m.logGen {
 			m.logLines = nil
+		}
+	case usageMsg:
+		if msg.err != nil {
+			m.note = "measuring: " + msg.err.Error()
+		} else {
+			m.usage, m.note = msg.usage, "measured at "+time.Now().Format("15:04:05")
 		}
 	case sizeMsg:
 		m.w, m.h = msg.w, msg.h
@@ -188,6 +197,8 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 		}
 	case "/":
 		m.filtering = true
+	case "u":
+		return m.measure()
 	case "l":
 		if len(rows) == 0 {
 			return m.toggleLog("")
