@@ -51,9 +51,9 @@ upgrade [BINARY]
 service's events, and survives the service going away and coming back.
 Keys: up and down select an agent; s starts it, x stops it (a running
 one asks y/n first), r restarts it; l follows its log in a pane; u
-measures CPU and memory (at each u, never in the background); / filters
-the rows by id; ? shows the keys; q quits. NO_COLOR turns the colours
-off.`,
+measures CPU and memory (at each u, never in the background); R reloads
+the config; / filters the rows by id; ? shows the keys; q quits.
+NO_COLOR turns the colours off.`,
 		example: "tether top\ntether --profile work top"},
 	{name: "start", usage: "start [--no-wait] ID...", summary: "start agents; answers once they are ready (--no-wait: once spawned)",
 		text: `Enables the agents and starts them, and the agents they require. It

@@ -92,7 +92,7 @@ func hasRow(id string, state api.State) func(string) bool {
 // pane against a real service: it shows each agent's row with its state,
 // the failed one first; u measures CPU and memory; ? shows the keys; l follows the selected agent's
 // log; x then y stops the selected running agent; the view says so when the service goes away and shows
-// the rows again when it is back; q exits 0.
+// the rows again when it is back; R reloads; q exits 0.
 func TestTopInTmux(t *testing.T) {
 	needTools(t, "tmux")
 	m := marker(t)
@@ -155,6 +155,9 @@ func TestTopInTmux(t *testing.T) {
 	p.waitFor("the rows of the new service", func(s string) bool {
 		return !strings.Contains(s, "service not reachable") && hasRow("alpha", api.StateStopped)(s) && hasRow("broken", api.StateFailed)(s)
 	})
+
+	p.keys("R")
+	p.waitFor("the reload done", func(s string) bool { return strings.Contains(s, "reload: done") })
 
 	p.keys("q")
 	var code string

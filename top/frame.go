@@ -16,6 +16,7 @@ var keysHelp = []string{
 	"  x          stop it (a running one asks y/n)",
 	"  r          restart it",
 	"  l          follow its log in a pane; l again closes it",
+	"  R          reload the config",
 	"  u          measure CPU and memory now (each u again)",
 	"  /          filter by id: type, enter keeps, esc clears",
 	"  ?          show these keys",

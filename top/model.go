@@ -109,10 +109,11 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.down += ": " + msg.err.Error()
 		}
 	case resultMsg:
+		what := strings.TrimSpace(msg.verb + " " + msg.id)
 		if msg.err != nil {
-			m.note = fmt.Sprintf("%s %s: %v", msg.verb, msg.id, msg.err)
+			m.note = fmt.Sprintf("%s: %v", what, msg.err)
 		} else {
-			m.note = fmt.Sprintf("%s %s: done", msg.verb, msg.id)
+			m.note = what + ": done"
 		}
 	case logLineMsg:
 		m.logLine(msg)
@@ -199,6 +200,8 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 		m.filtering = true
 	case "u":
 		return m.measure()
+	case "R":
+		return m.act("reload", "")
 	case "l":
 		if len(rows) == 0 {
 			return m.toggleLog("")
@@ -224,7 +227,7 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 // act runs verb on id in the background; its outcome comes back as a
 // resultMsg.
 func (m *model) act(verb, id string) tea.Cmd {
-	m.note = verb + " " + id + "…"
+	m.note = strings.TrimSpace(verb+" "+id) + "…"
 	c, ctx := m.c, m.ctx
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, actionTimeout)
@@ -232,11 +235,13 @@ func (m *model) act(verb, id string) tea.Cmd {
 		var res api.Results
 		var err error
 		switch verb {
+		case "reload":
+			err = c.Reload(ctx)
 		case "start":
 			res, err = c.Start(ctx, id)
 		case "stop":
 			res, err = c.Stop(ctx, id)
-		default:
+		case "restart":
 			res, err = c.Restart(ctx, id)
 		}
 		if err == nil {
