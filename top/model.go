@@ -19,11 +19,26 @@ type (
 	agentMsg  api.Agent  // one agent's row changed
 	downMsg   struct{ err error }
 	resultMsg struct {
-		verb, id string
-		err      error
+		verb verb
+		id   string
+		err  error
 	}
 	sizeMsg struct{ w, h int }
 )
+
+// verb is what a key asks the service to do.
+type verb string
+
+// The verbs, as the view's notes name them.
+const (
+	verbStart   verb = "start"
+	verbStop    verb = "stop"
+	verbRestart verb = "restart"
+	verbReload  verb = "reload"
+)
+
+// keyVerbs are the keys that act on the selected agent.
+var keyVerbs = map[string]verb{"s": verbStart, "x": verbStop, "r": verbRestart}
 
 // actionTimeout bounds one start, stop or restart: a start waits for the
 // agent's readiness.
@@ -109,7 +124,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.down += ": " + msg.err.Error()
 		}
 	case resultMsg:
-		what := strings.TrimSpace(msg.verb + " " + msg.id)
+		what := strings.TrimSpace(string(msg.verb) + " " + msg.id)
 		if msg.err != nil {
 			m.note = fmt.Sprintf("%s: %v", what, msg.err)
 		} else {
@@ -168,7 +183,7 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 		id := m.confirm
 		m.confirm = ""
 		if s == "y" || s == "Y" {
-			return m.act("stop", id)
+			return m.act(verbStop, id)
 		}
 		m.note = "stop " + id + ": cancelled"
 		return nil
@@ -201,7 +216,7 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	case "u":
 		return m.measure()
 	case "R":
-		return m.act("reload", "")
+		return m.act(verbReload, "")
 	case "l":
 		if len(rows) == 0 {
 			return m.toggleLog("")
@@ -214,34 +229,34 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 			return nil
 		}
 		a := rows[i]
-		verb := map[string]string{"s": "start", "x": "stop", "r": "restart"}[s]
-		if verb == "stop" && a.State == api.StateRunning {
+		v := keyVerbs[s]
+		if v == verbStop && a.State == api.StateRunning {
 			m.confirm = a.ID
 			return nil
 		}
-		return m.act(verb, a.ID)
+		return m.act(v, a.ID)
 	}
 	return nil
 }
 
 // act runs verb on id in the background; its outcome comes back as a
 // resultMsg.
-func (m *model) act(verb, id string) tea.Cmd {
-	m.note = strings.TrimSpace(verb+" "+id) + "…"
+func (m *model) act(v verb, id string) tea.Cmd {
+	m.note = strings.TrimSpace(string(v)+" "+id) + "…"
 	c, ctx := m.c, m.ctx
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, actionTimeout)
 		defer cancel()
 		var res api.Results
 		var err error
-		switch verb {
-		case "reload":
+		switch v {
+		case verbReload:
 			err = c.Reload(ctx)
-		case "start":
+		case verbStart:
 			res, err = c.Start(ctx, id)
-		case "stop":
+		case verbStop:
 			res, err = c.Stop(ctx, id)
-		case "restart":
+		case verbRestart:
 			res, err = c.Restart(ctx, id)
 		}
 		if err == nil {
@@ -251,7 +266,7 @@ func (m *model) act(verb, id string) tea.Cmd {
 				}
 			}
 		}
-		return resultMsg{verb, id, err}
+		return resultMsg{v, id, err}
 	}
 }
 
