@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -35,39 +34,6 @@ func (e *FailedError) Error() string { return e.Check + ": " + e.Err.Error() }
 func (e *FailedError) Unwrap() error { return e.Err }
 
 func failed(c Check, err error) error { return &FailedError{Check: c.String(), Err: err} }
-
-// HTTP passes on a 2xx answer to a GET of URL. Redirects are not followed:
-// a 3xx is an answer the check does not accept.
-type HTTP struct{ URL string }
-
-// httpClient keeps no idle connections: a probe every few seconds would
-// otherwise hold a socket open to the agent for nothing.
-var httpClient = &http.Client{
-	Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil},
-	CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse
-	},
-}
-
-func (h HTTP) String() string { return "http " + h.URL }
-
-// Probe implements Check.
-func (h HTTP) Probe(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.URL, nil)
-	if err != nil {
-		return failed(h, err)
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return failed(h, err)
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return failed(h, fmt.Errorf("answered %s", resp.Status))
-	}
-	return nil
-}
 
 // TCP passes when a connection to Addr (host:port) is accepted.
 type TCP struct{ Addr string }
