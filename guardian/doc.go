@@ -1,7 +1,9 @@
 // Package guardian is the smallest separate owner of one agent's lifetime,
 // and the owner-side handle on it.
 //
-// The guardian is the tether binary re-executed as "tether guardian". It
+// The guardian is its own small executable, tether-guardian (its main is
+// cmd/tether-guardian), shipped beside tether; where it is missing, the
+// tether binary re-executed as "tether guardian" serves instead. It
 // takes the identity's ownership lock, creates the agent's private
 // directory, starts the agent in a session (and, where it can, a cgroup) of
 // its own, and watches its owner through the tether: one end of a socket
