@@ -89,8 +89,13 @@ func (g *guardian) ownerEOF(at time.Time) time.Time {
 }
 
 // Main runs the guardian process; args are the arguments after
-// "guardian". It returns the process exit code.
+// "guardian" (or after tether-guardian). It returns the process exit
+// code. With the one argument protocolArg it only says which protocol
+// version it speaks.
 func Main(args []string) int {
+	if len(args) == 1 && args[0] == protocolArg {
+		return answerProtocol(os.Stdout)
+	}
 	if len(args) > 0 || !tetherPresent() {
 		fmt.Fprint(os.Stderr, notByHand)
 		return 2

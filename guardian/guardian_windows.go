@@ -82,8 +82,13 @@ func (a guardianArgs) list() []string {
 }
 
 // Main runs the guardian process; args are the arguments after
-// "guardian". It returns the process exit code.
+// "guardian" (or after tether-guardian.exe). It returns the process exit
+// code. With the one argument protocolArg it only says which protocol
+// version it speaks.
 func Main(args []string) int {
+	if len(args) == 1 && args[0] == protocolArg {
+		return answerProtocol(os.Stdout)
+	}
 	a, err := parseArgs(args)
 	if err != nil {
 		fmt.Fprint(os.Stderr, notByHand)

@@ -25,19 +25,20 @@ const stderrLimit = 16 << 10
 // and nothing is left running: a guardian that answered is reaped before
 // Start returns or, if it hangs, in the background.
 func Start(ctx context.Context, spec Spec) (*Session, error) {
-	req, exe, err := prepare(&spec)
+	req, prog, err := prepare(&spec)
 	if err != nil {
 		return nil, err
 	}
-	g, err := spawn(exe)
+	g, err := spawn(prog)
 	if err != nil {
 		return nil, &StartError{Identity: spec.Identity, Code: wire.CodeInternal, Message: err.Error()}
 	}
 	return g.handshake(ctx, spec, req)
 }
 
-// prepare fills spec's defaults and builds the start request.
-func prepare(spec *Spec) (*request, string, error) {
+// prepare fills spec's defaults and builds the start request, and
+// returns the guardian program to run (see ProgramFor).
+func prepare(spec *Spec) (*request, Program, error) {
 	if spec.StopTimeout == 0 {
 		spec.StopTimeout = DefaultStopTimeout
 	}
@@ -48,7 +49,7 @@ func prepare(spec *Spec) (*request, string, error) {
 	if exe == "" {
 		var err error
 		if exe, err = os.Executable(); err != nil {
-			return nil, "", &StartError{Identity: spec.Identity, Code: wire.CodeInternal, Message: "finding the tether executable: " + err.Error()}
+			return nil, Program{}, &StartError{Identity: spec.Identity, Code: wire.CodeInternal, Message: "finding the tether executable: " + err.Error()}
 		}
 	}
 	req := &request{
@@ -59,25 +60,26 @@ func prepare(spec *Spec) (*request, string, error) {
 		Agent: spec.Agent, Fingerprint: spec.Fingerprint,
 	}
 	if err := req.validate(); err != nil {
-		return nil, "", &StartError{Identity: spec.Identity, Code: wire.CodeConfig, Message: err.Error()}
+		return nil, Program{}, &StartError{Identity: spec.Identity, Code: wire.CodeConfig, Message: err.Error()}
 	}
-	return req, exe, nil
+	return req, ProgramFor(exe), nil
 }
 
 // spawned is a guardian process that has not been sent its start request
 // yet: it waits on its tether, with no timer, until it gets one or EOF.
 type spawned struct {
-	exe    string
+	prog   Program
 	conn   *os.File
 	proc   *execProcess
 	stderr *cappedBuffer
 }
 
-// spawn starts a guardian process, tied to this one by the tether.
-func spawn(exe string) (*spawned, error) {
+// spawn starts a guardian process running prog, tied to this one by the
+// tether.
+func spawn(prog Program) (*spawned, error) {
 	// This process's end is never inheritable, and the guardian's end is
 	// handed to the guardian alone (I6): see guardianCommand.
-	cmd, conn, guardEnd, err := guardianCommand(exe)
+	cmd, conn, guardEnd, err := guardianCommand(prog)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +105,7 @@ func spawn(exe string) (*spawned, error) {
 		_, _ = io.Copy(stderr, stderrR)
 		stderrR.Close()
 	}()
-	return &spawned{exe: exe, conn: conn, proc: &execProcess{cmd: cmd, stderrDone: stderrDone}, stderr: stderr}, nil
+	return &spawned{prog: prog, conn: conn, proc: &execProcess{cmd: cmd, stderrDone: stderrDone}, stderr: stderr}, nil
 }
 
 // discard closes a guardian that was never used: on EOF before any
@@ -213,12 +215,12 @@ func (c *cappedBuffer) String() string {
 // when a live guardian holds the identity (nothing to reclaim), or the
 // failure to stop the tree.
 func Reclaim(ctx context.Context, spec Spec) error {
-	req, exe, err := prepare(&spec)
+	req, prog, err := prepare(&spec)
 	if err != nil {
 		return err
 	}
 	req.Reclaim = true
-	g, err := spawn(exe)
+	g, err := spawn(prog)
 	if err != nil {
 		return &StartError{Identity: spec.Identity, Code: wire.CodeInternal, Message: err.Error()}
 	}

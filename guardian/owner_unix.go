@@ -18,7 +18,7 @@ import (
 // (I6); os/exec dups the guardian's end to descriptor 3 for that one
 // child only. It returns this process's end, and the guardian's, which
 // the caller closes once the guardian has started or failed to.
-func guardianCommand(exe string) (cmd *exec.Cmd, conn *os.File, end io.Closer, err error) {
+func guardianCommand(prog Program) (cmd *exec.Cmd, conn *os.File, end io.Closer, err error) {
 	conn, guardEnd, err := punix.SocketPair()
 	if err != nil {
 		return nil, nil, nil, err
@@ -30,8 +30,8 @@ func guardianCommand(exe string) (cmd *exec.Cmd, conn *os.File, end io.Closer, e
 		extra = append(extra, f)
 	}
 	return &exec.Cmd{
-		Path:       exe,
-		Args:       []string{exe, "guardian"},
+		Path:       prog.Path,
+		Args:       prog.argv(),
 		Env:        []string{"GOMAXPROCS=1"},
 		ExtraFiles: extra,
 		// Its own session: signals for the owner's terminal or process

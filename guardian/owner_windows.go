@@ -25,15 +25,15 @@ var selfProc = sync.OnceValue(platform.Self)
 // started at the same moment, or any agent) gets it (I6). It returns this
 // process's end, and the guardian's, which the caller closes once the
 // guardian has started or failed to.
-func guardianCommand(exe string) (cmd *exec.Cmd, conn *os.File, end io.Closer, err error) {
+func guardianCommand(prog Program) (cmd *exec.Cmd, conn *os.File, end io.Closer, err error) {
 	conn, guardEnd, err := pwin.DuplexPair("tether-guardian")
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	args := guardianArgs{tether: guardEnd.Value(), owner: selfProc()}
 	return &exec.Cmd{
-		Path: exe,
-		Args: append([]string{exe, "guardian"}, args.list()...),
+		Path: prog.Path,
+		Args: append(prog.argv(), args.list()...),
 		// os/exec adds SYSTEMROOT, which every Windows program needs.
 		Env: []string{"GOMAXPROCS=1"},
 		SysProcAttr: &syscall.SysProcAttr{

@@ -33,7 +33,8 @@ type Pool struct {
 	wg      sync.WaitGroup
 }
 
-// NewPool returns a pool of guardians running exe (empty: os.Executable).
+// NewPool returns a pool of guardians of the tether binary exe (empty:
+// os.Executable), each running ProgramFor(exe) as it is when it starts.
 // The first guardians are started in the background.
 func NewPool(exe string) *Pool {
 	p := &Pool{exe: exe}
@@ -63,7 +64,7 @@ func (p *Pool) Start(ctx context.Context, spec Spec) (*Session, error) {
 	if spec.Executable == "" {
 		spec.Executable = p.exe
 	}
-	req, exe, err := prepare(&spec)
+	req, prog, err := prepare(&spec)
 	if err != nil {
 		return nil, err
 	}
@@ -76,11 +77,11 @@ func (p *Pool) Start(ctx context.Context, spec Spec) (*Session, error) {
 	}
 	p.mu.Unlock()
 	defer p.refillLater()
-	if g == nil || g.exe != exe {
+	if g == nil || g.prog != prog {
 		if g != nil {
 			g.discard()
 		}
-		if g, err = spawn(exe); err != nil {
+		if g, err = spawn(prog); err != nil {
 			return nil, &StartError{Identity: spec.Identity, Code: wire.CodeInternal, Message: err.Error()}
 		}
 	}
@@ -112,7 +113,7 @@ func (p *Pool) refill() {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			g, err := spawn(p.exe)
+			g, err := spawn(ProgramFor(p.exe))
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			p.filling--

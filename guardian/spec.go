@@ -62,8 +62,9 @@ type Spec struct {
 	Agent       string
 	Fingerprint string
 
-	// Executable is the tether binary to run as guardian; empty means
-	// os.Executable().
+	// Executable is the tether binary whose guardian to run (see
+	// ProgramFor): the guardian's own executable beside it, else itself;
+	// empty means os.Executable().
 	Executable string
 	// HandshakeTimeout bounds the wait for ready or failed; zero means
 	// 10 s.
