@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/platform"
 	"github.com/tether-dev/tether/wire"
 )
@@ -32,6 +33,9 @@ type Answer struct {
 	Build    string `json:"build"`
 	Handover int    `json:"handover"` // the record version it reads
 	Protocol [2]int `json:"protocol"` // the guardian protocol versions it speaks
+	// Guardian is the guardian program it would start guardians with
+	// (guardian.Program's String), the one beside it when there is one.
+	Guardian string `json:"guardian,omitempty"`
 	// Error says why it cannot take over; empty: it can.
 	Error string `json:"error,omitempty"`
 }
@@ -50,6 +54,10 @@ type Offer struct {
 func HandoverCheck(version string, stdin io.Reader, stdout io.Writer) int {
 	ans := Answer{Version: version, Build: SelfBuild(), Handover: Version,
 		Protocol: [2]int{wire.Version, wire.Version}}
+	// The guardian program beside this binary is asked for its
+	// protocol while the offer is read.
+	guardianCheck := make(chan guardianProgramCheck, 1)
+	go func() { guardianCheck <- checkGuardianProgram() }()
 	var offer Offer
 	var problems []string
 	if err := json.NewDecoder(io.LimitReader(stdin, 16<<20)).Decode(&offer); err != nil {
@@ -62,6 +70,11 @@ func HandoverCheck(version string, stdin io.Reader, stdout io.Writer) int {
 		if v != wire.Version {
 			problems = append(problems, fmt.Sprintf("a guardian speaks protocol version %d; this tether takes over %d", v, wire.Version))
 		}
+	}
+	g := <-guardianCheck
+	ans.Guardian = g.program
+	if g.problem != "" {
+		problems = append(problems, g.problem)
 	}
 	if len(problems) == 0 {
 		rec := Record{Config: offer.Config}
@@ -76,6 +89,34 @@ func HandoverCheck(version string, stdin io.Reader, stdout io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// guardianProgramCheck is what checkGuardianProgram found: the
+// guardian program, and why it cannot serve (empty: it can).
+type guardianProgramCheck struct{ program, problem string }
+
+// checkGuardianProgram finds the guardian program this binary's service
+// would run and checks it: when it is the guardian's own executable
+// beside this one (which a package or an install replaces apart from
+// this one), it must speak the protocol version this binary speaks.
+func checkGuardianProgram() guardianProgramCheck {
+	exe, err := os.Executable()
+	if err != nil {
+		return guardianProgramCheck{problem: "finding its own executable: " + err.Error()}
+	}
+	prog := guardian.ProgramFor(exe)
+	c := guardianProgramCheck{program: prog.String()}
+	if prog.Tether {
+		return c
+	}
+	v, err := prog.Protocol(context.Background())
+	switch {
+	case err != nil:
+		c.problem = err.Error()
+	case v != wire.Version:
+		c.problem = fmt.Sprintf("its guardian %s speaks protocol version %d; this tether speaks %d", prog, v, wire.Version)
+	}
+	return c
 }
 
 // check runs exe's handover-check with offer, and returns its answer

@@ -3,6 +3,7 @@ package upgrade
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -46,6 +47,11 @@ func TestHandoverCheck(t *testing.T) {
 		}
 		if ans.Build == "" || ans.Build != SelfBuild() {
 			t.Errorf("%s: the check says it is build %q, and this binary is %q", c.name, ans.Build, SelfBuild())
+		}
+		// No guardian's own executable beside the test binary: it
+		// would run itself as the guardian.
+		if exe, _ := os.Executable(); ans.Guardian != exe+" guardian" {
+			t.Errorf("%s: the check says its guardians run %q, want %q", c.name, ans.Guardian, exe+" guardian")
 		}
 	}
 }

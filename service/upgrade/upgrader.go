@@ -102,7 +102,7 @@ func (u *Upgrader) Upgrade(req api.UpgradeRequest, answer func(api.UpgradeAnswer
 	up.To = ans.Build
 	StopAt(StepChecked)
 	u.Control.SetUpgrade(up)
-	u.Logf("upgrade %s: handing over to %s (tether %s, build %s)", up.ID, target, ans.Version, ans.Build)
+	u.Logf("upgrade %s: handing over to %s (tether %s, build %s; its guardians: %s)", up.ID, target, ans.Version, ans.Build, ans.Guardian)
 	answer(api.UpgradeAnswer{Upgrade: up}, nil)
 	if err := u.handOver(target, up); err != nil {
 		fail(err)
