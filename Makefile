@@ -1,4 +1,4 @@
-# make build  - bin/tether, static (no cgo: the guardian starts faster)
+# make build  - bin/tether and bin/tether-guardian, static (no cgo: the guardian starts faster)
 # make test   - everything CI runs: commit subjects, format, vet, staticcheck, tests, cross-builds, the Windows tests under Wine
 # make wine   - the Windows tests alone, under Wine (WINE_PACKAGES=... to choose)
 # make bench  - the benchmarks whose figures are in docs/benchmarks.md
@@ -18,10 +18,12 @@ FUZZPARALLEL ?= 1
 
 .PHONY: build test commits deps fmt vet staticcheck unit fuzz-short cross wine bench soak peers torture fuzz
 
-# The binary is also the guardian, exec'd once per agent start: without
-# cgo it is static and skips the dynamic loader (about 1-2 ms a start).
+# tether, and beside it the guardian it execs once per agent start
+# (tether itself serves where that is missing): without cgo both are
+# static and skip the dynamic loader (about 1-2 ms a start).
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/tether .
+	CGO_ENABLED=0 $(GO) build -o bin/tether-guardian ./guardian/cmd/tether-guardian
 
 test: commits deps fmt vet staticcheck unit fuzz-short cross wine
 

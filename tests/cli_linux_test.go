@@ -16,7 +16,9 @@ import (
 	punix "github.com/tether-dev/tether/platform/unix"
 )
 
-var tether string
+// tether is the binary the tests run, and tetherGuardian the guardian's
+// own executable beside it, which its service runs for each agent.
+var tether, tetherGuardian string
 
 func TestMain(m *testing.M) {
 	var dir string
@@ -33,10 +35,13 @@ func TestMain(m *testing.M) {
 				return err
 			}
 			tether = filepath.Join(dir, "tether")
-			build := exec.Command("go", "build", "-o", tether, "github.com/tether-dev/tether")
-			build.Stdout, build.Stderr = os.Stderr, os.Stderr
-			if err := build.Run(); err != nil {
-				return fmt.Errorf("building tether: %w", err)
+			tetherGuardian = filepath.Join(dir, "tether-guardian")
+			for _, b := range [][2]string{{tether, "github.com/tether-dev/tether"}, {tetherGuardian, "github.com/tether-dev/tether/guardian/cmd/tether-guardian"}} {
+				build := exec.Command("go", "build", "-o", b[0], b[1])
+				build.Stdout, build.Stderr = os.Stderr, os.Stderr
+				if err := build.Run(); err != nil {
+					return fmt.Errorf("building %s: %w", filepath.Base(b[0]), err)
+				}
 			}
 			return nil
 		}),
