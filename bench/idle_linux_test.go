@@ -229,8 +229,8 @@ type tetherProc struct {
 	role string
 }
 
-// tetherProcs returns the service and every process it runs from exe:
-// the guardians of rows, and the others, the warm guardians of its pool.
+// tetherProcs returns the service, which runs exe, and every guardian
+// it runs: those of rows, and the others, the warm guardians of its pool.
 func tetherProcs(service int, exe string, rows []api.Agent) ([]tetherProc, error) {
 	running := map[int]bool{}
 	for _, r := range rows {
@@ -241,11 +241,13 @@ func tetherProcs(service int, exe string, rows []api.Agent) ([]tetherProc, error
 		return nil, err
 	}
 	out := []tetherProc{{service, roleService}}
+	// The guardians run the program the service picks for them.
+	prog := guardian.ProgramFor(exe).Path
 	for _, p := range procs {
 		if p.PPid != service || p.Zombie() {
 			continue
 		}
-		if path, err := os.Readlink("/proc/" + strconv.Itoa(p.Pid) + "/exe"); err != nil || path != exe {
+		if path, err := os.Readlink("/proc/" + strconv.Itoa(p.Pid) + "/exe"); err != nil || path != prog {
 			continue
 		}
 		role := rolePool

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 )
@@ -17,8 +18,9 @@ import (
 // helper "owner".
 func init() { testproc.Register("owner", runOwner) }
 
-// tetherExe is the tether binary TestMain built, the guardian the
-// benchmarks start; empty when no benchmark was asked for.
+// tetherExe is the tether binary TestMain built, with tether-guardian
+// beside it, the guardian the benchmarks start (see guardian.ProgramFor);
+// empty when no benchmark was asked for.
 var tetherExe string
 
 // waitLimit bounds every wait for a process to start, exit or be reaped,
@@ -46,8 +48,8 @@ func TestMain(m *testing.M) {
 		}))
 }
 
-// buildTether builds the tether binary into a new directory, which it
-// returns, when benchmarks were asked for.
+// buildTether builds the tether binary and tether-guardian into a new
+// directory, which it returns, when benchmarks were asked for.
 func buildTether() (string, error) {
 	flag.Parse()
 	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
@@ -58,12 +60,14 @@ func buildTether() (string, error) {
 		return "", err
 	}
 	exe := filepath.Join(dir, "tether")
-	// Measure the binary as shipped: static, without cgo (see README).
-	build := exec.Command("go", "build", "-o", exe, "github.com/tether-dev/tether")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return dir, fmt.Errorf("building tether: %w", err)
+	// Measure the binaries as shipped: static, without cgo (see README).
+	for _, pkg := range [][2]string{{exe, "github.com/tether-dev/tether"}, {filepath.Join(dir, guardian.ProgramName), "github.com/tether-dev/tether/guardian/cmd/tether-guardian"}} {
+		build := exec.Command("go", "build", "-o", pkg[0], pkg[1])
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return dir, fmt.Errorf("building %s: %w", filepath.Base(pkg[0]), err)
+		}
 	}
 	tetherExe = exe
 	return dir, nil
@@ -72,8 +76,10 @@ func buildTether() (string, error) {
 // exeEnv names a tether binary for the benchmarks to run instead of the
 // one TestMain built: an older build to compare with, or one built with a
 // profiling hook (go build -overlay) to see where the time goes. The
-// guardian benchmarks run it as the guardian, the service benchmarks as
-// the service (and so its guardians too).
+// guardian benchmarks run its guardian, the service benchmarks run it as
+// the service (and so its guardians too): tether-guardian when there is
+// one beside it, else the binary itself as "tether guardian" (a copy of
+// tether alone in a directory measures that fallback).
 const exeEnv = "TETHER_BENCH_TETHER"
 
 // tetherBinary returns the tether binary the benchmarks run: exeEnv's, or

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/guardian"
 )
 
 // BenchmarkUpgrade measures upgrades of a service running many agents
@@ -149,12 +150,24 @@ func benchUpgradesWith(b *testing.B, land, stall bool) {
 }
 
 // landBinary puts a copy of exe at target, as an install does: written
-// beside it and renamed over it, a new file.
+// beside it and renamed over it, a new file; the guardian's own
+// executable beside exe lands beside target first, as a package's does.
 func landBinary(exe, target string) error {
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		return err
 	}
-	b, err := os.ReadFile(exe)
+	if g := guardian.ProgramFor(exe); !g.Tether {
+		if err := landFile(g.Path, filepath.Join(filepath.Dir(target), guardian.ProgramName)); err != nil {
+			return err
+		}
+	}
+	return landFile(exe, target)
+}
+
+// landFile puts a copy of the file at from at target: written beside it
+// and renamed over it.
+func landFile(from, target string) error {
+	b, err := os.ReadFile(from)
 	if err != nil {
 		return err
 	}

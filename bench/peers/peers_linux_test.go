@@ -752,12 +752,15 @@ func TestPeers(t *testing.T) {
 
 	exe := os.Getenv(exeEnv)
 	if exe == "" {
-		// The binary as shipped: static, without cgo.
+		// The binaries as shipped: static, without cgo, the
+		// guardian's own beside tether.
 		exe = filepath.Join(h.dir, "tether")
-		build := exec.Command("go", "build", "-o", exe, "github.com/tether-dev/tether")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("building tether: %v\n%s", err, out)
+		for _, b := range [][2]string{{exe, "github.com/tether-dev/tether"}, {filepath.Join(h.dir, "tether-guardian"), "github.com/tether-dev/tether/guardian/cmd/tether-guardian"}} {
+			build := exec.Command("go", "build", "-o", b[0], b[1])
+			build.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := build.CombinedOutput(); err != nil {
+				t.Fatalf("building %s: %v\n%s", filepath.Base(b[0]), err, out)
+			}
 		}
 	}
 	sups = []supervisor{
