@@ -5,11 +5,14 @@
 // guardian costs in memory and wakeups, how fast a polite tree is gone after
 // a stop over the API (BenchmarkStopPolite), what a service of 200 agents
 // costs to start, to use and to lose (BenchmarkService), and how often an
-// idle service wakes (BenchmarkServiceIdle).
+// idle service wakes (BenchmarkServiceIdle), and what a start of the
+// guardian's own executable, of tether as the guardian and of the command
+// line costs up to main and its exit (BenchmarkExecStart).
 //
-// The benchmarks drive the real binary, built static once by TestMain: the
-// guardian benchmarks through the guardian package's owner-side API, the
-// service benchmark through the command line and the local API. This
+// The benchmarks drive the real binaries, built static once by TestMain
+// (tether, and tether-guardian beside it): the guardian benchmarks
+// through the guardian package's owner-side API, the service benchmark
+// through the command line and the local API. This
 // package has no code outside its tests and nothing else may import it.
 // They run on Linux only (pidfds, /proc, child subreaper); elsewhere they
 // skip.
