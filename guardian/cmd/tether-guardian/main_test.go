@@ -1,3 +1,8 @@
+// The packages of every platform are listed from one: the tests of the
+// Windows packages run under Wine, where no go command is.
+
+//go:build unix
+
 package main
 
 import (
