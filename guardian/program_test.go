@@ -7,13 +7,15 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/tether-dev/tether/internal/testdir"
 )
 
 // ProgramFor finds the guardian's own executable beside tether, or beside
 // the file a link to tether points to, and falls back to tether itself
 // for anything that is not a regular file it may run.
 func TestProgramFor(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.Temp(t)
 	write := func(path string, mode os.FileMode) string {
 		t.Helper()
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
