@@ -21,6 +21,7 @@ var forbidden = []string{
 	"github.com/tether-dev/tether/api",
 	"github.com/tether-dev/tether/assets",
 	"github.com/tether-dev/tether/cli",
+	"github.com/tether-dev/tether/client",
 	"github.com/tether-dev/tether/demo",
 	"github.com/tether-dev/tether/install",
 	"github.com/tether-dev/tether/service",
