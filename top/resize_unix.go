@@ -29,3 +29,11 @@ func resizes(ctx context.Context, out *os.File, scr *screen, p *tea.Program) {
 		}
 	}
 }
+
+// redraw forgets the last frame, so that the next one is written whole
+// (after a resize, when the terminal may have wrapped or cleared it).
+func (s *screen) redraw() {
+	s.mu.Lock()
+	s.last = ""
+	s.mu.Unlock()
+}

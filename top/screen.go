@@ -34,11 +34,3 @@ func (s *screen) draw(lines []string) {
 	s.last = f
 	io.WriteString(s.out, f)
 }
-
-// redraw forgets the last frame, so that the next one is written whole
-// (after a resize, when the terminal may have wrapped or cleared it).
-func (s *screen) redraw() {
-	s.mu.Lock()
-	s.last = ""
-	s.mu.Unlock()
-}
