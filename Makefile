@@ -18,10 +18,19 @@ FUZZPARALLEL ?= 1
 
 .PHONY: build test commits deps fmt vet staticcheck unit fuzz-short cross wine bench soak peers torture fuzz
 
+# The version stamped into the binary (internal/buildinfo): git describe,
+# the commit and its date, so that a build without the toolchain's own
+# version control stamping (-buildvcs=false) still knows what it is.
+VERSION     ?= $(shell bash packaging/version.sh)
+COMMIT      := $(shell git rev-parse HEAD 2>/dev/null)
+COMMIT_DATE := $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%d 2>/dev/null)
+BUILDINFO   := github.com/tether-dev/tether/internal/buildinfo
+LDFLAGS     := -X $(BUILDINFO).Version=$(VERSION) -X $(BUILDINFO).Commit=$(COMMIT) -X $(BUILDINFO).Date=$(COMMIT_DATE)
+
 # The binary is also the guardian, exec'd once per agent start: without
 # cgo it is static and skips the dynamic loader (about 1-2 ms a start).
 build:
-	CGO_ENABLED=0 $(GO) build -o bin/tether .
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/tether .
 
 test: commits deps fmt vet staticcheck unit fuzz-short cross wine
 
