@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -453,5 +454,62 @@ func TestInstallChecksExecutable(t *testing.T) {
 	}
 	if _, err := InstallTrayAutostart(o); err == nil {
 		t.Error("InstallTrayAutostart with a missing binary succeeded")
+	}
+}
+
+// xdgAutostartGenerator is systemd's XDG autostart generator: on systemd
+// sessions (KDE Plasma's systemd startup, sway, ...) it is what starts
+// autostart entries, as units wanted by xdg-desktop-autostart.target.
+const xdgAutostartGenerator = "/usr/lib/systemd/user-generators/systemd-xdg-autostart-generator"
+
+// The tray's autostart entry passes systemd's generator: it becomes a
+// unit that xdg-desktop-autostart.target starts, running the tray; and
+// once the binary is gone (TryExec), no unit.
+func TestTrayAutostartThroughSystemdGenerator(t *testing.T) {
+	if _, err := os.Stat(xdgAutostartGenerator); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true: %v (Debian's systemd ships it)", err)
+		}
+		t.Skipf("no %s: %v", xdgAutostartGenerator, err)
+	}
+	noSystemd(t)
+	h, o := home(t, "")
+	if _, err := InstallTrayAutostart(o); err != nil {
+		t.Fatal(err)
+	}
+	generate := func() string {
+		out := filepath.Join(testdir.Temp(t), "generated")
+		if err := os.Mkdir(out, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(xdgAutostartGenerator, out, out, out)
+		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(h, ".config"), "XDG_CONFIG_DIRS="+filepath.Join(h, "no-system-dirs"), "SYSTEMD_LOG_LEVEL=debug")
+		log, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", xdgAutostartGenerator, err, log)
+		}
+		t.Logf("generator:\n%s", log)
+		return out
+	}
+	const unit = "app-tether@autostart.service"
+	out := generate()
+	if _, err := os.Lstat(filepath.Join(out, "xdg-desktop-autostart.target.wants", unit)); err != nil {
+		t.Fatalf("xdg-desktop-autostart.target does not want the tray: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, unit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ExecStart=:PATH ARGS (':' turns off systemd's own expansion).
+	want := "ExecStart=:" + systemdQuote(o.Executable) + " tray --at-login"
+	if !slices.Contains(strings.Split(string(b), "\n"), want) {
+		t.Errorf("generated unit has no %q:\n%s", want, b)
+	}
+	if err := os.Remove(o.Executable); err != nil {
+		t.Fatal(err)
+	}
+	out = generate()
+	if _, err := os.Lstat(filepath.Join(out, unit)); err == nil {
+		t.Errorf("a unit for an entry whose binary is gone")
 	}
 }

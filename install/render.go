@@ -128,10 +128,11 @@ func iconFile(t target) (File, bool) {
 // login where no service manager can. TryExec makes the desktop skip the
 // entry once the binary is gone. The tray must come after the panel
 // whose tray it joins (it waits for one all the same):
-// X-GNOME-Autostart-Phase=Applications is GNOME's (and Cinnamon's, MATE's)
-// phase after the panel's, and X-KDE-autostart-after=panel KDE's;
-// environments that know neither start autostart entries after their
-// panel anyway (Xfce's session starts the panel first).
+// X-KDE-autostart-after=panel says so to KDE; GNOME's
+// X-GNOME-Autostart-Phase is left out, because systemd's XDG autostart
+// generator (the autostart of KDE Plasma's systemd startup, sway and
+// other systemd sessions) skips every entry that has it, and the other
+// environments start autostart entries after their panel anyway.
 func desktopEntry(t target) File {
 	argv := t.args("tray", "--at-login")
 	words := make([]string, len(argv))
@@ -155,7 +156,6 @@ func desktopEntry(t target) File {
 	}
 	b.WriteString("Terminal=false\n")
 	b.WriteString("X-GNOME-Autostart-enabled=true\n")
-	b.WriteString("X-GNOME-Autostart-Phase=Applications\n")
 	b.WriteString("X-KDE-autostart-after=panel\n")
 	return File{Path: desktopPath(t), Content: []byte(b.String()), Mode: 0o644}
 }
