@@ -27,11 +27,13 @@ func systemdUnitDir(t target) string {
 	return filepath.Join(t.xdgConfigHome(), "systemd", "user")
 }
 
-// systemdTemplate is the unit. kardianos's default template cannot serve:
-// it has WantedBy=multi-user.target (a target a user manager never
-// reaches, so the service would never start at login), no KillMode, no
-// Delegate, and RestartSec=120.
-const systemdTemplate = header + `[Unit]
+// systemdTemplate is the unit: its header, the profile, the command, the
+// environment (with its comment), RestartSec and TimeoutStopSec.
+// kardianos's default template cannot serve: it has
+// WantedBy=multi-user.target (a target a user manager never reaches, so
+// the service would never start at login), no KillMode, no Delegate, and
+// RestartSec=120.
+const systemdTemplate = `%s[Unit]
 Description=tether agent supervisor (profile %s)
 Documentation=https://github.com/tether-dev/tether
 
@@ -43,10 +45,7 @@ Type=notify
 NotifyAccess=main
 ExecStart=%s
 ExecReload=/bin/kill -HUP $MAINPID
-# The PATH of the shell that installed it, which the agents inherit: a
-# user manager's own is shorter (run tether service install again to
-# change it).
-Environment=%s
+%s
 # A crashed service comes back quickly: its guardians have already torn
 # their agents down, and the intent to run them survives in the state file.
 Restart=on-failure
@@ -63,19 +62,54 @@ Delegate=yes
 WantedBy=default.target
 `
 
+// userPathComment heads the Environment= line of a unit that `tether
+// service install` writes.
+const userPathComment = `# The PATH of the shell that installed it, which the agents inherit: a
+# user manager's own is shorter (run tether service install again to
+# change it).`
+
 func systemdUnit(t target) File {
-	argv := t.args("service", "run")
+	return File{
+		Path: unitPath(t),
+		Content: fmt.Appendf(nil, systemdTemplate, header, t.profileName(), systemdCommand(t.args("service", "run")),
+			userPathComment+"\nEnvironment="+systemdQuote("PATH="+t.path), int(RestartDelay.Seconds()), int(t.stopTimeout.Seconds())),
+		Mode: 0o644,
+	}
+}
+
+// systemdCommand is argv as the value of ExecStart=.
+func systemdCommand(argv []string) string {
 	words := make([]string, len(argv))
 	for i, a := range argv {
 		words[i] = systemdQuote(a)
 	}
-	return File{
-		Path: unitPath(t),
-		Content: fmt.Appendf(nil, systemdTemplate, t.profileName(), strings.Join(words, " "),
-			systemdQuote("PATH="+t.path), int(RestartDelay.Seconds()), int(t.stopTimeout.Seconds())),
-		Mode: 0o644,
-	}
+	return strings.Join(words, " ")
 }
+
+// PackagedUnitPath is where the Linux packages put the service's unit,
+// for every user's systemd user manager (not enabled: `tether service
+// install` enables it for a user).
+const PackagedUnitPath = "/usr/lib/systemd/user/tether.service"
+
+// PackagedExecutable is the tether the Linux packages install.
+const PackagedExecutable = "/usr/bin/tether"
+
+// PackagedUnit is the unit the Linux packages install at
+// PackagedUnitPath: the default profile's service, run by
+// PackagedExecutable. Each user's own PATH, stop timeout and command line
+// go into a drop-in beside it when `tether service install` enables it.
+func PackagedUnit() []byte {
+	t := target{exe: PackagedExecutable, stopTimeout: DefaultStopTimeout}
+	return fmt.Appendf(nil, systemdTemplate, packagedHeader, t.profileName(), systemdCommand(t.args("service", "run")),
+		packagedPathComment+"\nEnvironment=PATH=/usr/local/bin:/usr/bin:/bin", int(RestartDelay.Seconds()), int(t.stopTimeout.Seconds()))
+}
+
+const packagedHeader = "# Installed by the tether package, not enabled: `tether service install`\n" +
+	"# enables it for a user, with that user's settings in a drop-in\n" +
+	"# (~/.config/systemd/user/tether.service.d/).\n"
+
+const packagedPathComment = `# The agents inherit the service's PATH: the drop-in of ` + "`tether service\n" +
+	"# install`" + ` sets the PATH of the shell that ran it.`
 
 // systemdQuote makes s one word of an ExecStart= line (systemd.syntax(7)
 // "Quoting", systemd.service(5) "Command lines"): safe words stay bare;

@@ -639,3 +639,21 @@ func TestPlanTouchesNothing(t *testing.T) {
 		t.Errorf("Plan touched the home directory: %q -> %q", before, after)
 	}
 }
+
+// The packaged unit is the user unit of the default profile, run by
+// /usr/bin/tether, with a default PATH that each user's drop-in replaces.
+func TestPackagedUnit(t *testing.T) {
+	u := PackagedUnit()
+	requireLines(t, u,
+		"Type=notify",
+		"ExecStart=/usr/bin/tether service run",
+		"Environment=PATH=/usr/local/bin:/usr/bin:/bin",
+		"KillMode=mixed",
+		"TimeoutStopSec=30",
+		"Delegate=yes",
+		"WantedBy=default.target",
+	)
+	if strings.Contains(string(u), "tether service uninstall` removes it") {
+		t.Errorf("the packaged unit says service uninstall removes it:\n%s", u)
+	}
+}
