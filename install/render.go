@@ -77,6 +77,37 @@ func systemdUnit(t target) File {
 	}
 }
 
+// dropInPath is where a user's settings of the packaged unit go.
+func dropInPath(t target) string {
+	return filepath.Join(systemdUnitDir(t), unitName(t)+".d", "tether.conf")
+}
+
+// systemdDropIn is a user's settings of the packaged unit: the PATH of
+// the shell that installed it, the stop timeout the config asks for, and
+// the command line when it differs from the packaged one (a --config).
+func systemdDropIn(t target) File {
+	var b strings.Builder
+	b.WriteString(header)
+	b.WriteString("# This user's settings of " + PackagedUnitPath + ".\n")
+	b.WriteString("[Service]\n")
+	if argv := t.args("service", "run"); len(argv) != 3 {
+		b.WriteString("ExecStart=\nExecStart=" + systemdCommand(argv) + "\n")
+	}
+	b.WriteString(userPathComment + "\n")
+	b.WriteString("Environment=" + systemdQuote("PATH="+t.path) + "\n")
+	fmt.Fprintf(&b, "TimeoutStopSec=%d\n", int(t.stopTimeout.Seconds()))
+	return File{Path: dropInPath(t), Content: []byte(b.String()), Mode: 0o644}
+}
+
+// systemdService is what Install writes for the service: this user's
+// drop-in of the packaged unit, or a unit of its own.
+func systemdService(t target) File {
+	if t.packaged {
+		return systemdDropIn(t)
+	}
+	return systemdUnit(t)
+}
+
 // systemdCommand is argv as the value of ExecStart=.
 func systemdCommand(argv []string) string {
 	words := make([]string, len(argv))
