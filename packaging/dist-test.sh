@@ -110,8 +110,13 @@ fi
 
 # --- 4. installed for real ---
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+	# A newer package of the same code, to upgrade to.
+	next=$(mktemp -d "${TMPDIR:-/tmp}/tether-next.XXXXXX")
+	TARGETS=linux/amd64 GO=$GO bash packaging/dist.sh "$VERSION.1" "$next" >/dev/null
 	TETHER_PACKAGE_DEB=$(realpath "$deb") TETHER_PACKAGE_VERSION=$VERSION \
+		TETHER_PACKAGE_DEB_NEXT=$(ls "$next"/tether_*_amd64.deb) TETHER_PACKAGE_VERSION_NEXT=$VERSION.1 \
 		"$GO" test -count=1 -v -timeout 15m -run '^TestPackage' ./tests/ || fail "the package tests"
+	rm -rf "$next"
 else
 	skip "not root with apt-get: the .deb is not installed"
 fi

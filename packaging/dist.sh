@@ -113,6 +113,12 @@ sed -e "s/@VERSION@/$VERSION/" -e "s/@DATE@/$DATE/" packaging/linux/tether.metai
 	printf '  * Release %s, from commit %s.\n\n' "$VERSION" "$COMMIT"
 	printf ' -- %s  %s\n' "$(bash packaging/maintainer.sh)" "$(date -u -R -d "@$SOURCE_DATE_EPOCH")"
 } | gzip -9 -n >"$linux/changelog.Debian.gz"
+for script in postinst prerm; do
+	{
+		printf '#!/bin/bash\nset -e\n\n'
+		cat packaging/linux/services.sh "packaging/linux/$script.tail"
+	} >"$linux/$script"
+done
 cp packaging/linux/lintian-overrides "$linux/lintian-overrides"
 if [ -n "$guardian" ]; then
 	echo 'tether: statically-linked-binary [usr/bin/tether-guardian]' >>"$linux/lintian-overrides"

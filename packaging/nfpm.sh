@@ -38,6 +38,9 @@ description: |-
   it with \`tether service install\`.
 recommends:
   - systemd
+scripts:
+  postinstall: $LINUX/postinst
+  preremove: $LINUX/prerm
 rpm:
   summary: Keeps local agent processes on a leash
   # Not the building machine's name: the package is the same wherever

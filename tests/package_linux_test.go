@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The .deb of make dist, installed for real (make dist-test runs these
@@ -53,7 +55,11 @@ func installDeb(t *testing.T) string {
 			t.Fatalf("apt-get %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	t.Cleanup(func() { apt("purge", "tether") })
+	t.Cleanup(func() {
+		if exec.Command("dpkg", "-s", "tether").Run() == nil {
+			apt("purge", "tether")
+		}
+	})
 	apt("install", deb)
 	return version
 }
@@ -162,4 +168,147 @@ func runningPackaged() []int {
 		}
 	}
 	return pids
+}
+
+// writeAgents writes n agents (a01, a02, ...) of tether-test-agent to
+// the rig's user's config.
+func (r *loginRig) writeAgents(n int) []string {
+	r.t.Helper()
+	var b strings.Builder
+	var ids []string
+	b.WriteString("agents:\n")
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("a%02d", i)
+		ids = append(ids, id)
+		fmt.Fprintf(&b, "  - id: %s\n    command: [tether-test-agent, %s-%s]\n    autostart: true\n    stop_timeout: 1s\n", id, r.marker, id)
+	}
+	cfg := filepath.Join(r.m.Home, ".config", "tether", "agents.yaml")
+	if err := os.WriteFile(cfg, []byte(b.String()), 0o600); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.Chown(cfg, r.m.UID, r.m.GID); err != nil {
+		r.t.Fatal(err)
+	}
+	return ids
+}
+
+// serviceVersion is the running service's version, as status --json
+// gives it ("" when it does not answer).
+func (r *loginRig) serviceVersion() string {
+	res := r.tether(false, "status", "--json")
+	var st struct {
+		Service struct{ Version string } `json:"service"`
+	}
+	if res.code != 0 || json.Unmarshal([]byte(res.stdout), &st) != nil {
+		return ""
+	}
+	return st.Service.Version
+}
+
+// A newer .deb installed over a running service with 20 agents is a hot
+// upgrade: the service becomes the new version by itself (the package's
+// postinst asks it to), no agent is restarted (the same pids), no
+// request is refused. Then apt-get remove stops the service and its
+// agents before the binary goes, and purge leaves the user's config and
+// state alone.
+func TestPackageUpgradeIsHotAndRemoveStops(t *testing.T) {
+	next, nextVersion := os.Getenv("TETHER_PACKAGE_DEB_NEXT"), os.Getenv("TETHER_PACKAGE_VERSION_NEXT")
+	if next == "" || nextVersion == "" {
+		t.Skip("TETHER_PACKAGE_DEB_NEXT and TETHER_PACKAGE_VERSION_NEXT are not set (make dist-test sets them)")
+	}
+	version := installDeb(t)
+	r := newLoginRig(t)
+	r.exe = "/usr/bin/tether"
+	ids := r.writeAgents(20)
+	r.must(true, "service", "install")
+	before := r.waitRunning(ids...)
+	servicePID := r.unit("MainPID")
+	if v := r.serviceVersion(); v != version {
+		t.Fatalf("service version %q, want %q", v, version)
+	}
+
+	// Requests all along the upgrade, as a client would make them.
+	stop := make(chan struct{})
+	done := make(chan [2]int)
+	go func() {
+		var asked, refused int
+		for {
+			select {
+			case <-stop:
+				done <- [2]int{asked, refused}
+				return
+			default:
+			}
+			asked++
+			if res := r.tether(false, "status"); res.code != 0 {
+				refused++
+				t.Logf("status refused: exit %d: %s", res.code, res.stderr)
+			}
+		}
+	}()
+	began := time.Now()
+	out, err := exec.Command("dpkg", "-i", next).CombinedOutput()
+	if err != nil {
+		close(stop)
+		<-done
+		t.Fatalf("dpkg -i %s: %v\n%s", next, err, out)
+	}
+	installed := time.Since(began)
+	t.Logf("dpkg -i:\n%s", out)
+	var serving time.Duration
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if r.serviceVersion() == nextVersion {
+			serving = time.Since(began)
+			break
+		}
+		if time.Now().After(deadline) {
+			close(stop)
+			<-done
+			t.Fatalf("the service is not %s 5 s after the package landed\n%s", nextVersion, r.tail())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	counts := <-done
+	after := r.waitRunning(ids...)
+	restarted := 0
+	for _, id := range ids {
+		if after[id].PID != before[id].PID {
+			restarted++
+		}
+	}
+	t.Logf("package upgrade with %d agents: dpkg -i took %v, the new version served %v after dpkg began; agents restarted %d; requests refused %d of %d",
+		len(ids), installed.Round(time.Millisecond), serving.Round(time.Millisecond), restarted, counts[1], counts[0])
+	if restarted != 0 || counts[1] != 0 {
+		t.Errorf("%d agents restarted, %d requests refused; want 0 and 0", restarted, counts[1])
+	}
+	if pid := r.unit("MainPID"); pid != servicePID {
+		t.Errorf("the service's pid went from %s to %s", servicePID, pid)
+	}
+
+	// apt-get remove: the service and every agent stop, cleanly.
+	cfg := filepath.Join(r.m.Home, ".config", "tether", "agents.yaml")
+	cmd := exec.Command("apt-get", "-y", "-q", "remove", "tether")
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("apt-get remove: %v\n%s", err, out)
+	}
+	if pids := runningPackaged(); len(pids) > 0 {
+		t.Errorf("the packaged tether still runs after its removal: pids %v", pids)
+	}
+	if left := procsWith(r.marker); len(left) > 0 {
+		t.Errorf("agents left running after the removal: %v", left)
+	}
+	// The package has no conffiles: remove left nothing for apt-get
+	// purge to find, and dpkg --purge makes sure.
+	if out, err := exec.Command("dpkg", "--purge", "tether").CombinedOutput(); err != nil {
+		t.Fatalf("dpkg --purge: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(cfg); err != nil {
+		t.Errorf("the user's config after purge: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(r.m.Home, ".config", "systemd", "user", "tether.service.d", "tether.conf")); err != nil {
+		t.Errorf("the user's drop-in after purge: %v", err)
+	}
 }
