@@ -104,6 +104,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return inv.completion(rest)
 	case completeCmd:
 		return inv.complete(rest)
+	case distfilesCmd:
+		return inv.distfiles(rest)
 	case "tray":
 		return inv.tray(rest)
 	case "service":

@@ -72,7 +72,10 @@ guardian=
 touch_tree() { find "$1" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; }
 
 # --- the files made from the code, and the binaries ---
-"$GO" run ./internal/distfiles -out "$stage/files" -version "$VERSION" -date "$DATE"
+# The host's tether, built as the targets are (its packages' builds are
+# shared with theirs), writes them (tether __distfiles, in cli).
+CGO_ENABLED=0 "$GO" build -trimpath -buildvcs=false -o "$stage/host-tether" .
+"$stage/host-tether" __distfiles -out "$stage/files" -version "$VERSION" -date "$DATE"
 for t in $TARGETS; do
 	os=${t%/*} arch=${t#*/} ext=
 	[ "$os" = windows ] && ext=.exe

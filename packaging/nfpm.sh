@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prints the nfpm config of the Linux packages of one architecture, for
 # packaging/dist.sh, from its environment: ARCH, PKGVERSION, MAINTAINER,
-# BIN (the built binaries), FILES (internal/distfiles' output), LINUX
+# BIN (the built binaries), FILES (tether __distfiles' output), LINUX
 # (the filled-in metainfo and the changelog), GUARDIAN (non-empty when
 # tether-guardian is built). Every file is listed with its mode, so the
 # packages do not depend on the umask or the files' own modes.

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -11,8 +11,8 @@ import (
 
 // The files are the same bytes for the same arguments (make dist builds
 // twice and compares), and the compressed man page is the page.
-func TestFilesAreReproducible(t *testing.T) {
-	a, b := files("1.2.3", "2026-12-05"), files("1.2.3", "2026-12-05")
+func TestDistfilesAreReproducible(t *testing.T) {
+	a, b := distfiles("1.2.3", "2026-12-05"), distfiles("1.2.3", "2026-12-05")
 	if !slices.Equal(slices.Sorted(maps.Keys(a)), slices.Sorted(maps.Keys(b))) {
 		t.Fatal("different file sets")
 	}
