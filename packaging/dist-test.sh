@@ -6,6 +6,9 @@
 #   3. The .deb passes lintian (no error, no warning that is not
 #      overridden with a reason), its desktop entry desktop-file-validate,
 #      its metainfo appstreamcli validate; the .rpm holds the same files.
+#   The Scoop and Homebrew manifests' and the Windows installer's own
+#   tests (packaging/manifests-test.sh, packaging/windows/wine-test.sh),
+#   where they exist, on this dist.
 #   4. As root with apt-get: apt-get install ./dist/tether_<v>_amd64.deb
 #      installs every file, starts nothing, and is removed again; then
 #      the package tests (tests/ TestPackage*, TETHER_PACKAGE_DEB) use it.
@@ -106,6 +109,16 @@ if command -v rpm >/dev/null; then
 	fi
 else
 	skip "no rpm"
+fi
+
+# --- the other packagers' checks, on this dist ---
+# The Scoop manifest, the Homebrew formula and the tray's Info.plist
+# against the artifacts; the Windows installer under Wine.
+if [ -f packaging/manifests-test.sh ]; then
+	bash packaging/manifests-test.sh "$VERSION" "$DISTDIR" || fail "packaging/manifests-test.sh"
+fi
+if [ -f packaging/windows/wine-test.sh ]; then
+	GO=$GO bash packaging/windows/wine-test.sh "$VERSION" "$DISTDIR" || fail "packaging/windows/wine-test.sh"
 fi
 
 # --- 4. installed for real ---
