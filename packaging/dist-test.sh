@@ -15,6 +15,7 @@
 # A check whose tool is missing skips with a line saying so; with
 # CI=true that is a failure.
 set -euo pipefail
+export LC_ALL=C
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 VERSION=${1:-$(bash packaging/version.sh)}
@@ -54,8 +55,9 @@ for t in linux_amd64 linux_arm64 darwin_amd64 darwin_arm64 windows_amd64 windows
 	case $t in windows*) a=$DISTDIR/tether_${VERSION}_$t.zip list="unzip -Z1" exe=tether.exe ;; *) a=$DISTDIR/tether_${VERSION}_$t.tar.gz list="tar tzf" exe=tether ;; esac
 	[ -s "$a" ] || { fail "no $a"; continue; }
 	got=$($list "$a" | sed 's|^[^/]*/||' | grep -v '/$' | grep . | sort | tr '\n' ' ')
-	want="LICENSE README.md completions/tether.bash completions/tether.fish completions/tether.ps1 completions/tether.zsh $exe tether.1 "
-	[ -d guardian/cmd/tether-guardian ] && want=$(printf '%s\n' $want "${exe/tether/tether-guardian}" | sort | tr '\n' ' ')
+	want="LICENSE README.md completions/tether.bash completions/tether.fish completions/tether.ps1 completions/tether.zsh $exe tether.1"
+	[ -d guardian/cmd/tether-guardian ] && want="$want ${exe/tether/tether-guardian}"
+	want=$(printf '%s\n' $want | sort | tr '\n' ' ')
 	[ "$got" = "$want" ] || fail "$a holds: $got; want: $want"
 done
 
