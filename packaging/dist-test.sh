@@ -127,7 +127,7 @@ fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 	# A newer package of the same code, to upgrade to.
 	next=$(mktemp -d "${TMPDIR:-/tmp}/tether-next.XXXXXX")
-	TARGETS=linux/amd64 GO=$GO bash packaging/dist.sh "$VERSION.1" "$next" >/dev/null
+	TARGETS=linux/amd64 HOOKS=0 GO=$GO bash packaging/dist.sh "$VERSION.1" "$next" >/dev/null
 	TETHER_PACKAGE_DEB=$(realpath "$deb") TETHER_PACKAGE_VERSION=$VERSION \
 		TETHER_PACKAGE_DEB_NEXT=$(ls "$next"/tether_*_amd64.deb) TETHER_PACKAGE_VERSION_NEXT=$VERSION.1 \
 		"$GO" test -count=1 -v -timeout 15m -run '^TestPackage' ./tests/ || fail "the package tests"

@@ -40,6 +40,8 @@ DISTDIR=${2:-dist}
 GO=${GO:-go}
 NFPM_VERSION=${NFPM_VERSION:-v2.48.0}
 TARGETS=${TARGETS:-"linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64"}
+# HOOKS=0 skips the hooks below (a build of some TARGETS only).
+HOOKS=${HOOKS:-1}
 
 case "$VERSION" in
 [0-9]*) ;;
@@ -147,7 +149,7 @@ git archive --format=tar --prefix="tether_${VERSION}_src/" HEAD | gzip -9 -n >"$
 
 # --- the hooks of the other packagers ---
 for hook in packaging/windows/installer.sh packaging/scoop/manifest.sh packaging/homebrew/formula.sh; do
-	if [ -f "$hook" ]; then
+	if [ -f "$hook" ] && [ "$HOOKS" = 1 ]; then
 		echo "dist: $hook"
 		bash "$hook" "$VERSION" "$DISTDIR"
 	fi
