@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // The .deb of make dist, installed for real (make dist-test runs these
@@ -256,18 +258,14 @@ func TestPackageUpgradeIsHotAndRemoveStops(t *testing.T) {
 	installed := time.Since(began)
 	t.Logf("dpkg -i:\n%s", out)
 	var serving time.Duration
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if r.serviceVersion() == nextVersion {
-			serving = time.Since(began)
-			break
-		}
-		if time.Now().After(deadline) {
-			close(stop)
-			<-done
-			t.Fatalf("the service is not %s 5 s after the package landed\n%s", nextVersion, r.tail())
-		}
-		time.Sleep(20 * time.Millisecond)
+	served := testproc.UntilEvery(5*time.Second, 20*time.Millisecond, func() bool {
+		serving = time.Since(began)
+		return r.serviceVersion() == nextVersion
+	})
+	if !served {
+		close(stop)
+		<-done
+		t.Fatalf("the service is not %s 5 s after the package landed\n%s", nextVersion, r.tail())
 	}
 	close(stop)
 	counts := <-done
