@@ -7,6 +7,8 @@
 # make torture - the crash-torture test, TORTURE_ROUNDS rounds (TORTURE_SEED=N replays)
 # make fuzz   - every fuzz target for FUZZTIME (make fuzz FUZZTIME=10m), one at a time
 # make dist-test-windows - the Windows installer under Wine; dist-test-manifests - Scoop, Homebrew, Info.plist
+# make dist   - every release artifact in dist/ (make dist VERSION=x.y.z), see packaging/dist.sh
+# make dist-test - dist twice (byte for byte the same), its checks, and the .deb installed and used
 
 GO          ?= go
 GOBIN       := $(shell $(GO) env GOPATH)/bin
@@ -16,14 +18,23 @@ BENCHTIME   ?= 50x
 FUZZTIME    ?= 1m
 FUZZPARALLEL ?= 1
 
-.PHONY: build test commits deps fmt vet staticcheck unit fuzz-short cross wine bench soak peers torture fuzz
+.PHONY: build test commits deps fmt vet staticcheck unit fuzz-short cross wine bench soak peers torture fuzz dist dist-test
+
+# The version stamped into the binary (internal/buildinfo): git describe,
+# the commit and its date, so that a build without the toolchain's own
+# version control stamping (-buildvcs=false) still knows what it is.
+VERSION     ?= $(shell bash packaging/version.sh)
+COMMIT      := $(shell git rev-parse HEAD 2>/dev/null)
+COMMIT_DATE := $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%d 2>/dev/null)
+BUILDINFO   := github.com/tether-dev/tether/internal/buildinfo
+LDFLAGS     := -X $(BUILDINFO).Version=$(VERSION) -X $(BUILDINFO).Commit=$(COMMIT) -X $(BUILDINFO).Date=$(COMMIT_DATE)
 
 # tether, and beside it the guardian it execs once per agent start
 # (tether itself serves where that is missing): without cgo both are
 # static and skip the dynamic loader (about 1-2 ms a start).
 build:
-	CGO_ENABLED=0 $(GO) build -o bin/tether .
-	CGO_ENABLED=0 $(GO) build -o bin/tether-guardian ./guardian/cmd/tether-guardian
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/tether .
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/tether-guardian ./guardian/cmd/tether-guardian
 
 test: commits deps fmt vet staticcheck unit fuzz-short cross wine
 
@@ -120,6 +131,19 @@ peers:
 # machine to others); a failing input lands in testdata/fuzz/ (.ci/fuzz).
 fuzz:
 	@GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZPARALLEL=$(FUZZPARALLEL) bash .ci/fuzz
+
+# Every release artifact, from this commit: archives, .deb and .rpm,
+# source archive, SBOM and SHA256SUMS (packaging/dist.sh says what and
+# how). DISTDIR=dir writes elsewhere.
+DISTDIR ?= dist
+dist:
+	GO=$(GO) bash packaging/dist.sh $(VERSION) $(DISTDIR)
+
+# dist twice, compared byte for byte; the packages' checks (lintian,
+# desktop-file-validate, appstreamcli, rpm against dpkg); and, as root,
+# the .deb installed and used for real (packaging/dist-test.sh).
+dist-test:
+	GO=$(GO) bash packaging/dist-test.sh $(VERSION)
 
 # The Windows installer installed silently into a fresh Wine prefix,
 # upgraded under a running service and uninstalled

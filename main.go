@@ -8,10 +8,8 @@ import (
 	"github.com/tether-dev/tether/cli"
 )
 
-// version is set at link time with -ldflags "-X main.version=...".
-var version = "dev"
-
+// The version is stamped into package internal/buildinfo at link time
+// (make build, make dist).
 func main() {
-	cli.Version = version
 	os.Exit(cli.Main(os.Args[1:]))
 }

@@ -2,7 +2,7 @@
 // contract and hands each command to the package that owns it. It holds
 // no state of its own. Its own are the words: each command's help and
 // example (help.go), "did you mean" for a mistyped command or agent id
-// (suggest.go), the version from the build info (version.go), and the
+// (suggest.go), the version from package buildinfo (version.go), and the
 // shell completion scripts with the hidden __complete they call
 // (complete.go).
 //
@@ -28,6 +28,7 @@ import (
 
 	"github.com/tether-dev/tether/demo"
 	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/internal/buildinfo"
 	"github.com/tether-dev/tether/tray"
 )
 
@@ -41,8 +42,9 @@ const (
 	ExitCleanup     = 5
 )
 
-// Version is set by main from its link-time version.
-var Version = "dev"
+// Version is this binary's version, as the service reports it (package
+// buildinfo).
+var Version = buildinfo.Get().Version
 
 // globals are the flags every command takes.
 type globals struct {
@@ -102,6 +104,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return inv.completion(rest)
 	case completeCmd:
 		return inv.complete(rest)
+	case distfilesCmd:
+		return inv.distfiles(rest)
 	case "tray":
 		return inv.tray(rest)
 	case "service":

@@ -27,22 +27,47 @@ var completions embed.FS
 // completeCmd is the hidden command the scripts call.
 const completeCmd = "__complete"
 
-// completionShells are the shells `tether completion` has a script for.
-var completionShells = []string{"bash", "zsh", "fish"}
+// completionShells are the shells `tether completion` has a script for;
+// each script is completions/tether.<shell>, but PowerShell's, which is
+// completions/tether.ps1 (completionFile).
+var completionShells = []string{"bash", "zsh", "fish", "powershell"}
+
+// completionFile returns the name of shell's script among the
+// completions (tether.bash, tether.zsh, tether.fish, tether.ps1).
+func completionFile(shell string) string {
+	if shell == "powershell" {
+		return "tether.ps1"
+	}
+	return "tether." + shell
+}
+
+// CompletionScripts returns every completion script, by the name of its
+// file, for the packages and archives.
+func CompletionScripts() map[string][]byte {
+	m := map[string][]byte{}
+	for _, sh := range completionShells {
+		b, err := completions.ReadFile("completions/" + completionFile(sh))
+		if err != nil {
+			panic(err) // embedded: cannot happen
+		}
+		m[completionFile(sh)] = b
+	}
+	return m
+}
 
 // completion prints the script of a shell.
 func (inv *invocation) completion(args []string) int {
 	if len(args) != 1 {
-		return inv.usage(fmt.Errorf("usage: tether completion bash|zsh|fish"))
+		return inv.usage(fmt.Errorf("usage: tether completion bash|zsh|fish|powershell"))
 	}
 	if !slices.Contains(completionShells, args[0]) {
-		err := fmt.Errorf("completion: no script for %q (bash, zsh or fish)", args[0])
+		err := fmt.Errorf("completion: no script for %q (bash, zsh, fish or powershell)", args[0])
 		if s := suggest(args[0], completionShells); s != "" {
 			err = fmt.Errorf("%w; did you mean %q?", err, s)
 		}
 		return inv.usage(err)
 	}
-	b, err := completions.ReadFile("completions/tether." + args[0])
+	b, err := completions.ReadFile("completions/" + completionFile(args[0]))
 	if err != nil {
 		return inv.fail("%v", err)
 	}

@@ -56,7 +56,7 @@ func TestComplete(t *testing.T) {
 		{[]string{"status", "--"}, []string{"--json", "--wide", "--help"}},
 		{[]string{"service", ""}, serviceVerbs},
 		{[]string{"service", "install", "--p"}, []string{"--print"}},
-		{[]string{"completion", ""}, []string{"bash", "zsh", "fish"}},
+		{[]string{"completion", ""}, []string{"bash", "zsh", "fish", "powershell"}},
 		{[]string{"help", "re"}, []string{"restart", "reload"}},
 		{[]string{"config", ""}, []string{"init"}},
 		{[]string{"--config", ""}, nil}, // a file: the shell's own
@@ -83,6 +83,12 @@ func TestCompletionScripts(t *testing.T) {
 		code, script, _ := runCLI(t, "completion", sh)
 		if code != ExitOK || !strings.Contains(script, completeCmd) {
 			t.Errorf("completion %s: exit %d\n%s", sh, code, script)
+		}
+	}
+	scripts := CompletionScripts()
+	for _, name := range []string{"tether.bash", "tether.zsh", "tether.fish", "tether.ps1"} {
+		if !strings.Contains(string(scripts[name]), completeCmd) {
+			t.Errorf("CompletionScripts has no %s calling %s", name, completeCmd)
 		}
 	}
 	if code, _, _ := runCLI(t, "completion"); code != ExitUsage {

@@ -81,10 +81,10 @@ is refused and the running one stays in force.`,
 		example: "tether reload"},
 	{name: "config", usage: "config init", summary: "write the default config out for editing",
 		example: "tether config init && $EDITOR ~/.config/tether/agents.yaml"},
-	{name: "completion", usage: "completion bash|zsh|fish", summary: "print a shell completion script",
+	{name: "completion", usage: "completion bash|zsh|fish|powershell", summary: "print a shell completion script",
 		text: `Prints a script that completes tether's commands, flags and agent ids
 (those of the running service, else those of the config).`,
-		example: "source <(tether completion bash)                       # in ~/.bashrc\ntether completion zsh > \"${fpath[1]}/_tether\"\ntether completion fish > ~/.config/fish/completions/tether.fish"},
+		example: "source <(tether completion bash)                       # in ~/.bashrc\ntether completion zsh > \"${fpath[1]}/_tether\"\ntether completion fish > ~/.config/fish/completions/tether.fish\ntether completion powershell | Out-String | Invoke-Expression   # in $PROFILE"},
 	{name: "version", usage: "version", summary: "the version, commit and toolchain of this binary",
 		example: "tether version"},
 	{name: "help", usage: "help [COMMAND]", summary: "this list, or the help of one command",
@@ -113,12 +113,22 @@ func usageText() string {
 		}
 		fmt.Fprintf(&b, "  %-*s %s\n", col, d.usage, d.summary)
 	}
-	b.WriteString("\nglobal flags: --config FILE (the config; default " + defaultConfigHint + ")\n")
-	b.WriteString("              --profile NAME (one service and its agents; default \"default\")\n\n")
+	for i, line := range strings.Split(globalFlagsText, "\n") {
+		lead := "\nglobal flags: "
+		if i > 0 {
+			lead = "              "
+		}
+		b.WriteString(lead + line + "\n")
+	}
+	b.WriteString("\n")
 	b.WriteString(exitCodesText)
 	b.WriteString("\n`tether help COMMAND` says more of each.\n")
 	return b.String()
 }
+
+// globalFlagsText is the global flags, one a line.
+const globalFlagsText = "--config FILE (the config; default " + defaultConfigHint + ")\n" +
+	"--profile NAME (one service and its agents; default \"default\")"
 
 // defaultConfigHint names the default config file in the usage.
 const defaultConfigHint = "agents.yaml in the user's config directory"

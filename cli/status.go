@@ -147,15 +147,27 @@ type statusRow struct {
 	Usage       *api.Usage `json:"usage,omitempty"`
 }
 
-// statusJSON prints the status as statusHelp describes it: the rows, the
-// state file's problem (code state) and the rejected config (code
-// config) when there are.
+// statusService is the service in "status --json": the tether it runs.
+type statusService struct {
+	Version    string    `json:"version"`
+	PID        int       `json:"pid"`
+	Executable string    `json:"executable"`
+	Started    time.Time `json:"started"`
+}
+
+// statusJSON prints the status as statusHelp describes it: the service,
+// the rows, the state file's problem (code state) and the rejected
+// config (code config) when there are.
 func (inv *invocation) statusJSON(st api.Status) int {
 	out := struct {
-		Agents      []statusRow `json:"agents"`
-		StateError  *api.Error  `json:"state_error,omitempty"`
-		ConfigError *api.Error  `json:"config_error,omitempty"`
+		Service     *statusService `json:"service,omitempty"`
+		Agents      []statusRow    `json:"agents"`
+		StateError  *api.Error     `json:"state_error,omitempty"`
+		ConfigError *api.Error     `json:"config_error,omitempty"`
 	}{Agents: []statusRow{}, StateError: st.StateError, ConfigError: st.ConfigError}
+	if s := st.Service; s != nil {
+		out.Service = &statusService{Version: s.Version, PID: st.ServicePID, Executable: s.Executable, Started: s.Started}
+	}
 	for _, a := range st.Agents {
 		out.Agents = append(out.Agents, statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error, a.Status, a.IntentError, a.Usage})
 	}
@@ -256,7 +268,8 @@ fit; with --wide, or written to a file or a pipe, it is whole.
 
 --json prints the rows as JSON:
 
-  {"agents": [{"id", "identity", "state", "pid", "guardian_pid", "since",
+  {"service": {"version", "pid", "executable", "started"},
+   "agents": [{"id", "identity", "state", "pid", "guardian_pid", "since",
                "restarts", "error": null or {"code", "message"},
                "status": the status text, when there is one,
                "intent_error": {"code", "message"}, when there is one,
@@ -264,7 +277,9 @@ fit; with --wide, or written to a file or a pipe, it is whole.
    "state_error": {"code", "message"},
    "config_error": {"code", "message"}}
 
-"since" is an RFC 3339 time. "intent_error" (code ` + string(api.CodeState) + `) is there while the
+"service" is the running service: its tether version (a service
+upgraded in place reports the new one), its pid, its binary, and when
+that binary began to serve. "since" and "started" are RFC 3339 times. "intent_error" (code ` + string(api.CodeState) + `) is there while the
 agent's start or stop could not be saved: the service retries until it
 is. "state_error" is there only when the state file cannot be used (code
 ` + string(api.CodeState) + `; the service goes on and leaves the file as it is), "config_error"

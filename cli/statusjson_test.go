@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/tether-dev/tether/api"
 )
@@ -43,5 +44,36 @@ func TestStatusJSONCarriesEveryCause(t *testing.T) {
 	}
 	if len(got.Agents) != 1 || got.Agents[0].IntentError == nil || !reflect.DeepEqual(got.Agents[0].IntentError, st.Agents[0].IntentError) {
 		t.Errorf("agents %+v, want the intent error on a", got.Agents)
+	}
+}
+
+// status --json names the service's own version, as the API reports it
+// (after an upgrade in place, the new one), and leaves the service out
+// when the API has none.
+func TestStatusJSONCarriesServiceVersion(t *testing.T) {
+	started := time.Date(2026, 12, 5, 10, 2, 3, 0, time.UTC)
+	for _, c := range []struct {
+		name string
+		svc  *api.Service
+		want *statusService
+	}{
+		{"service", &api.Service{Version: "1.2.3", Executable: "/usr/bin/tether", Build: "b", Started: started},
+			&statusService{Version: "1.2.3", PID: 4242, Executable: "/usr/bin/tether", Started: started}},
+		{"none", nil, nil},
+	} {
+		var out, errb bytes.Buffer
+		inv := &invocation{stdout: &out, stderr: &errb}
+		if code := inv.statusJSON(api.Status{ServicePID: 4242, Service: c.svc}); code != ExitOK {
+			t.Fatalf("%s: exit %d: %s", c.name, code, errb.String())
+		}
+		var got struct {
+			Service *statusService `json:"service"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatalf("%s: %v\n%s", c.name, err, out.String())
+		}
+		if !reflect.DeepEqual(got.Service, c.want) {
+			t.Errorf("%s: service %+v, want %+v\n%s", c.name, got.Service, c.want, out.String())
+		}
 	}
 }

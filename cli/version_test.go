@@ -1,30 +1,29 @@
 package cli
 
 import (
-	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/tether-dev/tether/internal/buildinfo"
 )
 
 func TestWriteVersion(t *testing.T) {
-	vcs := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/tether-dev/tether", Version: "v0.0.0-20261201101125-b32545f3b229"},
-		Settings: []debug.BuildSetting{{Key: "GOOS", Value: "linux"}, {Key: "GOARCH", Value: "amd64"}, {Key: "vcs", Value: "git"},
-			{Key: "vcs.revision", Value: "b32545f3b229e60996e928c9c6d4c46be0fbcaff"}, {Key: "vcs.time", Value: "2026-12-01T10:11:25Z"}, {Key: "vcs.modified", Value: "true"}}}
-	devel := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/tether-dev/tether", Version: "(devel)"},
-		Settings: []debug.BuildSetting{{Key: "GOOS", Value: "darwin"}, {Key: "GOARCH", Value: "arm64"}}}
+	const hash = "b32545f3b229e60996e928c9c6d4c46be0fbcaff"
 	for _, c := range []struct {
-		name   string
-		linked string
-		info   *debug.BuildInfo
-		want   string
+		name string
+		in   buildinfo.Info
+		want string
 	}{
-		{"checkout", "dev", vcs, "tether v0.0.0-20261201101125-b32545f3b229\ncommit b32545f3b229e60996e928c9c6d4c46be0fbcaff of 2026-12-01 10:11:25 UTC, with changes not committed\nbuilt with go1.26.8 for linux/amd64\n"},
-		{"linked", "v1.2.3", vcs, "tether v1.2.3\ncommit b32545f3b229e60996e928c9c6d4c46be0fbcaff of 2026-12-01 10:11:25 UTC, with changes not committed\nbuilt with go1.26.8 for linux/amd64\n"},
-		{"devel", "dev", devel, "tether devel\ncommit unknown: built without version control information\nbuilt with go1.26.8 for darwin/arm64\n"},
-		{"no build info", "dev", nil, "tether devel\nno build information in this binary\n"},
+		{"checkout", buildinfo.Info{Version: "v0.0.0-20261201101125-b32545f3b229", Commit: hash, Date: "2026-12-01", Modified: true, GoVersion: "go1.26.8", Platform: "linux/amd64", HasBuildInfo: true},
+			"tether v0.0.0-20261201101125-b32545f3b229\ncommit " + hash + " of 2026-12-01, with changes not committed\nbuilt with go1.26.8 for linux/amd64\n"},
+		{"stamped", buildinfo.Info{Version: "1.2.3", Commit: hash, Date: "2026-12-01", GoVersion: "go1.26.8", Platform: "linux/amd64", HasBuildInfo: true},
+			"tether 1.2.3\ncommit " + hash + " of 2026-12-01\nbuilt with go1.26.8 for linux/amd64\n"},
+		{"devel", buildinfo.Info{Version: buildinfo.Devel, GoVersion: "go1.26.8", Platform: "darwin/arm64", HasBuildInfo: true},
+			"tether devel\ncommit unknown: built without version control information\nbuilt with go1.26.8 for darwin/arm64\n"},
+		{"no build info", buildinfo.Info{Version: buildinfo.Devel}, "tether devel\nno build information in this binary\n"},
 	} {
 		var b strings.Builder
-		writeVersion(&b, c.linked, c.info)
+		writeVersion(&b, c.in)
 		if b.String() != c.want {
 			t.Errorf("%s:\n%s\nwant:\n%s", c.name, b.String(), c.want)
 		}

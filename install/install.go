@@ -289,6 +289,10 @@ type target struct {
 	path        string        // the PATH the service runs with
 	stopTimeout time.Duration // the manager's stop timeout
 	icon        []byte
+	// packaged: the service is the unit a Linux package installed
+	// (PackagedUnitPath), run by the packaged binary: Install enables
+	// it and writes only this user's drop-in.
+	packaged bool
 }
 
 func resolve(o Options) (target, error) {
@@ -346,7 +350,31 @@ func resolve(o Options) (target, error) {
 			return target{}, err
 		}
 	}
+	t.packaged = runtime.GOOS == "linux" && usesPackagedUnit(t)
 	return t, nil
+}
+
+// The packaged unit and binary, variables so that tests can stand in
+// their own.
+var (
+	packagedUnitPath   = PackagedUnitPath
+	packagedExecutable = PackagedExecutable
+)
+
+// usesPackagedUnit reports whether the service of t is the packaged
+// unit: the default profile's, run by the packaged binary, and the
+// package is installed.
+func usesPackagedUnit(t target) bool {
+	if t.profile != "" {
+		return false
+	}
+	unit, err := os.Stat(packagedUnitPath)
+	if err != nil || !unit.Mode().IsRegular() {
+		return false
+	}
+	exe, err1 := os.Stat(t.exe)
+	packaged, err2 := os.Stat(packagedExecutable)
+	return err1 == nil && err2 == nil && os.SameFile(exe, packaged)
 }
 
 // checkPathText rejects paths that no unit, plist, desktop entry or
@@ -412,7 +440,7 @@ func (t target) xdgConfigHome() string {
 func planService(goos string, t target) ([]File, error) {
 	switch goos {
 	case "linux":
-		return []File{systemdUnit(t)}, nil
+		return []File{systemdService(t)}, nil
 	case "darwin":
 		return []File{launchdServicePlist(t)}, nil
 	case "windows":

@@ -83,7 +83,7 @@ func probeUserManager() error {
 }
 
 func install(t target) (Result, error) {
-	f := systemdUnit(t)
+	f := systemdService(t)
 	unit := unitName(t)
 	if err := checkExecutable(t.exe); err != nil {
 		return Result{}, err
@@ -100,6 +100,22 @@ func install(t target) (Result, error) {
 	changed, err := tx.write(f)
 	if err != nil {
 		return Result{}, tx.rollbackInto(err)
+	}
+	if t.packaged {
+		// A unit of the user's own, written by an install before the
+		// package, would hide the packaged one.
+		removed, err := tx.removeOurs(unitPath(t))
+		if err != nil {
+			return Result{}, tx.rollbackInto(err)
+		}
+		changed = changed || removed
+	} else {
+		// A drop-in for the packaged unit would change this one too.
+		removed, err := tx.removeOurs(dropInPath(t))
+		if err != nil {
+			return Result{}, tx.rollbackInto(err)
+		}
+		changed = changed || removed
 	}
 	fail := func(err error) (Result, error) {
 		err = tx.rollbackInto(fmt.Errorf("installing %s: %w", unit, err))
@@ -130,7 +146,7 @@ func install(t target) (Result, error) {
 }
 
 func uninstall(t target) (Result, error) {
-	unit, path, link := unitName(t), unitPath(t), systemdWantsLink(t)
+	unit, path, link, dropIn := unitName(t), unitPath(t), systemdWantsLink(t), dropInPath(t)
 	haveUnit, err := lexists(path)
 	if err != nil {
 		return Result{}, err
@@ -139,26 +155,30 @@ func uninstall(t target) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if !haveUnit && !haveLink {
-		return Result{Message: fmt.Sprintf("%s is not installed (no %s): nothing to remove", unit, path)}, nil
+	haveDropIn, err := lexists(dropIn)
+	if err != nil {
+		return Result{}, err
+	}
+	if !haveUnit && !haveLink && !haveDropIn {
+		return Result{Message: fmt.Sprintf("%s is not installed (no %s): nothing to remove", unit, systemdService(t).Path)}, nil
 	}
 	var r Result
 	if systemdBooted() {
 		// A user manager may be running the service: stop and disable it
 		// first, and remove nothing if that cannot be done.
 		if err := probeUserManager(); err != nil {
-			return Result{}, fmt.Errorf("%w; %s is left in place because the service could not be stopped", err, path)
+			return Result{}, fmt.Errorf("%w; %s is left in place because the service could not be stopped", err, systemdService(t).Path)
 		}
-		if haveUnit {
+		if haveUnit || t.packaged {
 			if _, err := systemctl("disable", "--now", unit); err != nil {
 				return Result{}, fmt.Errorf("stopping and disabling %s: %w", unit, err)
 			}
 		}
 	}
 	// Remove the enable link (which `disable` normally took already; without
-	// systemd as init nothing can run the unit and nobody else will) and
-	// the unit.
-	for _, p := range []string{link, path} {
+	// systemd as init nothing can run the unit and nobody else will), the
+	// unit and the drop-in.
+	for _, p := range []string{link, path, dropIn} {
 		if p == link && !isSymlink(link) {
 			continue
 		}
@@ -171,6 +191,8 @@ func uninstall(t target) (Result, error) {
 			r.Paths = append(r.Paths, p)
 		}
 	}
+	// Its directory, if nothing else is in it.
+	_ = os.Remove(filepath.Dir(dropIn))
 	if r.Changed {
 		r.Message = fmt.Sprintf("uninstalled %s: removed %s", unit, strings.Join(r.Paths, ", "))
 	} else {
@@ -178,7 +200,7 @@ func uninstall(t target) (Result, error) {
 	}
 	if systemdBooted() {
 		if _, err := systemctl("daemon-reload"); err != nil {
-			return r, fmt.Errorf("removed %s, but the user manager was not reloaded: %w", path, err)
+			return r, fmt.Errorf("removed %s, but the user manager was not reloaded: %w", strings.Join(r.Paths, ", "), err)
 		}
 	}
 	return r, nil
@@ -207,7 +229,7 @@ func disable(t target) (Result, error) {
 }
 
 func installedSettings(t target) (Settings, bool, error) {
-	b, err := os.ReadFile(unitPath(t))
+	b, err := os.ReadFile(systemdService(t).Path)
 	if errors.Is(err, os.ErrNotExist) {
 		return Settings{}, false, nil
 	}
@@ -240,7 +262,7 @@ func systemdDiagnosis(unit string) string {
 // systemdControl runs a kardianos action after the checks kardianos does
 // not make.
 func systemdControl(t target, verb string) error {
-	unit, path := unitName(t), unitPath(t)
+	unit, path := unitName(t), systemdService(t).Path
 	if ok, err := lexists(path); err != nil {
 		return err
 	} else if !ok {
@@ -267,7 +289,7 @@ func start(t target) error { return systemdControl(t, "start") }
 func stop(t target) error  { return systemdControl(t, "stop") }
 
 func status(t target) (StatusInfo, error) {
-	f := systemdUnit(t)
+	f := systemdService(t)
 	info := StatusInfo{Manager: "systemd --user", Name: unitName(t), Path: f.Path, State: StateUnknown}
 	var err error
 	if info.Installed, info.Current, err = readInstalled(f); err != nil {

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tether-dev/tether/internal/testdir"
 )
@@ -453,5 +455,160 @@ func TestInstallChecksExecutable(t *testing.T) {
 	}
 	if _, err := InstallTrayAutostart(o); err == nil {
 		t.Error("InstallTrayAutostart with a missing binary succeeded")
+	}
+}
+
+// xdgAutostartGenerator is systemd's XDG autostart generator: on systemd
+// sessions (KDE Plasma's systemd startup, sway, ...) it is what starts
+// autostart entries, as units wanted by xdg-desktop-autostart.target.
+const xdgAutostartGenerator = "/usr/lib/systemd/user-generators/systemd-xdg-autostart-generator"
+
+// The tray's autostart entry passes systemd's generator: it becomes a
+// unit that xdg-desktop-autostart.target starts, running the tray; and
+// once the binary is gone (TryExec), no unit.
+func TestTrayAutostartThroughSystemdGenerator(t *testing.T) {
+	if _, err := os.Stat(xdgAutostartGenerator); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true: %v (Debian's systemd ships it)", err)
+		}
+		t.Skipf("no %s: %v", xdgAutostartGenerator, err)
+	}
+	noSystemd(t)
+	h, o := home(t, "")
+	if _, err := InstallTrayAutostart(o); err != nil {
+		t.Fatal(err)
+	}
+	generate := func() string {
+		out := filepath.Join(testdir.Temp(t), "generated")
+		if err := os.Mkdir(out, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(xdgAutostartGenerator, out, out, out)
+		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(h, ".config"), "XDG_CONFIG_DIRS="+filepath.Join(h, "no-system-dirs"), "SYSTEMD_LOG_LEVEL=debug")
+		log, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", xdgAutostartGenerator, err, log)
+		}
+		t.Logf("generator:\n%s", log)
+		return out
+	}
+	const unit = "app-tether@autostart.service"
+	out := generate()
+	if _, err := os.Lstat(filepath.Join(out, "xdg-desktop-autostart.target.wants", unit)); err != nil {
+		t.Fatalf("xdg-desktop-autostart.target does not want the tray: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, unit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ExecStart=:PATH ARGS (':' turns off systemd's own expansion).
+	want := "ExecStart=:" + systemdQuote(o.Executable) + " tray --at-login"
+	if !slices.Contains(strings.Split(string(b), "\n"), want) {
+		t.Errorf("generated unit has no %q:\n%s", want, b)
+	}
+	if err := os.Remove(o.Executable); err != nil {
+		t.Fatal(err)
+	}
+	out = generate()
+	if _, err := os.Lstat(filepath.Join(out, unit)); err == nil {
+		t.Errorf("a unit for an entry whose binary is gone")
+	}
+}
+
+// packaged makes the package's unit and binary, for this test, a unit
+// file of its own and o's executable.
+func packaged(t *testing.T, o Options) string {
+	unit := filepath.Join(testdir.Temp(t), "tether.service")
+	if err := os.WriteFile(unit, PackagedUnit(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	oldUnit, oldExe := packagedUnitPath, packagedExecutable
+	packagedUnitPath, packagedExecutable = unit, o.Executable
+	t.Cleanup(func() { packagedUnitPath, packagedExecutable = oldUnit, oldExe })
+	return unit
+}
+
+// Where a package installed the unit and the binary is the packaged one,
+// install enables the packaged unit and writes only this user's drop-in
+// (PATH, stop timeout; the command line only with a --config), removing
+// a unit of its own from an earlier install; uninstall stops, disables
+// and removes the drop-in. Another binary still gets a unit of its own.
+func TestPackagedUnitWithFakeSystemd(t *testing.T) {
+	h, o := home(t, "")
+	cfg := filepath.Join(h, "xdg")
+	o.Env["XDG_CONFIG_HOME"] = cfg
+	o.Path = "/home/me/.local/bin:/usr/bin:/bin"
+	unitDir := filepath.Join(cfg, "systemd", "user")
+	fake := newFakeSystemd(t, unitDir)
+	packaged(t, o)
+	own := filepath.Join(unitDir, "tether.service")
+	dropIn := filepath.Join(unitDir, "tether.service.d", "tether.conf")
+	if err := os.MkdirAll(unitDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(own, []byte(header+"[Service]\nExecStart=/old/tether service run\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	r, err := Install(o)
+	if err != nil || !r.Changed || !slices.Equal(r.Paths, []string{dropIn}) {
+		t.Fatalf("Install = %+v, %v", r, err)
+	}
+	got, err := os.ReadFile(dropIn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireLines(t, got, "[Service]", "Environment=PATH=/home/me/.local/bin:/usr/bin:/bin", "TimeoutStopSec=30")
+	if strings.Contains(string(got), "ExecStart") {
+		t.Errorf("a drop-in without --config sets ExecStart:\n%s", got)
+	}
+	if _, err := os.Lstat(own); err == nil {
+		t.Errorf("the earlier install's own unit %s is still there, hiding the packaged one", own)
+	}
+	if calls := fake.calls(t); !slices.Contains(calls, "--user enable tether.service") {
+		t.Errorf("systemctl calls %q: the packaged unit not enabled", calls)
+	}
+	st, err := Status(o)
+	if err != nil || !st.Installed || !st.Current || st.Path != dropIn {
+		t.Errorf("Status = %+v, %v", st, err)
+	}
+	if s, ok, err := Installed(o); err != nil || !ok || s.Path != o.Path || s.StopTimeout != 30*time.Second {
+		t.Errorf("Installed = %+v, %v, %v", s, ok, err)
+	}
+	fake.calls(t)
+
+	// A --config: the drop-in replaces the command line.
+	o.ConfigPath = filepath.Join(h, "bots.yaml")
+	if _, err := Install(o); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = os.ReadFile(dropIn)
+	requireLines(t, got, "ExecStart=", "ExecStart=\""+o.Executable+"\" --config "+o.ConfigPath+" service run")
+	fake.calls(t)
+
+	r, err = Uninstall(o)
+	if err != nil || !r.Changed || !slices.Contains(r.Paths, dropIn) {
+		t.Fatalf("Uninstall = %+v, %v", r, err)
+	}
+	if calls := fake.calls(t); !slices.Contains(calls, "--user disable --now tether.service") {
+		t.Errorf("systemctl calls %q: not stopped and disabled", calls)
+	}
+	if _, err := os.Lstat(filepath.Dir(dropIn)); err == nil {
+		t.Errorf("%s is left", filepath.Dir(dropIn))
+	}
+
+	// Another binary: a unit of its own, and no drop-in of ours left.
+	if _, err := Install(o); err != nil {
+		t.Fatal(err)
+	}
+	o.Executable = filepath.Join(h, "tether")
+	if err := os.WriteFile(o.Executable, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := Install(o); err != nil || !slices.Equal(r.Paths, []string{own}) {
+		t.Fatalf("Install of another binary = %+v, %v", r, err)
+	}
+	if _, err := os.Lstat(dropIn); err == nil {
+		t.Errorf("the drop-in is left beside a unit of the user's own")
 	}
 }

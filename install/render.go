@@ -27,11 +27,13 @@ func systemdUnitDir(t target) string {
 	return filepath.Join(t.xdgConfigHome(), "systemd", "user")
 }
 
-// systemdTemplate is the unit. kardianos's default template cannot serve:
-// it has WantedBy=multi-user.target (a target a user manager never
-// reaches, so the service would never start at login), no KillMode, no
-// Delegate, and RestartSec=120.
-const systemdTemplate = header + `[Unit]
+// systemdTemplate is the unit: its header, the profile, the command, the
+// environment (with its comment), RestartSec and TimeoutStopSec.
+// kardianos's default template cannot serve: it has
+// WantedBy=multi-user.target (a target a user manager never reaches, so
+// the service would never start at login), no KillMode, no Delegate, and
+// RestartSec=120.
+const systemdTemplate = `%s[Unit]
 Description=tether agent supervisor (profile %s)
 Documentation=https://github.com/tether-dev/tether
 
@@ -43,10 +45,7 @@ Type=notify
 NotifyAccess=main
 ExecStart=%s
 ExecReload=/bin/kill -HUP $MAINPID
-# The PATH of the shell that installed it, which the agents inherit: a
-# user manager's own is shorter (run tether service install again to
-# change it).
-Environment=%s
+%s
 # A crashed service comes back quickly: its guardians have already torn
 # their agents down, and the intent to run them survives in the state file.
 Restart=on-failure
@@ -63,19 +62,85 @@ Delegate=yes
 WantedBy=default.target
 `
 
+// userPathComment heads the Environment= line of a unit that `tether
+// service install` writes.
+const userPathComment = `# The PATH of the shell that installed it, which the agents inherit: a
+# user manager's own is shorter (run tether service install again to
+# change it).`
+
 func systemdUnit(t target) File {
-	argv := t.args("service", "run")
+	return File{
+		Path: unitPath(t),
+		Content: fmt.Appendf(nil, systemdTemplate, header, t.profileName(), systemdCommand(t.args("service", "run")),
+			userPathComment+"\nEnvironment="+systemdQuote("PATH="+t.path), int(RestartDelay.Seconds()), int(t.stopTimeout.Seconds())),
+		Mode: 0o644,
+	}
+}
+
+// dropInPath is where a user's settings of the packaged unit go.
+func dropInPath(t target) string {
+	return filepath.Join(systemdUnitDir(t), unitName(t)+".d", "tether.conf")
+}
+
+// systemdDropIn is a user's settings of the packaged unit: the PATH of
+// the shell that installed it, the stop timeout the config asks for, and
+// the command line when it differs from the packaged one (a --config).
+func systemdDropIn(t target) File {
+	var b strings.Builder
+	b.WriteString(header)
+	b.WriteString("# This user's settings of " + PackagedUnitPath + ".\n")
+	b.WriteString("[Service]\n")
+	if argv := t.args("service", "run"); len(argv) != 3 {
+		b.WriteString("ExecStart=\nExecStart=" + systemdCommand(argv) + "\n")
+	}
+	b.WriteString(userPathComment + "\n")
+	b.WriteString("Environment=" + systemdQuote("PATH="+t.path) + "\n")
+	fmt.Fprintf(&b, "TimeoutStopSec=%d\n", int(t.stopTimeout.Seconds()))
+	return File{Path: dropInPath(t), Content: []byte(b.String()), Mode: 0o644}
+}
+
+// systemdService is what Install writes for the service: this user's
+// drop-in of the packaged unit, or a unit of its own.
+func systemdService(t target) File {
+	if t.packaged {
+		return systemdDropIn(t)
+	}
+	return systemdUnit(t)
+}
+
+// systemdCommand is argv as the value of ExecStart=.
+func systemdCommand(argv []string) string {
 	words := make([]string, len(argv))
 	for i, a := range argv {
 		words[i] = systemdQuote(a)
 	}
-	return File{
-		Path: unitPath(t),
-		Content: fmt.Appendf(nil, systemdTemplate, t.profileName(), strings.Join(words, " "),
-			systemdQuote("PATH="+t.path), int(RestartDelay.Seconds()), int(t.stopTimeout.Seconds())),
-		Mode: 0o644,
-	}
+	return strings.Join(words, " ")
 }
+
+// PackagedUnitPath is where the Linux packages put the service's unit,
+// for every user's systemd user manager (not enabled: `tether service
+// install` enables it for a user).
+const PackagedUnitPath = "/usr/lib/systemd/user/tether.service"
+
+// PackagedExecutable is the tether the Linux packages install.
+const PackagedExecutable = "/usr/bin/tether"
+
+// PackagedUnit is the unit the Linux packages install at
+// PackagedUnitPath: the default profile's service, run by
+// PackagedExecutable. Each user's own PATH, stop timeout and command line
+// go into a drop-in beside it when `tether service install` enables it.
+func PackagedUnit() []byte {
+	t := target{exe: PackagedExecutable, stopTimeout: DefaultStopTimeout}
+	return fmt.Appendf(nil, systemdTemplate, packagedHeader, t.profileName(), systemdCommand(t.args("service", "run")),
+		packagedPathComment+"\nEnvironment=PATH=/usr/local/bin:/usr/bin:/bin", int(RestartDelay.Seconds()), int(t.stopTimeout.Seconds()))
+}
+
+const packagedHeader = "# Installed by the tether package, not enabled: `tether service install`\n" +
+	"# enables it for a user, with that user's settings in a drop-in\n" +
+	"# (~/.config/systemd/user/tether.service.d/).\n"
+
+const packagedPathComment = `# The agents inherit the service's PATH: the drop-in of ` + "`tether service\n" +
+	"# install`" + ` sets the PATH of the shell that ran it.`
 
 // systemdQuote makes s one word of an ExecStart= line (systemd.syntax(7)
 // "Quoting", systemd.service(5) "Command lines"): safe words stay bare;
@@ -128,10 +193,11 @@ func iconFile(t target) (File, bool) {
 // login where no service manager can. TryExec makes the desktop skip the
 // entry once the binary is gone. The tray must come after the panel
 // whose tray it joins (it waits for one all the same):
-// X-GNOME-Autostart-Phase=Applications is GNOME's (and Cinnamon's, MATE's)
-// phase after the panel's, and X-KDE-autostart-after=panel KDE's;
-// environments that know neither start autostart entries after their
-// panel anyway (Xfce's session starts the panel first).
+// X-KDE-autostart-after=panel says so to KDE; GNOME's
+// X-GNOME-Autostart-Phase is left out, because systemd's XDG autostart
+// generator (the autostart of KDE Plasma's systemd startup, sway and
+// other systemd sessions) skips every entry that has it, and the other
+// environments start autostart entries after their panel anyway.
 func desktopEntry(t target) File {
 	argv := t.args("tray", "--at-login")
 	words := make([]string, len(argv))
@@ -155,7 +221,6 @@ func desktopEntry(t target) File {
 	}
 	b.WriteString("Terminal=false\n")
 	b.WriteString("X-GNOME-Autostart-enabled=true\n")
-	b.WriteString("X-GNOME-Autostart-Phase=Applications\n")
 	b.WriteString("X-KDE-autostart-after=panel\n")
 	return File{Path: desktopPath(t), Content: []byte(b.String()), Mode: 0o644}
 }

@@ -189,11 +189,14 @@ func TestDesktopEntry(t *testing.T) {
 		"TryExec=/opt/tether/bin/tether",
 		"Terminal=false",
 		"X-GNOME-Autostart-enabled=true",
-		"X-GNOME-Autostart-Phase=Applications",
 		"X-KDE-autostart-after=panel",
 	)
 	if strings.Contains(string(f.Content), "Icon=") {
 		t.Errorf("an Icon= without an icon:\n%s", f.Content)
+	}
+	// systemd's XDG autostart generator skips an entry with a phase.
+	if strings.Contains(string(f.Content), "X-GNOME-Autostart-Phase") {
+		t.Errorf("a startup phase, which systemd-xdg-autostart-generator refuses:\n%s", f.Content)
 	}
 	if l := lines(f.Content); !slices.Contains(l, "[Desktop Entry]") || slices.Index(l, "[Desktop Entry]") > slices.IndexFunc(l, func(s string) bool { return strings.HasPrefix(s, "Exec=") }) {
 		t.Error("Exec is not in the [Desktop Entry] group")
@@ -634,5 +637,23 @@ func TestPlanTouchesNothing(t *testing.T) {
 	}
 	if after := snapshot(t, home); !slices.Equal(before, after) {
 		t.Errorf("Plan touched the home directory: %q -> %q", before, after)
+	}
+}
+
+// The packaged unit is the user unit of the default profile, run by
+// /usr/bin/tether, with a default PATH that each user's drop-in replaces.
+func TestPackagedUnit(t *testing.T) {
+	u := PackagedUnit()
+	requireLines(t, u,
+		"Type=notify",
+		"ExecStart=/usr/bin/tether service run",
+		"Environment=PATH=/usr/local/bin:/usr/bin:/bin",
+		"KillMode=mixed",
+		"TimeoutStopSec=30",
+		"Delegate=yes",
+		"WantedBy=default.target",
+	)
+	if strings.Contains(string(u), "tether service uninstall` removes it") {
+		t.Errorf("the packaged unit says service uninstall removes it:\n%s", u)
 	}
 }

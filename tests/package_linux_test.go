@@ -1,0 +1,312 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether-dev/tether/internal/testproc"
+)
+
+// The .deb of make dist, installed for real (make dist-test runs these
+// with TETHER_PACKAGE_DEB and TETHER_PACKAGE_VERSION; they skip without).
+
+// packagedFiles are the files the .deb must install.
+var packagedFiles = []string{
+	"/usr/bin/tether",
+	"/usr/lib/systemd/user/tether.service",
+	"/usr/share/applications/tether.desktop",
+	"/usr/share/metainfo/tether.metainfo.xml",
+	"/usr/share/icons/hicolor/48x48/apps/tether.png",
+	"/usr/share/icons/hicolor/scalable/apps/tether.svg",
+	"/usr/share/man/man1/tether.1.gz",
+	"/usr/share/bash-completion/completions/tether",
+	"/usr/share/zsh/vendor-completions/_tether",
+	"/usr/share/fish/vendor_completions.d/tether.fish",
+	"/usr/share/doc/tether/copyright",
+}
+
+// installDeb installs the .deb of TETHER_PACKAGE_DEB with apt-get, as a
+// person would, and purges it when the test ends. It returns the version
+// the binary must report.
+func installDeb(t *testing.T) string {
+	t.Helper()
+	deb, version := os.Getenv("TETHER_PACKAGE_DEB"), os.Getenv("TETHER_PACKAGE_VERSION")
+	if deb == "" || version == "" {
+		t.Skip("TETHER_PACKAGE_DEB and TETHER_PACKAGE_VERSION are not set (make dist-test sets them)")
+	}
+	if os.Geteuid() != 0 {
+		skipOrFail(t, "installing a package needs root")
+	}
+	needTools(t, "apt-get", "dpkg")
+	if out, err := exec.Command("dpkg", "-s", "tether").CombinedOutput(); err == nil {
+		t.Fatalf("tether is installed already; this test installs and purges it:\n%s", out)
+	}
+	apt := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("apt-get", append([]string{"-y", "-q", "--no-install-recommends"}, args...)...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("apt-get %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	t.Cleanup(func() {
+		if exec.Command("dpkg", "-s", "tether").Run() == nil {
+			apt("purge", "tether")
+		}
+	})
+	apt("install", deb)
+	return version
+}
+
+// apt-get install puts every file where the distributions expect it,
+// dpkg -L lists them, and nothing is started or enabled for anyone.
+func TestPackageInstallsEveryFileAndStartsNothing(t *testing.T) {
+	version := installDeb(t)
+	out, err := exec.Command("dpkg", "-L", "tether").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for _, f := range packagedFiles {
+		if !slices.Contains(listed, f) {
+			t.Errorf("dpkg -L does not list %s", f)
+		}
+		if fi, err := os.Stat(f); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	for _, f := range listed {
+		if strings.HasPrefix(f, "/etc") {
+			t.Errorf("the package installs %s: nothing under /etc", f)
+		}
+	}
+	for _, p := range []string{"/etc/systemd/user/default.target.wants/tether.service", "/etc/xdg/autostart/tether.desktop"} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s exists: the package enabled something", p)
+		}
+	}
+	if pids := runningPackaged(); len(pids) > 0 {
+		t.Errorf("the packaged tether runs after the install: pids %v", pids)
+	}
+	v, err := exec.Command("/usr/bin/tether", "version").Output()
+	if err != nil || !strings.HasPrefix(string(v), "tether "+version+"\ncommit ") {
+		t.Errorf("tether version: %q, %v", v, err)
+	}
+}
+
+// Under a real systemd --user, `tether service install` of the packaged
+// binary enables the packaged unit with a drop-in of the user's own (the
+// PATH with ~/.local/bin) instead of a second copy of the unit; the
+// service starts, answers with the package's version and runs an agent
+// whose command is in ~/.local/bin.
+func TestPackageServiceUsesThePackagedUnit(t *testing.T) {
+	version := installDeb(t)
+	r := newLoginRig(t)
+	r.exe = "/usr/bin/tether"
+	local := filepath.Join(r.m.Home, ".local", "bin")
+	if err := os.MkdirAll(local, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(r.bin, "tether-test-agent"), filepath.Join(local, "tether-test-agent")); err != nil {
+		t.Fatal(err)
+	}
+	r.bin = local
+	r.writeConfig(1)
+	if err := chownAll(filepath.Join(r.m.Home, ".local"), r.m.UID, r.m.GID); err != nil {
+		t.Fatal(err)
+	}
+
+	r.must(true, "service", "install")
+	own := filepath.Join(r.m.Home, ".config", "systemd", "user", "tether.service")
+	if _, err := os.Lstat(own); err == nil {
+		t.Errorf("service install wrote %s beside the packaged unit", own)
+	}
+	dropIn := filepath.Join(r.m.Home, ".config", "systemd", "user", "tether.service.d", "tether.conf")
+	if got := r.unit("FragmentPath"); got != "/usr/lib/systemd/user/tether.service" {
+		t.Errorf("the unit runs from %s, want the packaged one", got)
+	}
+	if got := r.unit("DropInPaths"); !strings.Contains(got, dropIn) {
+		t.Errorf("DropInPaths=%s, want %s", got, dropIn)
+	}
+	if got := r.unit("UnitFileState"); got != "enabled" {
+		t.Errorf("UnitFileState=%s", got)
+	}
+	if env := r.unit("Environment"); !strings.Contains(env, "PATH="+local+":") {
+		t.Errorf("Environment=%s, want the PATH with %s", env, local)
+	}
+	r.waitRunning("x")
+	exactlyOnce(t, 0, map[string]int{r.marker + "-x": 1})
+	res := r.must(false, "status", "--json")
+	var st struct {
+		Service struct{ Version string } `json:"service"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &st); err != nil || st.Service.Version != version {
+		t.Errorf("status --json service.version %q (%v), want %q", st.Service.Version, err, version)
+	}
+
+	r.must(false, "service", "uninstall")
+	if _, err := os.Lstat(dropIn); err == nil {
+		t.Errorf("uninstall left %s", dropIn)
+	}
+	if _, err := os.Stat("/usr/lib/systemd/user/tether.service"); err != nil {
+		t.Errorf("uninstall touched the packaged unit: %v", err)
+	}
+}
+
+// runningPackaged returns the processes that run /usr/bin/tether.
+func runningPackaged() []int {
+	var pids []int
+	for pid := range procsWith("") {
+		if exe, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); strings.HasPrefix(exe, "/usr/bin/tether") {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// writeAgents writes n agents (a01, a02, ...) of tether-test-agent to
+// the rig's user's config.
+func (r *loginRig) writeAgents(n int) []string {
+	r.t.Helper()
+	var b strings.Builder
+	var ids []string
+	b.WriteString("agents:\n")
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("a%02d", i)
+		ids = append(ids, id)
+		fmt.Fprintf(&b, "  - id: %s\n    command: [tether-test-agent, %s-%s]\n    autostart: true\n    stop_timeout: 1s\n", id, r.marker, id)
+	}
+	cfg := filepath.Join(r.m.Home, ".config", "tether", "agents.yaml")
+	if err := os.WriteFile(cfg, []byte(b.String()), 0o600); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.Chown(cfg, r.m.UID, r.m.GID); err != nil {
+		r.t.Fatal(err)
+	}
+	return ids
+}
+
+// serviceVersion is the running service's version, as status --json
+// gives it ("" when it does not answer).
+func (r *loginRig) serviceVersion() string {
+	res := r.tether(false, "status", "--json")
+	var st struct {
+		Service struct{ Version string } `json:"service"`
+	}
+	if res.code != 0 || json.Unmarshal([]byte(res.stdout), &st) != nil {
+		return ""
+	}
+	return st.Service.Version
+}
+
+// A newer .deb installed over a running service with 20 agents is a hot
+// upgrade: the service becomes the new version by itself (the package's
+// postinst asks it to), no agent is restarted (the same pids), no
+// request is refused. Then apt-get remove stops the service and its
+// agents before the binary goes, and purge leaves the user's config and
+// state alone.
+func TestPackageUpgradeIsHotAndRemoveStops(t *testing.T) {
+	next, nextVersion := os.Getenv("TETHER_PACKAGE_DEB_NEXT"), os.Getenv("TETHER_PACKAGE_VERSION_NEXT")
+	if next == "" || nextVersion == "" {
+		t.Skip("TETHER_PACKAGE_DEB_NEXT and TETHER_PACKAGE_VERSION_NEXT are not set (make dist-test sets them)")
+	}
+	version := installDeb(t)
+	r := newLoginRig(t)
+	r.exe = "/usr/bin/tether"
+	ids := r.writeAgents(20)
+	r.must(true, "service", "install")
+	before := r.waitRunning(ids...)
+	servicePID := r.unit("MainPID")
+	if v := r.serviceVersion(); v != version {
+		t.Fatalf("service version %q, want %q", v, version)
+	}
+
+	// Requests all along the upgrade, as a client would make them.
+	stop := make(chan struct{})
+	done := make(chan [2]int)
+	go func() {
+		var asked, refused int
+		for {
+			select {
+			case <-stop:
+				done <- [2]int{asked, refused}
+				return
+			default:
+			}
+			asked++
+			if res := r.tether(false, "status"); res.code != 0 {
+				refused++
+				t.Logf("status refused: exit %d: %s", res.code, res.stderr)
+			}
+		}
+	}()
+	began := time.Now()
+	out, err := exec.Command("dpkg", "-i", next).CombinedOutput()
+	if err != nil {
+		close(stop)
+		<-done
+		t.Fatalf("dpkg -i %s: %v\n%s", next, err, out)
+	}
+	installed := time.Since(began)
+	t.Logf("dpkg -i:\n%s", out)
+	var serving time.Duration
+	served := testproc.UntilEvery(5*time.Second, 20*time.Millisecond, func() bool {
+		serving = time.Since(began)
+		return r.serviceVersion() == nextVersion
+	})
+	if !served {
+		close(stop)
+		<-done
+		t.Fatalf("the service is not %s 5 s after the package landed\n%s", nextVersion, r.tail())
+	}
+	close(stop)
+	counts := <-done
+	after := r.waitRunning(ids...)
+	restarted := 0
+	for _, id := range ids {
+		if after[id].PID != before[id].PID {
+			restarted++
+		}
+	}
+	t.Logf("package upgrade with %d agents: dpkg -i took %v, the new version served %v after dpkg began; agents restarted %d; requests refused %d of %d",
+		len(ids), installed.Round(time.Millisecond), serving.Round(time.Millisecond), restarted, counts[1], counts[0])
+	if restarted != 0 || counts[1] != 0 {
+		t.Errorf("%d agents restarted, %d requests refused; want 0 and 0", restarted, counts[1])
+	}
+	if pid := r.unit("MainPID"); pid != servicePID {
+		t.Errorf("the service's pid went from %s to %s", servicePID, pid)
+	}
+
+	// apt-get remove: the service and every agent stop, cleanly.
+	cfg := filepath.Join(r.m.Home, ".config", "tether", "agents.yaml")
+	cmd := exec.Command("apt-get", "-y", "-q", "remove", "tether")
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("apt-get remove: %v\n%s", err, out)
+	}
+	if pids := runningPackaged(); len(pids) > 0 {
+		t.Errorf("the packaged tether still runs after its removal: pids %v", pids)
+	}
+	if left := procsWith(r.marker); len(left) > 0 {
+		t.Errorf("agents left running after the removal: %v", left)
+	}
+	// The package has no conffiles: remove left nothing for apt-get
+	// purge to find, and dpkg --purge makes sure.
+	if out, err := exec.Command("dpkg", "--purge", "tether").CombinedOutput(); err != nil {
+		t.Fatalf("dpkg --purge: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(cfg); err != nil {
+		t.Errorf("the user's config after purge: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(r.m.Home, ".config", "systemd", "user", "tether.service.d", "tether.conf")); err != nil {
+		t.Errorf("the user's drop-in after purge: %v", err)
+	}
+}
