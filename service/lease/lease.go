@@ -291,7 +291,7 @@ func (s *Session) Release(ctx context.Context, identity string, fence Fence) err
 // Released returns a channel that is closed when the identity that held
 // told of is let go (its key deleted, or expired with its lease), woken
 // by an etcd watch from the revision it was seen held at. The channel is
-// never closed if ctx ends first.
+// never closed if ctx ends, or the session, first.
 func (s *Session) Released(ctx context.Context, held *HeldElsewhere) <-chan struct{} {
 	out := make(chan struct{})
 	key := Key(s.cfg.Prefix, held.Identity)
@@ -307,9 +307,12 @@ func (s *Session) Released(ctx context.Context, held *HeldElsewhere) <-chan stru
 			}
 			rev = next
 			// The watch ended without a release (no leader, etcd out
-			// of reach): watch again, after a pause.
+			// of reach): watch again, after a pause, while the session
+			// lives.
 			select {
 			case <-ctx.Done():
+			case <-s.lost:
+				return
 			case <-time.After(rewatchAfter):
 			}
 		}
