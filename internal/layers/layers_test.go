@@ -79,6 +79,31 @@ func moduleGraph(t *testing.T, goos string) graph {
 	return g
 }
 
+// The guardian links none of what only the service needs: the etcd
+// client, gRPC, zap.
+func TestGuardianLinksNoEtcd(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, goos := range []string{"linux", "windows", "darwin"} {
+		cmd := exec.Command("go", "list", "-deps", "./guardian/...")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GOOS="+goos, "CGO_ENABLED=0", "GOFLAGS=")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps for %s: %v", goos, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, never := range GuardianNever {
+				if strings.HasPrefix(dep, never) {
+					t.Errorf("%s: the guardian links %s", goos, dep)
+				}
+			}
+		}
+	}
+}
+
 // ours returns the path of a package of the module relative to Module.
 func ours(importPath string) (string, bool) {
 	if importPath == Module {
@@ -94,7 +119,7 @@ func TestRulesCatchUpwardImports(t *testing.T) {
 	allowed := graph{
 		".":                {"cli"},
 		"cli":              {"service", "tray", "demo", "client", "api"},
-		"service":          {"guardian", "api", "service/config", "service/state", "platform", "wire"},
+		"service":          {"guardian", "api", "service/config", "service/state", "service/lease", "platform", "wire"},
 		"service/config":   {"api", "identity"},
 		"service/state":    {"api"},
 		"guardian":         {"platform", "wire", "identity"},
@@ -107,6 +132,7 @@ func TestRulesCatchUpwardImports(t *testing.T) {
 		"wire":             nil,
 		"identity":         nil,
 		"demo":             {"client", "guardian"},
+		"service/lease":    {"service/config"},
 	}
 	if got := check(allowed); len(got) > 0 {
 		t.Fatalf("the allowed graph breaks the rules:\n%s", strings.Join(got, "\n"))
@@ -125,6 +151,8 @@ func TestRulesCatchUpwardImports(t *testing.T) {
 		{"service/state", "client", "service/state reaches platform (service/state -> client -> platform)"},
 		{"platform/unix", "wire", "platform/unix reaches wire"},
 		{"demo", "service", "demo reaches service (demo -> service)"},
+		{"guardian", "service/lease", "guardian imports service/lease"},
+		{"cli", "service/lease", "cli imports service/lease"},
 	} {
 		g := graph{}
 		for k, v := range allowed {

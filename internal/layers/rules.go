@@ -20,7 +20,10 @@ type rule struct {
 	// Only, when not nil, lists all they may reach (an empty list:
 	// nothing of ours).
 	Only []string
-	Why  string
+	// By, when not nil, lists the only packages, besides those of Who,
+	// that may import Who's directly.
+	By  []string
+	Why string
 }
 
 // rules is the layering: the thin clients above the service, the
@@ -43,7 +46,13 @@ var rules = []rule{
 		Why: "a leaf imports nothing of ours, so that any package may use it"},
 	{Who: []string{"..."}, Not: []string{"service", "tray/...", "top/...", "demo/...", "cli/..."},
 		Why: "only the command line starts the service, the tray, the terminal view and the demo"},
+	{Who: []string{"service/lease/..."}, By: []string{"service"},
+		Why: "the etcd client is the service's: the guardian and the rest link none of it"},
 }
+
+// GuardianNever are the modules the guardian's executable must never
+// link, directly or not: what the service alone pays for.
+var GuardianNever = []string{"go.etcd.io/", "google.golang.org/grpc", "go.uber.org/zap"}
 
 // exempt are the packages a rule with Who "..." leaves out: the command
 // line and the binary's main.
@@ -78,6 +87,16 @@ type graph map[string][]string
 func check(g graph) []string {
 	var out []string
 	for _, from := range sortedKeys(g) {
+		for _, r := range rules {
+			if r.By == nil || matchAny(r.Who, from) || matchAny(r.By, from) {
+				continue
+			}
+			for _, to := range g[from] {
+				if matchAny(r.Who, to) {
+					out = append(out, fmt.Sprintf("%s imports %s: %s", name(from), name(to), r.Why))
+				}
+			}
+		}
 		reach := g.reach(from)
 		for _, r := range rules {
 			if !matchAny(r.Who, from) || slices.Contains(r.Who, "...") && slices.Contains(exempt, from) {

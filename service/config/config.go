@@ -76,6 +76,9 @@ type Agent struct {
 	// service, waiting for a relaunched service of the profile to adopt
 	// it; zero (unset): it goes down with the service (I2).
 	SurviveCrash time.Duration
+	// LeaseLocal ("lease: local") keeps the identity on this machine
+	// only, when the config has a lease section.
+	LeaseLocal bool
 	// Line is the line of the agent's entry in the file, for messages.
 	Line int
 }
@@ -110,6 +113,9 @@ type Config struct {
 	Path string
 	// Agents are in file order; ids and identities are unique.
 	Agents []Agent
+	// Lease, when not nil, holds the agents' identities in etcd too
+	// (except those with LeaseLocal); nil: on this machine only.
+	Lease *Lease
 	// Source is what was parsed: a successor of the service (an
 	// upgrade) runs the same config, whatever the file holds by then.
 	Source []byte

@@ -80,7 +80,10 @@ const (
 )
 
 var agentKeys = []string{keyID, keyIdentity, keyCommand, keyDir, keyEnv, keyEnvFile, keyAutostart, keyRestart, keyStopTimeout,
-	keyReady, keyStartTimeout, keyWatchdog, keyHealth, keyAfter, keyRequires, keySurvive}
+	keyReady, keyStartTimeout, keyWatchdog, keyHealth, keyAfter, keyRequires, keySurvive, keyLease}
+
+// rootKeys are the keys at the top of the config.
+var rootKeys = []string{"agents", keyLease}
 
 // Parse parses and validates a config. path is used in messages and as the
 // base of relative paths (the current directory when empty); env_file
@@ -100,7 +103,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	if root := p.document(data); root != nil {
 		p.allowed = expansionBudget(root)
 		p.read, p.budget = map[*yaml.Node]struct{}{}, p.allowed
-		cfg.Agents = p.config(root)
+		cfg.Agents, cfg.Lease = p.config(root)
 	}
 	if p.overrun != nil {
 		// What was read after the walk stopped short is no problem of
@@ -242,34 +245,40 @@ func (p *parser) document(data []byte) *yaml.Node {
 }
 
 // config walks the root mapping.
-func (p *parser) config(n *yaml.Node) []Agent {
+func (p *parser) config(n *yaml.Node) ([]Agent, *Lease) {
 	root := deref(n)
 	if isNull(root) {
-		return nil
+		return nil, nil
 	}
 	if root.Kind != yaml.MappingNode {
 		p.errorf(n.Line, "", "the config must be a mapping with an %q list, not %s", "agents", kindName(root))
-		return nil
+		return nil, nil
 	}
-	var agents *yaml.Node
+	var (
+		agents *yaml.Node
+		lease  *Lease
+	)
 	for _, kv := range p.pairs(root, "", 0) {
-		if kv.name == "agents" {
+		switch kv.name {
+		case "agents":
 			agents = kv.val
-			continue
+		case keyLease:
+			lease = p.lease(kv)
+		default:
+			p.errorf(kv.key.Line, kv.name, "unknown key (the config has %s)", strings.Join(rootKeys, ", "))
 		}
-		p.errorf(kv.key.Line, kv.name, "unknown key (the config has only %q)", "agents")
 	}
 	if agents == nil {
-		return nil
+		return nil, lease
 	}
 	defer p.through(agents, "agents")()
 	list := deref(agents)
 	if isNull(list) {
-		return nil
+		return nil, lease
 	}
 	if list.Kind != yaml.SequenceNode {
 		p.errorf(agents.Line, "agents", "must be a list of agents (lines starting with \"- \"), not %s", kindName(list))
-		return nil
+		return nil, lease
 	}
 	var (
 		out        []Agent
@@ -301,13 +310,16 @@ func (p *parser) config(n *yaml.Node) []Agent {
 				identities[a.Identity] = seen{key, a.identity.line}
 			}
 		}
+		if ok && lease != nil {
+			p.leaseFits(lease, a, key)
+		}
 		if ok {
 			out = append(out, a.Agent)
 		}
 		edges = append(edges, a.edges...)
 	}
 	p.graph(edges, ids)
-	return out
+	return out, lease
 }
 
 type seen struct {
@@ -325,6 +337,7 @@ type parsedAgent struct {
 	Agent
 	id, identity      found
 	identityDefaulted bool
+	stopLine          int    // the line of stop_timeout, when given
 	edges             []edge // after: and requires:, checked once every id is known
 }
 
@@ -361,6 +374,7 @@ func (p *parser) agent(n *yaml.Node, key string) (a parsedAgent, ok bool) {
 	p.agentStopTimeout(&a, e)
 	p.agentReadiness(&a, e)
 	p.agentSurvive(&a, e)
+	p.agentLease(&a, e)
 	return a, len(p.errs) == before
 }
 
@@ -508,6 +522,7 @@ func (p *parser) agentStopTimeout(a *parsedAgent, e entry) {
 		p.errorf(kv.val.Line, e.k(keyStopTimeout), "%s is more than the limit of 1h", short(s))
 	default:
 		a.StopTimeout = d
+		a.stopLine = kv.val.Line
 	}
 }
 

@@ -1,0 +1,365 @@
+// Package lease holds agents' identities in etcd, so that one identity
+// runs on one machine at a time (I10). A Session is one etcd lease of a
+// profile, renewed while it lives; each identity it holds is a key,
+// <prefix>/identities/<identity>, bound to that lease, put only if absent.
+// When the session can no longer renew, its keys go when etcd's lease
+// expires, and another host may take them; before then, the service must
+// have stopped every tree of those identities: Deadline is when.
+//
+// Only the service imports it: the guardian knows nothing of etcd, only
+// the deadline by which its tree must be dead. Without a lease section in
+// the config, nothing here runs and nothing connects anywhere: Open is the
+// only way in, and it refuses a nil config.
+package lease
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/tether-dev/tether/service/config"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// ErrNotConfigured is what Open returns without a lease section.
+var ErrNotConfigured = errors.New("no lease section in the config: identities are held on this machine only")
+
+// ErrLost is the cause of a session whose etcd lease is gone: it expired
+// or was revoked, and every identity it held with it.
+var ErrLost = errors.New("the etcd lease is gone, and the identities it held")
+
+// Holder is who holds an identity: the value of its key, in JSON.
+type Holder struct {
+	Host    string    `json:"host"`
+	Profile string    `json:"profile"`
+	PID     int       `json:"pid"`
+	Since   time.Time `json:"since"`
+}
+
+// HeldElsewhere is Acquire's error when another session holds the
+// identity: another host, or another profile. Find it with errors.As.
+type HeldElsewhere struct {
+	Identity string
+	Holder   Holder
+	// Revision is etcd's revision when it was seen held: Released
+	// watches from the next one, so that no release is missed.
+	Revision int64
+}
+
+func (e *HeldElsewhere) Error() string {
+	return fmt.Sprintf("identity %q is held by %s (profile %s) since %s", e.Identity, e.Holder.Host, e.Holder.Profile, e.Holder.Since.Local().Format("15:04"))
+}
+
+// Fence is an identity's fencing token: the create revision of its key,
+// which grows with every new holder. A server that remembers the highest
+// it saw can refuse a stale holder. The agent gets it as TETHER_FENCE.
+type Fence int64
+
+// String is the decimal of TETHER_FENCE.
+func (f Fence) String() string { return strconv.FormatInt(int64(f), 10) }
+
+// Key is the etcd key of identity under prefix. The identity is
+// path-escaped, so that a '/' in it makes no level of its own.
+func Key(prefix, identity string) string {
+	return prefix + "/identities/" + url.PathEscape(identity)
+}
+
+// Session is a profile's etcd lease, renewed until Close or until it is
+// lost.
+type Session struct {
+	cli     *clientv3.Client
+	cfg     config.Lease
+	profile string
+	id      clientv3.LeaseID
+	cancel  context.CancelFunc
+	stopped chan struct{} // closed when renew returns
+
+	mu       sync.Mutex
+	deadline time.Time
+	err      error         // why the session ended, once it has
+	lost     chan struct{} // closed when the lease is gone
+}
+
+// rewatchAfter is the pause before a watch that ended is started again.
+const rewatchAfter = 250 * time.Millisecond
+
+// dialTimeout bounds the first connection to etcd.
+const dialTimeout = 5 * time.Second
+
+// Open connects to etcd and grants a lease of the configured ttl for
+// profile. It fails with ErrNotConfigured when cfg is nil, connecting
+// nowhere.
+func Open(ctx context.Context, cfg *config.Lease, profile string) (*Session, error) {
+	if cfg == nil {
+		return nil, ErrNotConfigured
+	}
+	cc := clientv3.Config{Endpoints: cfg.Endpoints, DialTimeout: dialTimeout, Logger: zap.NewNop(), Context: context.Background()}
+	if cfg.TLS != nil {
+		t, err := tlsConfig(cfg.TLS)
+		if err != nil {
+			return nil, err
+		}
+		cc.TLS = t
+	}
+	cli, err := clientv3.New(cc)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to etcd: %w", err)
+	}
+	sent := time.Now()
+	g, err := cli.Grant(ctx, int64(cfg.TTL/time.Second))
+	if err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("granting an etcd lease: %w", err)
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	s := &Session{
+		cli: cli, cfg: *cfg, profile: profile, id: g.ID, cancel: cancel,
+		stopped: make(chan struct{}), lost: make(chan struct{}),
+		deadline: deadline(sent, cfg.TTL),
+	}
+	go s.renew(rctx)
+	return s, nil
+}
+
+// tlsConfig loads the CA and the client's certificate.
+func tlsConfig(t *config.LeaseTLS) (*tls.Config, error) {
+	out := &tls.Config{MinVersion: tls.VersionTLS12}
+	if t.CA != "" {
+		pem, err := os.ReadFile(t.CA)
+		if err != nil {
+			return nil, fmt.Errorf("etcd's CA: %w", err)
+		}
+		out.RootCAs = x509.NewCertPool()
+		if !out.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("etcd's CA: no certificate in %s", t.CA)
+		}
+	}
+	if t.Cert != "" {
+		c, err := tls.LoadX509KeyPair(t.Cert, t.Key)
+		if err != nil {
+			return nil, fmt.Errorf("the certificate for etcd: %w", err)
+		}
+		out.Certificates = []tls.Certificate{c}
+	}
+	return out, nil
+}
+
+// deadline is when the trees of a session whose last renewal etcd
+// confirmed was sent at sent must be dead: etcd counts the ttl from when
+// the renewal reached its leader, which is after sent, so the lease
+// cannot expire before sent + ttl on etcd's clock. config.LeaseMargin
+// less than that allows for this clock running slower than etcd's
+// leader's and for the deadline's travel to the guardians. sent carries
+// the monotonic clock, and so does the deadline: a step of the wall
+// clock moves neither.
+func deadline(sent time.Time, ttl time.Duration) time.Time {
+	return sent.Add(ttl - config.LeaseMargin)
+}
+
+// renew renews the lease every third of the ttl, and again soon after a
+// renewal that failed, until ctx ends or the lease is gone.
+func (s *Session) renew(ctx context.Context) {
+	defer close(s.stopped)
+	every := s.cfg.RenewEvery()
+	retry := min(every/4, 250*time.Millisecond)
+	next := every
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(next):
+		}
+		sent := time.Now()
+		rctx, cancel := context.WithTimeout(ctx, every)
+		r, err := s.cli.KeepAliveOnce(rctx, s.id)
+		cancel()
+		switch {
+		case err == nil && r.TTL > 0:
+			s.mu.Lock()
+			s.deadline = deadline(sent, s.cfg.TTL)
+			s.mu.Unlock()
+			next = every - time.Since(sent)
+		case ctx.Err() != nil:
+			return
+		case err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound):
+			s.end(ErrLost)
+			return
+		default:
+			next = retry
+		}
+	}
+}
+
+// end ends the session with err, once.
+func (s *Session) end(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		s.err = err
+		close(s.lost)
+	}
+}
+
+// ID is the etcd lease's id.
+func (s *Session) ID() int64 { return int64(s.id) }
+
+// Deadline is when every tree of the identities the session holds must
+// be dead, unless a renewal comes before: the local monotonic time at
+// which the last renewal that etcd confirmed was sent, plus the ttl,
+// less config.LeaseMargin. A guardian stops its tree at the deadline
+// less its stop_timeout and config.KillMargin.
+func (s *Session) Deadline() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deadline
+}
+
+// Lost is closed when the session has ended: its lease is gone (Err is
+// ErrLost) or it was closed.
+func (s *Session) Lost() <-chan struct{} { return s.lost }
+
+// Err is why the session ended, or nil while it lives.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Acquire holds identity under the session's lease, if no one holds it:
+// it returns the identity's fencing token, or a *HeldElsewhere naming the
+// holder. An identity this session holds already is held again, with the
+// same token.
+func (s *Session) Acquire(ctx context.Context, identity string) (Fence, error) {
+	if err := s.Err(); err != nil {
+		return 0, err
+	}
+	key := Key(s.cfg.Prefix, identity)
+	val, err := json.Marshal(Holder{Host: s.cfg.Host, Profile: s.profile, PID: os.Getpid(), Since: time.Now().UTC().Truncate(time.Second)})
+	if err != nil {
+		return 0, err
+	}
+	r, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(val), clientv3.WithLease(s.id))).
+		Else(clientv3.OpGet(key)).
+		Commit()
+	if err != nil {
+		return 0, fmt.Errorf("holding identity %q in etcd: %w", identity, err)
+	}
+	if r.Succeeded {
+		return Fence(r.Header.Revision), nil
+	}
+	kvs := r.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 {
+		// Released between the compare and the get: there is none in
+		// one transaction, but say so rather than guess.
+		return 0, fmt.Errorf("holding identity %q in etcd: no key and no success", identity)
+	}
+	kv := kvs[0]
+	if clientv3.LeaseID(kv.Lease) == s.id {
+		return Fence(kv.CreateRevision), nil
+	}
+	held := &HeldElsewhere{Identity: identity, Revision: r.Header.Revision}
+	// A value that does not decode still names the identity as held.
+	_ = json.Unmarshal(kv.Value, &held.Holder)
+	return 0, held
+}
+
+// Release lets identity go, if the session holds it with token fence.
+func (s *Session) Release(ctx context.Context, identity string, fence Fence) error {
+	key := Key(s.cfg.Prefix, identity)
+	_, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", int64(fence)), clientv3.Compare(clientv3.LeaseValue(key), "=", s.id)).
+		Then(clientv3.OpDelete(key)).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("releasing identity %q in etcd: %w", identity, err)
+	}
+	return nil
+}
+
+// Released returns a channel that is closed when the identity that held
+// told of is let go (its key deleted, or expired with its lease), woken
+// by an etcd watch from the revision it was seen held at. The channel is
+// never closed if ctx ends, or the session, first.
+func (s *Session) Released(ctx context.Context, held *HeldElsewhere) <-chan struct{} {
+	out := make(chan struct{})
+	key := Key(s.cfg.Prefix, held.Identity)
+	go func() {
+		rev := held.Revision + 1
+		for ctx.Err() == nil {
+			wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+			released, next := s.watch(wctx, key, rev)
+			cancel()
+			if released {
+				close(out)
+				return
+			}
+			rev = next
+			// The watch ended without a release (no leader, etcd out
+			// of reach): watch again, after a pause, while the session
+			// lives.
+			select {
+			case <-ctx.Done():
+			case <-s.lost:
+				return
+			case <-time.After(rewatchAfter):
+			}
+		}
+	}()
+	return out
+}
+
+// watch watches key from rev, until a delete (released) or until the
+// watch ends; then next is the revision to watch from again, read from
+// etcd when the watch ended for a compaction.
+func (s *Session) watch(ctx context.Context, key string, rev int64) (released bool, next int64) {
+	for r := range s.cli.Watch(ctx, key, clientv3.WithRev(rev)) {
+		for _, ev := range r.Events {
+			if ev.Type == clientv3.EventTypeDelete {
+				return true, 0
+			}
+		}
+		if r.CompactRevision != 0 || r.Canceled {
+			break
+		}
+		if r.Header.Revision > 0 {
+			rev = r.Header.Revision + 1
+		}
+	}
+	if ctx.Err() != nil {
+		return false, rev
+	}
+	// The history may be gone: read the key as it is now.
+	g, err := s.cli.Get(ctx, key)
+	if err != nil {
+		return false, rev
+	}
+	if len(g.Kvs) == 0 {
+		return true, 0
+	}
+	return false, g.Header.Revision + 1
+}
+
+// Close stops renewing and revokes the lease, which lets every identity
+// the session holds go at once.
+func (s *Session) Close(ctx context.Context) error {
+	s.cancel()
+	<-s.stopped
+	s.end(errors.New("the lease session was closed"))
+	_, err := s.cli.Revoke(ctx, s.id)
+	if cerr := s.cli.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
