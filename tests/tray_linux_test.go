@@ -331,7 +331,7 @@ func TestTrayOnARealDesktop(t *testing.T) {
 
 	// Quit tray: the tray ends, the service it started runs on.
 	quit, _ := menu.find("Quit tray")
-	d.click(item, quit.id)
+	d.clickQuit(item, quit.id)
 	select {
 	case <-tr.done:
 	case <-time.After(15 * time.Second):
