@@ -288,9 +288,9 @@ func (s *treeStop) killKnown(graceEnd time.Time) bool {
 	if t.Root > 0 && t.RootSubreaper {
 		return false
 	}
-	if t.Cgroup != nil {
-		_ = t.Cgroup.Kill()
-	}
+	// The members first, then the cgroup: a member the cgroup's kill
+	// reached first could no longer be signalled, and the report would
+	// not count it as killed.
 	var known []*Handle
 	for r, h := range s.hs {
 		if h == nil {
@@ -301,6 +301,9 @@ func (s *treeStop) killKnown(graceEnd time.Time) bool {
 			s.killed[r] = true
 			s.rep.Killed++
 		}
+	}
+	if t.Cgroup != nil {
+		_ = t.Cgroup.Kill()
 	}
 	if waitAll(known, graceEnd) != nil {
 		return false
