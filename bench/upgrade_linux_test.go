@@ -4,10 +4,12 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -40,13 +42,22 @@ import (
 //     not what it was before the upgrade (the target is none, I9).
 //
 // Run it as go test ./bench/ -run '^$' -bench 'Upgrade$' -benchtime=20x.
-func BenchmarkUpgrade(b *testing.B) { benchUpgrades(b, false) }
+func BenchmarkUpgrade(b *testing.B) { benchUpgrades(b, upgradeCase{}) }
 
 // BenchmarkUpgradeStalled is BenchmarkUpgrade with a connection that
 // sent half a request (a command stopped with Ctrl-Z) open through each
 // upgrade: the pause does not wait for it, and the API's silence is held
 // to the same target.
-func BenchmarkUpgradeStalled(b *testing.B) { benchUpgradesWith(b, false, true) }
+func BenchmarkUpgradeStalled(b *testing.B) { benchUpgrades(b, upgradeCase{stall: true}) }
+
+// BenchmarkUpgradeConcurrent is BenchmarkUpgrade with two upgrades asked
+// at the same moment in each iteration: the one asked while the other
+// hands over is answered handing_over and asked again of the successor,
+// as "service upgrade" does, so the two serialise. Each upgrade counts in
+// the metrics (two per iteration), its silence held to the same target.
+//
+// Run it as go test ./bench/ -run '^$' -bench 'UpgradeConcurrent$' -benchtime=20x.
+func BenchmarkUpgradeConcurrent(b *testing.B) { benchUpgrades(b, upgradeCase{asks: 2}) }
 
 // BenchmarkUpgradeLanded is BenchmarkUpgrade the way an install goes: a
 // new binary lands at the path the service runs from (a copy of it,
@@ -54,22 +65,25 @@ func BenchmarkUpgradeStalled(b *testing.B) { benchUpgradesWith(b, false, true) }
 // the timing; the metrics are BenchmarkUpgrade's.
 //
 // Run it as go test ./bench/ -run '^$' -bench UpgradeLanded -benchtime=20x.
-func BenchmarkUpgradeLanded(b *testing.B) { benchUpgrades(b, true) }
+func BenchmarkUpgradeLanded(b *testing.B) { benchUpgrades(b, upgradeCase{land: true}) }
 
-// benchUpgrades is BenchmarkUpgrade, each binary landed first when land
-// is set.
-func benchUpgrades(b *testing.B, land bool) { benchUpgradesWith(b, land, false) }
+// upgradeCase is what an iteration of benchUpgrades does besides one
+// upgrade.
+type upgradeCase struct {
+	land  bool // land the binary first, as an install does
+	stall bool // hold a stalled connection open through the upgrade
+	asks  int  // upgrades asked at the same moment; zero means one
+}
 
-// benchUpgradesWith is benchUpgrades, with a stalled connection open
-// through each upgrade when stall is set.
-func benchUpgradesWith(b *testing.B, land, stall bool) {
+// benchUpgrades is BenchmarkUpgrade, each iteration as c says.
+func benchUpgrades(b *testing.B, c upgradeCase) {
 	n := agentCount(b)
 	exe := tetherBinary(b)
 	lookPath(b, "sleep")
 	w := newSvcWorld(b, n)
 	u := newUndo(b)
 	target := exe
-	if land {
+	if c.land {
 		target = filepath.Join(w.dir, "bin", "tether")
 		if err := landBinary(exe, target); err != nil {
 			b.Fatal(err)
@@ -84,7 +98,7 @@ func benchUpgradesWith(b *testing.B, land, stall bool) {
 	var took, again, gap, waitMax []time.Duration
 	refused, changed := 0, 0
 	for b.Loop() {
-		if land {
+		if c.land {
 			b.StopTimer()
 			if err := landBinary(exe, target); err != nil {
 				b.Fatal(err)
@@ -92,7 +106,7 @@ func benchUpgradesWith(b *testing.B, land, stall bool) {
 			b.StartTimer()
 		}
 		var stalled net.Conn
-		if stall {
+		if c.stall {
 			b.StopTimer()
 			var err error
 			if stalled, err = w.stall(); err != nil {
@@ -100,14 +114,14 @@ func benchUpgradesWith(b *testing.B, land, stall bool) {
 			}
 			b.StartTimer()
 		}
-		r, err := w.upgradeOnce(target)
+		r, err := w.upgradeOnce(target, max(c.asks, 1))
 		if stalled != nil {
 			stalled.Close()
 		}
 		if err != nil {
 			b.Fatalf("%v\nservice log:\n%s", err, s.output())
 		}
-		took, again, gap, waitMax = append(took, r.took), append(again, r.again), append(gap, r.gap), append(waitMax, r.waitMax)
+		took, again, gap, waitMax = append(took, r.took...), append(again, r.again...), append(gap, r.gap...), append(waitMax, r.waitMax)
 		refused += r.refused
 		b.StopTimer()
 		st, err := w.client.Status(context.Background())
@@ -226,23 +240,29 @@ func rowsOf(rows []api.Agent) map[string]api.Agent {
 // hammerEvery paces each status client of BenchmarkUpgrade.
 const hammerEvery = 5 * time.Millisecond
 
-// upgradeResult is one upgrade as upgradeOnce saw it.
+// upgradeResult is one call of upgradeOnce as it saw it: took, again
+// and gap hold one figure for each upgrade asked.
 type upgradeResult struct {
-	took, again, gap, waitMax time.Duration
-	refused                   int
+	took, again, gap []time.Duration
+	waitMax          time.Duration
+	refused          int
 }
 
-// upgradeOnce upgrades the world's service to exe with four clients
-// asking for the status meanwhile, and returns when the successor serves
-// and every client has seen it.
-func (w *svcWorld) upgradeOnce(exe string) (upgradeResult, error) {
+// upgradeOnce asks the world's service for asks upgrades to exe at the
+// same moment, with four clients asking for the status meanwhile, and
+// returns when the last successor serves and every client has seen it.
+func (w *svcWorld) upgradeOnce(exe string, asks int) (upgradeResult, error) {
 	var r upgradeResult
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	id := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	ids := make([]string, asks)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), i)
+	}
 	var mu sync.Mutex
-	var first time.Time // the first answer from the successor
-	seen := 0           // clients that have had one
+	first := map[string]time.Time{} // each upgrade's successor's first answer
+	ups := map[string]api.Upgrade{} // each upgrade, as its successor told it
+	seen := 0                       // clients that have had an answer from the last successor
 	var wg sync.WaitGroup
 	begin := time.Now()
 	for range 4 {
@@ -256,42 +276,73 @@ func (w *svcWorld) upgradeOnce(exe string) (upgradeResult, error) {
 				if err != nil {
 					r.refused++
 				}
-				successor := err == nil && st.Service != nil && st.Service.Upgrade != nil && st.Service.Upgrade.ID == id && st.Service.Upgrade.Took > 0
-				if successor && (first.IsZero() || t1.Before(first)) {
-					first = t1
+				var u *api.Upgrade
+				if err == nil && st.Service != nil {
+					u = st.Service.Upgrade
+				}
+				successor := u != nil && slices.Contains(ids, u.ID) && u.Took > 0
+				if successor {
+					if f, ok := first[u.ID]; !ok || t1.Before(f) {
+						first[u.ID] = t1
+						ups[u.ID] = *u
+					}
+				}
+				// Once every upgrade's successor has answered, any
+				// answer from one is the last's: the others have
+				// handed over to it.
+				last := successor && len(first) == len(ids)
+				if last {
+					seen++
 				}
 				mu.Unlock()
-				if successor {
-					mu.Lock()
-					seen++
-					mu.Unlock()
+				if last {
 					return
 				}
 				time.Sleep(hammerEvery)
 			}
 		})
 	}
-	ans, err := w.client.Upgrade(ctx, api.UpgradeRequest{Executable: exe, ID: id})
-	if err != nil {
+	errs := make([]error, asks)
+	var asked sync.WaitGroup
+	for i, id := range ids {
+		asked.Go(func() { errs[i] = w.askUpgrade(ctx, api.UpgradeRequest{Executable: exe, ID: id}) })
+	}
+	asked.Wait()
+	if err := errors.Join(errs...); err != nil {
 		cancel()
 		wg.Wait()
 		return r, fmt.Errorf("upgrade: %w", err)
 	}
-	_ = ans
 	wg.Wait()
 	if seen < 4 {
 		return r, fmt.Errorf("the successor did not answer within a minute")
 	}
-	st, err := w.client.Status(ctx)
-	if err != nil {
-		return r, err
+	for _, id := range ids {
+		u := ups[id]
+		if u.Error != nil {
+			return r, u.Error
+		}
+		r.took = append(r.took, u.Took)
+		r.again = append(r.again, first[id].Sub(begin))
+		r.gap = append(r.gap, first[id].Sub(u.Began.Add(u.Paused)))
 	}
-	if u := st.Service.Upgrade; u.Error != nil {
-		return r, u.Error
-	}
-	u := st.Service.Upgrade
-	r.took = u.Took
-	r.again = first.Sub(begin)
-	r.gap = first.Sub(u.Began.Add(u.Paused))
 	return r, nil
+}
+
+// askUpgrade asks the world's service for the upgrade req, asking again
+// every 5 ms while another upgrade hands over, as "service upgrade" does:
+// the request then queues until the successor answers it.
+func (w *svcWorld) askUpgrade(ctx context.Context, req api.UpgradeRequest) error {
+	for {
+		_, err := w.client.Upgrade(ctx, req)
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Code != api.CodeHandingOver {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
