@@ -115,7 +115,7 @@ mkdir -p "$linux"
 sed -e "s/@VERSION@/$VERSION/" -e "s/@DATE@/$DATE/" packaging/linux/tether.metainfo.xml >"$linux/tether.metainfo.xml"
 {
 	printf 'tether (%s-1) unstable; urgency=medium\n\n' "$PKGVERSION"
-	printf '  * Release %s, from commit %s.\n\n' "$VERSION" "$COMMIT"
+	printf '  * Release %s,\n    from commit %s.\n\n' "$VERSION" "$COMMIT"
 	printf ' -- %s  %s\n' "$(bash packaging/maintainer.sh)" "$(date -u -R -d "@$SOURCE_DATE_EPOCH")"
 } | gzip -9 -n >"$linux/changelog.Debian.gz"
 for script in postinst prerm; do
@@ -127,7 +127,11 @@ for script in postinst prerm; do
 done
 cp packaging/linux/lintian-overrides "$linux/lintian-overrides"
 if [ -n "$guardian" ]; then
-	echo 'tether: statically-linked-binary [usr/bin/tether-guardian]' >>"$linux/lintian-overrides"
+	{
+		echo 'tether: statically-linked-binary [usr/bin/tether-guardian]'
+		# The service runs it, never a person: it has no command line of its own.
+		echo 'tether: no-manual-page [usr/bin/tether-guardian]'
+	} >>"$linux/lintian-overrides"
 fi
 for t in $TARGETS; do
 	os=${t%/*} arch=${t#*/}
