@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,7 +14,7 @@ func TestLease(t *testing.T) {
 	src := `lease:
   etcd:
     endpoints: ["http://127.0.0.1:2379", "https://etcd.example:2379/"]
-    tls: {ca: ca.pem, cert: /etc/me.pem, key: /etc/me.key}
+    tls: {ca: ca.pem, cert: %q, key: %q}
   ttl: 4s
   host: laptop
   prefix: /team/tether
@@ -26,13 +27,19 @@ agents:
     stop_timeout: 1m
     lease: local
 `
+	// Absolute paths as this system writes them (a path from / is not
+	// absolute on Windows), kept as they are; a relative one is the
+	// config's directory's.
+	dir := os.TempDir()
+	cert, key := filepath.Join(dir, "me.pem"), filepath.Join(dir, "me.key")
+	src = fmt.Sprintf(src, cert, key)
 	cfg, err := Parse("/etc/tether/agents.yaml", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := &Lease{
 		Endpoints: []string{"http://127.0.0.1:2379", "https://etcd.example:2379/"},
-		TLS:       &LeaseTLS{CA: filepath.Join(filepath.Dir(cfg.Path), "ca.pem"), Cert: filepath.Clean("/etc/me.pem"), Key: filepath.Clean("/etc/me.key")},
+		TLS:       &LeaseTLS{CA: filepath.Join(filepath.Dir(cfg.Path), "ca.pem"), Cert: cert, Key: key},
 		TTL:       4 * time.Second, Host: "laptop", Prefix: "/team/tether", Line: 1,
 	}
 	if !reflect.DeepEqual(cfg.Lease, want) {
