@@ -2,7 +2,6 @@ package platform
 
 import (
 	"os"
-	"time"
 )
 
 // UnsafeFileError reports a lock file or private directory that exists
@@ -38,9 +37,3 @@ func OpenAppendNoFollow(path string) (*os.File, error) { return openAppendNoFoll
 // fails (some Windows-compatible systems lack the call it deletes with),
 // it walks the tree itself.
 func RemoveAll(path string) error { return removeAll(path) }
-
-// ChangeTime is when the file of fi last changed, its contents or its
-// metadata, where the OS keeps that apart from the modification time
-// (ctime on Unix): a rewrite moves it, whatever it sets the modification
-// time to. It is the zero time where the OS keeps none (Windows).
-func ChangeTime(fi os.FileInfo) time.Time { return changeTime(fi) }

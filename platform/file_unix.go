@@ -4,7 +4,6 @@ package platform
 
 import (
 	"os"
-	"time"
 
 	punix "github.com/tether-dev/tether/platform/unix"
 )
@@ -15,4 +14,3 @@ func secureDir(path string) error                      { return punix.SecureDir(
 func mkdirPrivate(path string) error                   { return os.Mkdir(path, 0o700) }
 func openAppendNoFollow(path string) (*os.File, error) { return punix.OpenAppendNoFollow(path) }
 func removeAll(path string) error                      { return punix.RemoveAll(path) }
-func changeTime(fi os.FileInfo) time.Time              { return punix.ChangeTime(fi) }

@@ -11,9 +11,6 @@ import (
 
 type unsafeFileError = pwin.UnsafeFileError
 
-// changeTime is the zero time: Windows keeps no change time apart.
-func changeTime(os.FileInfo) time.Time { return time.Time{} }
-
 // removeWait bounds the retries of removeAll.
 const removeWait = 2 * time.Second
 
