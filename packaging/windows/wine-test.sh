@@ -112,7 +112,14 @@ printf '#include <windows.h>\nint main(void) { Sleep(INFINITE); return 0; }\n' >
 x86_64-w64-mingw32-gcc -O2 -s -o "$tmp/sleeper.exe" "$tmp/sleeper.c"
 echo "wine prefix ready in $(($(date +%s) - begin))s"
 
-w cmd /c echo '%LOCALAPPDATA%' || fail "reading %LOCALAPPDATA%"
+# The first program of a prefix starts Wine's own services; on a busy
+# machine that start can fail once ("ShellExecuteEx failed: Internal
+# error") and succeed the next time, so the first read is polled.
+eventually 120 w cmd /c echo '%LOCALAPPDATA%' || {
+	echo "  wineboot's output:" >&2
+	sed 's/^/  | /' "$tmp/boot.log" >&2
+	fail "reading %LOCALAPPDATA%"
+}
 localw=$(cat "$tmp/out")
 w cmd /c echo '%APPDATA%' || fail "reading %APPDATA%"
 roamingw=$(cat "$tmp/out")
