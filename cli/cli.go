@@ -29,6 +29,7 @@ import (
 	"github.com/tether-dev/tether/demo"
 	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/internal/buildinfo"
+	"github.com/tether-dev/tether/internal/suggest"
 	"github.com/tether-dev/tether/tray"
 )
 
@@ -125,6 +126,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "config":
 		return inv.configCmd(rest)
 	default:
+		if strings.HasPrefix(cmd, "-") {
+			// A global flag mistyped, before the command.
+			names := make([]string, len(globalFlags))
+			for i, g := range globalFlags {
+				names[i] = strings.TrimLeft(g, "-")
+			}
+			return inv.usage(&unknownFlagError{Flag: cmd, Meant: suggest.Best(strings.TrimLeft(cmd, "-"), names)})
+		}
 		return inv.usage(unknownCommand("unknown command", cmd))
 	}
 }
@@ -139,9 +148,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 // never taken, does nothing.
 func releaseMainThread() { runtime.UnlockOSThread() }
 
+// usage answers a command line that names no command tether has, or
+// global flags used wrongly: what was wrong, the one global usage line,
+// and where the commands are listed.
 func (inv *invocation) usage(err error) int {
 	fmt.Fprintln(inv.stderr, "tether:", err)
-	fmt.Fprint(inv.stderr, usageText())
+	fmt.Fprintln(inv.stderr, globalUsage)
+	fmt.Fprintln(inv.stderr, `"tether help" lists the commands`)
 	return ExitUsage
 }
 

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/client"
+	"github.com/tether-dev/tether/internal/suggest"
 	"github.com/tether-dev/tether/service"
 	"github.com/tether-dev/tether/service/config"
 )
@@ -87,16 +87,6 @@ func codeExit(code api.Code) int {
 	}
 }
 
-// newFlags is the flag set of a command. A bad flag prints the flag
-// package's one line; the caller's usage error follows it (--help never
-// reaches here: Main answers it).
-func newFlags(name string, inv *invocation) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(inv.stderr)
-	fs.Usage = func() {}
-	return fs
-}
-
 // action runs start, stop or restart on several ids. The exit code is
 // that of the worst outcome: cleanup (5) over contention (4) over any
 // other failure (1).
@@ -107,12 +97,12 @@ func (inv *invocation) action(verb string, args []string) int {
 		noWait = fs.Bool("no-wait", false, "answer once the agent is spawned, not once it is ready")
 	}
 	// The ids are written "ID...", as the contract writes them.
-	usage := fmt.Errorf("usage: tether %s [--no-wait] %s", verb, "ID...")
+	usage := fmt.Sprintf("usage: tether %s [--no-wait] %s", verb, "ID...")
 	if verb == "stop" {
-		usage = fmt.Errorf("usage: tether %s %s", verb, "ID...")
+		usage = fmt.Sprintf("usage: tether %s %s", verb, "ID...")
 	}
-	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
-		return inv.usage(usage)
+	if err := parseFlags(fs, args); err != nil || fs.NArg() == 0 {
+		return inv.commandUsage(err, usage)
 	}
 	c, p, err := inv.client()
 	if err != nil {
@@ -171,13 +161,11 @@ func (inv *invocation) logs(args []string) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		id, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
-		return ExitUsage
-	}
-	if id == "" && fs.NArg() == 1 {
+	err := parseFlags(fs, args)
+	if err == nil && id == "" && fs.NArg() == 1 {
 		id = fs.Arg(0)
-	} else if fs.NArg() > 0 || id == "" || *n < 0 {
-		return inv.usage(fmt.Errorf("usage: tether logs ID [-f] [-n N]"))
+	} else if err != nil || fs.NArg() > 0 || id == "" || *n < 0 {
+		return inv.commandUsage(err, "usage: tether logs ID [-f] [-n N]")
 	}
 	c, p, err := inv.client()
 	if err != nil {
@@ -207,7 +195,7 @@ func (inv *invocation) logs(args []string) int {
 
 func (inv *invocation) check(args []string) int {
 	if len(args) > 0 {
-		return inv.usage(fmt.Errorf("usage: tether check"))
+		return inv.commandUsage(nil, "usage: tether check")
 	}
 	p, err := inv.paths()
 	if err != nil {
@@ -233,7 +221,7 @@ func (inv *invocation) check(args []string) int {
 
 func (inv *invocation) reload(args []string) int {
 	if len(args) > 0 {
-		return inv.usage(fmt.Errorf("usage: tether reload"))
+		return inv.commandUsage(nil, "usage: tether reload")
 	}
 	c, p, err := inv.client()
 	if err != nil {
@@ -249,8 +237,18 @@ func (inv *invocation) reload(args []string) int {
 }
 
 func (inv *invocation) configCmd(args []string) int {
-	if len(args) != 1 || args[0] != "init" {
-		return inv.usage(fmt.Errorf("usage: tether config init"))
+	const usage = "usage: tether config init [--print]"
+	if len(args) == 0 || args[0] != "init" {
+		return inv.commandUsage(nil, usage)
+	}
+	fs := newFlags("config init", inv)
+	printOnly := fs.Bool("print", false, "write the default config to standard output")
+	if err := parseFlags(fs, args[1:]); err != nil || fs.NArg() > 0 {
+		return inv.commandUsage(err, usage)
+	}
+	if *printOnly {
+		_, _ = inv.stdout.Write(config.Default())
+		return ExitOK
 	}
 	p, err := inv.paths()
 	if err != nil {
@@ -258,7 +256,7 @@ func (inv *invocation) configCmd(args []string) int {
 	}
 	if err := config.WriteDefault(p.Config); err != nil {
 		if errors.Is(err, config.ErrExists) {
-			return inv.fail("%s already exists; not overwriting it", p.Config)
+			return inv.fail("%s already exists; not overwriting it (tether config init --print shows the default)", p.Config)
 		}
 		return inv.fail("%v", err)
 	}
@@ -268,7 +266,7 @@ func (inv *invocation) configCmd(args []string) int {
 
 func (inv *invocation) service(args []string) int {
 	if len(args) == 0 {
-		return inv.usage(fmt.Errorf("usage: tether service run|install|uninstall|start|stop|status|upgrade [--print]"))
+		return inv.commandUsage(nil, "usage: tether service run|install|uninstall|start|stop|status|upgrade [--print]")
 	}
 	p, err := inv.paths()
 	if err != nil {
@@ -277,14 +275,14 @@ func (inv *invocation) service(args []string) int {
 	// handover-check is the successor's side of an upgrade, not typed.
 	if !slices.Contains(serviceVerbs, args[0]) && args[0] != "handover-check" {
 		err := fmt.Errorf("unknown service command %q", args[0])
-		if s := suggest(args[0], serviceVerbs); s != "" {
+		if s := suggest.Best(args[0], serviceVerbs); s != "" {
 			err = fmt.Errorf("%w; did you mean %q?", err, s)
 		}
 		return inv.usage(err)
 	}
 	if args[0] == "run" {
 		if len(args) > 1 {
-			return inv.usage(fmt.Errorf("usage: tether service run"))
+			return inv.commandUsage(nil, "usage: tether service run")
 		}
 		exe, err := os.Executable()
 		if err != nil {
@@ -313,7 +311,7 @@ func (inv *invocation) serviceIDs(c *client.Client) []string {
 // didYouMean is what to add to the message of an unknown id: the id of
 // ids it most likely mistypes, if any.
 func didYouMean(id string, ids []string) string {
-	if s := suggest(id, ids); s != "" {
+	if s := suggest.Best(id, ids); s != "" {
 		return fmt.Sprintf("; did you mean %q?", s)
 	}
 	return ""

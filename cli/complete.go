@@ -12,6 +12,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/client"
+	"github.com/tether-dev/tether/internal/suggest"
 	"github.com/tether-dev/tether/service"
 )
 
@@ -58,11 +59,11 @@ func CompletionScripts() map[string][]byte {
 // completion prints the script of a shell.
 func (inv *invocation) completion(args []string) int {
 	if len(args) != 1 {
-		return inv.usage(fmt.Errorf("usage: tether completion bash|zsh|fish|powershell"))
+		return inv.commandUsage(nil, "usage: tether completion bash|zsh|fish|powershell")
 	}
 	if !slices.Contains(completionShells, args[0]) {
 		err := fmt.Errorf("completion: no script for %q (bash, zsh, fish or powershell)", args[0])
-		if s := suggest(args[0], completionShells); s != "" {
+		if s := suggest.Best(args[0], completionShells); s != "" {
 			err = fmt.Errorf("%w; did you mean %q?", err, s)
 		}
 		return inv.usage(err)
@@ -157,6 +158,8 @@ func (inv *invocation) candidates(done []string, cur string) []string {
 	case "config":
 		if len(args) == 0 {
 			out = append(out, "init")
+		} else if args[0] == "init" && flagsToo {
+			out = append(out, "--print")
 		}
 	case "completion":
 		if len(args) == 0 {

@@ -33,7 +33,7 @@ func (inv *invocation) distfiles(args []string) int {
 	version := fs.String("version", "", "")
 	date := fs.String("date", "", "")
 	if err := fs.Parse(args); err != nil || *out == "" || *version == "" || *date == "" || fs.NArg() > 0 {
-		return inv.usage(fmt.Errorf("usage: tether %s -out DIR -version VERSION -date YYYY-MM-DD", distfilesCmd))
+		return inv.commandUsage(nil, fmt.Sprintf("usage: tether %s -out DIR -version VERSION -date YYYY-MM-DD", distfilesCmd))
 	}
 	if err := writeDistfiles(*out, distfiles(*version, *date)); err != nil {
 		return inv.fail("%v", err)

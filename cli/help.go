@@ -5,6 +5,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/tether-dev/tether/internal/suggest"
 )
 
 // doc is the help of one command: `tether help NAME` and `tether NAME
@@ -79,8 +81,11 @@ locked and tether keeps trying.`,
 removed ones stopped, changed ones restarted. A config that does not load
 is refused and the running one stays in force.`,
 		example: "tether reload"},
-	{name: "config", usage: "config init", summary: "write the default config out for editing",
-		example: "tether config init && $EDITOR ~/.config/tether/agents.yaml"},
+	{name: "config", usage: "config init [--print]", summary: "write the default config out for editing",
+		text: `Writes the default config, each key explained, where the config is read
+from; a config already there is never overwritten. --print writes it to
+standard output instead, to compare with or copy from.`,
+		example: "tether config init && $EDITOR ~/.config/tether/agents.yaml\ntether config init --print | less"},
 	{name: "completion", usage: "completion bash|zsh|fish|powershell", summary: "print a shell completion script",
 		text: `Prints a script that completes tether's commands, flags and agent ids
 (those of the running service, else those of the config).`,
@@ -201,7 +206,7 @@ func asksHelp(args []string) bool {
 // unknownCommand is the usage error of a command that does not exist,
 // with the closest one when it is likely a typo.
 func unknownCommand(what, name string) error {
-	if s := suggest(name, commandNames()); s != "" {
+	if s := suggest.Best(name, commandNames()); s != "" {
 		return fmt.Errorf("%s %q; did you mean %q?", what, name, s)
 	}
 	return fmt.Errorf("%s %q", what, name)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"time"
@@ -26,15 +25,14 @@ func (inv *invocation) serviceManager(p service.Paths, args []string) int {
 	case "handover-check":
 		return upgrade.HandoverCheck(Version, os.Stdin, inv.stdout)
 	}
-	fs := flag.NewFlagSet("service "+verb, flag.ContinueOnError)
-	fs.SetOutput(inv.stderr)
+	fs := newFlags("service "+verb, inv)
 	printOnly := fs.Bool("print", false, "show exactly what would be written, and write nothing")
 	noStart := new(bool)
 	if verb == "install" {
 		noStart = fs.Bool("no-start", false, "register the service, and start nothing now")
 	}
-	if err := fs.Parse(args[1:]); err != nil || fs.NArg() > 0 {
-		return inv.usage(fmt.Errorf("usage: tether service %s [--print]", verb))
+	if err := parseFlags(fs, args[1:]); err != nil || fs.NArg() > 0 {
+		return inv.commandUsage(err, fmt.Sprintf("usage: tether service %s [--print]", verb))
 	}
 	o, err := inv.installOptions(p)
 	if err != nil {

@@ -25,8 +25,8 @@ func (inv *invocation) status(args []string) int {
 	fs := newFlags("status", inv)
 	asJSON := fs.Bool("json", false, "print JSON")
 	wide := fs.Bool("wide", false, "never cut the ERROR column")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return inv.usage(fmt.Errorf("usage: tether status [--json] [--wide]"))
+	if err := parseFlags(fs, args); err != nil || fs.NArg() > 0 {
+		return inv.commandUsage(err, "usage: tether status [--json] [--wide]")
 	}
 	c, p, err := inv.client()
 	if err != nil {

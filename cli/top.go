@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,8 +14,8 @@ import (
 // on the process's terminal, until the person quits it.
 func (inv *invocation) top(args []string) int {
 	fs := newFlags("top", inv)
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return inv.usage(fmt.Errorf("usage: tether top"))
+	if err := parseFlags(fs, args); err != nil || fs.NArg() > 0 {
+		return inv.commandUsage(err, "usage: tether top")
 	}
 	c, p, err := inv.client()
 	if err != nil {

@@ -22,8 +22,8 @@ const upgradeWait = time.Minute
 // running (I9).
 func (inv *invocation) upgrade(p service.Paths, args []string) int {
 	fs := newFlags("service upgrade", inv)
-	if err := fs.Parse(args); err != nil || fs.NArg() > 1 {
-		return inv.usage(fmt.Errorf("usage: tether service upgrade [BINARY]"))
+	if err := parseFlags(fs, args); err != nil || fs.NArg() > 1 {
+		return inv.commandUsage(err, "usage: tether service upgrade [BINARY]")
 	}
 	exe := fs.Arg(0)
 	if exe == "" {

@@ -66,10 +66,12 @@ func TestParseErrors(t *testing.T) {
 
 		// Unknown keys.
 		{"unknown agent key", "agents:\n  - id: a\n    command: [x]\n    restrat: never\n",
-			nil, []want{{"cfg", 4, "agents[0].restrat", ""}}},
+			nil, []want{{"cfg", 4, "agents[0].restrat", `did you mean "restart"?`}}},
+		{"unknown agent key far from any", "agents:\n  - id: a\n    command: [x]\n    colour: red\n",
+			nil, []want{{"cfg", 4, "agents[0].colour", "unknown key (an agent has"}}},
 		{"unknown key in second agent", "agents:\n  - id: a\n    command: [x]\n  - id: b\n    command: [x]\n    auto_start: true\n",
 			nil, []want{{"cfg", 6, "agents[1].auto_start", ""}}},
-		{"unknown top-level key", "agent:\n  - id: a\n", nil, []want{{"cfg", 1, "agent", ""}}},
+		{"unknown top-level key", "agent:\n  - id: a\n", nil, []want{{"cfg", 1, "agent", `did you mean "agents"?`}}},
 
 		// Wrong types.
 		{"autostart not bool", "agents:\n  - id: a\n    command: [x]\n    autostart: maybe\n",

@@ -217,7 +217,7 @@ func (p *parser) known(m *yaml.Node, key string, names []string) map[string]pair
 	vals := map[string]pair{}
 	for _, kv := range p.pairs(m, key, 0) {
 		if !slices.Contains(names, kv.name) {
-			p.errorf(kv.key.Line, key+"."+kv.name, "unknown key (%s has %s)", key, strings.Join(names, ", "))
+			p.errorf(kv.key.Line, key+"."+kv.name, "%s (%s has %s)", unknownKey(kv.name, names), key, strings.Join(names, ", "))
 			continue
 		}
 		vals[kv.name] = kv

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/identity"
+	"github.com/tether-dev/tether/internal/suggest"
 	"gopkg.in/yaml.v3"
 )
 
@@ -152,6 +153,15 @@ func (p *parser) errorf(line int, key, format string, args ...any) {
 	p.add(&Error{File: p.file, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
 }
 
+// unknownKey is the message for a key name that is none of known: with
+// the key it most likely stands for, when one is near.
+func unknownKey(name string, known []string) string {
+	if s := suggest.Best(name, known); s != "" {
+		return fmt.Sprintf("unknown key; did you mean %q?", s)
+	}
+	return "unknown key"
+}
+
 // The expansion of aliases and "<<" merges is bounded: each reads its
 // anchor's entries again, and nine merges of nine merges of ... make a
 // 1 KB file of 40 million entries. yaml.v3 bounds aliases only when it
@@ -265,7 +275,7 @@ func (p *parser) config(n *yaml.Node) ([]Agent, *Lease) {
 		case keyLease:
 			lease = p.lease(kv)
 		default:
-			p.errorf(kv.key.Line, kv.name, "unknown key (the config has %s)", strings.Join(rootKeys, ", "))
+			p.errorf(kv.key.Line, kv.name, "%s (the config has %s)", unknownKey(kv.name, rootKeys), strings.Join(rootKeys, ", "))
 		}
 	}
 	if agents == nil {
@@ -357,7 +367,7 @@ func (p *parser) agent(n *yaml.Node, key string) (a parsedAgent, ok bool) {
 	e := entry{vals: map[string]pair{}, line: n.Line, key: key}
 	for _, kv := range p.pairs(m, key, 0) {
 		if !slices.Contains(agentKeys, kv.name) {
-			p.errorf(kv.key.Line, e.k(kv.name), "unknown key (an agent has %s)", strings.Join(agentKeys, ", "))
+			p.errorf(kv.key.Line, e.k(kv.name), "%s (an agent has %s)", unknownKey(kv.name, agentKeys), strings.Join(agentKeys, ", "))
 			continue
 		}
 		e.vals[kv.name] = kv

@@ -200,7 +200,7 @@ func (p *parser) health(kv pair, key string) *Health {
 		case slices.Contains(probe.HealthKinds, probe.Kind(e.name)):
 			checks = append(checks, e)
 		default:
-			p.errorf(e.key.Line, k, "unknown key (health has one of %s, and %s, %s, %s)", kindNames(probe.HealthKinds), keyEvery, keyTimeout, keyFailures)
+			p.errorf(e.key.Line, k, "%s (health has one of %s, and %s, %s, %s)", unknownKey(e.name, append(kindStrings(probe.HealthKinds), keyEvery, keyTimeout, keyFailures)), kindNames(probe.HealthKinds), keyEvery, keyTimeout, keyFailures)
 			ok = false
 		}
 	}
@@ -300,12 +300,15 @@ func (p *parser) ids(kv pair, key string) ([]string, []int) {
 	return ids, lines
 }
 
-func kindNames(ks []probe.Kind) string {
+func kindNames(ks []probe.Kind) string { return strings.Join(kindStrings(ks), ", ") }
+
+// kindStrings is each kind's name.
+func kindStrings(ks []probe.Kind) []string {
 	s := make([]string, len(ks))
 	for i, k := range ks {
 		s[i] = string(k)
 	}
-	return strings.Join(s, ", ")
+	return s
 }
 
 // examples shows how each allowed kind is written.

@@ -1,4 +1,4 @@
-package cli
+package suggest
 
 import "testing"
 
@@ -20,8 +20,8 @@ func TestEditDistance(t *testing.T) {
 	}
 }
 
-func TestSuggest(t *testing.T) {
-	cmds := commandNames()
+func TestBest(t *testing.T) {
+	cmds := []string{"tray", "demo", "service", "status", "top", "start", "stop", "restart", "logs", "check", "reload", "config", "version", "help", "completion"}
 	for _, c := range []struct{ word, want string }{
 		{"strat", "start"},
 		{"stauts", "status"},
@@ -33,16 +33,16 @@ func TestSuggest(t *testing.T) {
 		{"x", ""},
 		{"start", ""}, // not a typo
 	} {
-		if got := suggest(c.word, cmds); got != c.want {
-			t.Errorf("suggest(%q) = %q, want %q", c.word, got, c.want)
+		if got := Best(c.word, cmds); got != c.want {
+			t.Errorf("Best(%q) = %q, want %q", c.word, got, c.want)
 		}
 	}
 	ids := []string{"alice", "alice-2", "bob@relay"}
 	for _, c := range []struct{ word, want string }{
 		{"alcie", "alice"}, {"bob@rely", "bob@relay"}, {"bob", "bob@relay"}, {"carol", ""},
 	} {
-		if got := suggest(c.word, ids); got != c.want {
-			t.Errorf("suggest(%q, ids) = %q, want %q", c.word, got, c.want)
+		if got := Best(c.word, ids); got != c.want {
+			t.Errorf("Best(%q, ids) = %q, want %q", c.word, got, c.want)
 		}
 	}
 }

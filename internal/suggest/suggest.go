@@ -1,14 +1,16 @@
-package cli
+// Package suggest finds what a mistyped word most likely stands for: the
+// "did you mean" of commands, flags, agent ids and config keys.
+package suggest
 
 import "strings"
 
-// suggest returns the candidate that word most likely stands for, or "":
+// Best returns the candidate that word most likely stands for, or "":
 // the only candidate that word is the beginning of (for a word of two
 // letters or more: an abbreviation); failing that, the one fewest edits
 // away (an edit inserts, deletes or replaces a letter, or swaps two
 // neighbours) when that is at most 1 for a word of up to 4 letters and
 // 2 for a longer one. Ties go to the earlier candidate.
-func suggest(word string, candidates []string) string {
+func Best(word string, candidates []string) string {
 	var prefixed []string
 	for _, c := range candidates {
 		if c == word {
