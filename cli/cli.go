@@ -166,7 +166,7 @@ func (inv *invocation) tray(args []string) int {
 	}
 	return tray.Main(tray.Options{
 		Profile: inv.g.profile, ConfigFlag: inv.g.config, ConfigFile: p.Config,
-		LogDir: p.LogDir, ServiceLog: filepath.Join(p.StateDir, "service.log"),
+		LogDir: p.LogDir, ServiceLog: filepath.Join(p.StateDir, "service.log"), StateDir: p.StateDir,
 		Socket: p.Socket, Args: args, Stderr: inv.stderr,
 	})
 }

@@ -585,3 +585,36 @@ func TestTrayWithoutSessionBus(t *testing.T) {
 		t.Errorf("tray extra: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// One tray per profile and display: a second tray of the profile says
+// which one runs and exits 0, registering no second icon; a tray of
+// another profile runs beside it; once the first quits, a new one starts.
+func TestOneTrayPerProfile(t *testing.T) {
+	d := newDesktop(t, true)
+	w := newWorld(t)
+	first := d.startTray(w, "default", false)
+	d.waitItem(first.pid, 15*time.Second)
+
+	second := d.startTray(w, "default", false)
+	select {
+	case <-second.done:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("a second tray of the profile still runs after 15 s:\n%s", second.output())
+	}
+	if code := second.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("the second tray exited %d, want 0:\n%s", code, second.output())
+	}
+	if out := second.output(); !strings.Contains(out, fmt.Sprintf("already runs on this display (pid %d)", first.pid)) {
+		t.Errorf("the second tray does not name the first:\n%s", out)
+	}
+	if n := len(d.items()); n != 1 {
+		t.Errorf("%d tray items registered, want 1: %+v", n, d.items())
+	}
+
+	work := d.startTray(w, "work", false)
+	d.waitItem(work.pid, 15*time.Second)
+
+	first.stop(10 * time.Second)
+	again := d.startTray(w, "default", false)
+	d.waitItem(again.pid, 15*time.Second)
+}

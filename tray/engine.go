@@ -26,6 +26,7 @@ type Options struct {
 	ConfigFile string // the config file of the profile
 	LogDir     string // the agents' logs: LogDir/<id>.log
 	ServiceLog string // where a service the tray starts writes its output
+	StateDir   string // the profile's state directory, where the tray's lock is
 	Socket     string // the service's socket
 	// AtLogin: the tray was started by its login autostart entry; if it
 	// finds no service, it starts one (where no service manager does).

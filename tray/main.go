@@ -46,8 +46,9 @@ func setLoginNow(o Options, arg string) int {
 }
 
 // Main runs the tray until it is quit (its menu, SIGINT, SIGTERM) and
-// returns the exit code: 0, 1 when it cannot run (no session bus, no tray
-// in this build), 2 for arguments.
+// returns the exit code: 0, also when a tray of the profile already runs
+// on this display (it says so, and starts no second one), 1 when it
+// cannot run (no session bus, no tray in this build), 2 for arguments.
 //
 // Where the desktop has no tray host yet (Linux: no StatusNotifierWatcher
 // on the session bus, such as GNOME without the AppIndicator extension),
@@ -72,6 +73,18 @@ func Main(o Options) int {
 		fmt.Fprintf(o.Stderr, "tether tray: %v\n", err)
 		return 1
 	}
+	// One tray per profile and display: a second would show a second
+	// icon and raise every notice twice.
+	lock, err := claimTray(trayLockPath(o.StateDir))
+	if errors.Is(err, errAnotherTray) {
+		fmt.Fprintf(o.Stderr, "tether tray: %v; not starting another\n", err)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(o.Stderr, "tether tray: %v\n", err)
+		return 1
+	}
+	defer lock.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	n := newNotifier()
@@ -83,7 +96,7 @@ func Main(o Options) int {
 	e.ageAsClock = !watchMenuOpens(ctx, e.opened)
 	n.fileOf(e.fileOf)
 	e.start()
-	err := waitHost(ctx, hostWait, func() {
+	err = waitHost(ctx, hostWait, func() {
 		e.logf("no system tray host yet (%s); waiting for one", watcherName)
 		e.post(noTrayNotice())
 	})
