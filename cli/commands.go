@@ -11,6 +11,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/client"
+	"github.com/tether-dev/tether/install"
 	"github.com/tether-dev/tether/internal/suggest"
 	"github.com/tether-dev/tether/service"
 	"github.com/tether-dev/tether/service/config"
@@ -52,7 +53,11 @@ func (inv *invocation) apiFailure(p service.Paths, err error) int {
 			return ExitUnreachable
 		}
 		fmt.Fprintf(inv.stderr, "tether: no service is running for profile %q (%s).\n", p.Profile, p.Socket)
-		fmt.Fprintf(inv.stderr, "Start one with \"tether%s service run\", or \"tether%s service start\" if it is installed.\n", inv.flagsHint(), inv.flagsHint())
+		if inv.serviceInstalled(p) {
+			fmt.Fprintf(inv.stderr, "Start it with \"tether%s service start\".\n", inv.flagsHint())
+		} else {
+			fmt.Fprintf(inv.stderr, "Start one with \"tether%s service run\"; \"tether%s service install\" makes it start at login.\n", inv.flagsHint(), inv.flagsHint())
+		}
 		return ExitUnreachable
 	}
 	var ae *api.Error
@@ -62,6 +67,17 @@ func (inv *invocation) apiFailure(p service.Paths, err error) int {
 	}
 	fmt.Fprintf(inv.stderr, "tether: %v\n", err)
 	return ExitFailure
+}
+
+// serviceInstalled reports whether the profile's login service is
+// installed with the OS's service manager.
+func (inv *invocation) serviceInstalled(p service.Paths) bool {
+	o, err := inv.installOptions(p)
+	if err != nil {
+		return false
+	}
+	_, ok, err := install.Installed(o)
+	return ok && err == nil
 }
 
 func (inv *invocation) flagsHint() string {

@@ -54,7 +54,7 @@ func (inv *invocation) serviceManager(p service.Paths, args []string) int {
 	case "stop":
 		return inv.stopService(p, o)
 	case "status":
-		return inv.serviceStatus(o)
+		return inv.serviceStatus(p, o)
 	}
 	return inv.usage(fmt.Errorf("unknown service command %q", verb))
 }
@@ -108,7 +108,7 @@ func (inv *invocation) stopService(p service.Paths, o install.Options) int {
 
 // serviceStatus prints one line: the manager, the unit and its file,
 // whether it is installed and current, and whether it runs.
-func (inv *invocation) serviceStatus(o install.Options) int {
+func (inv *invocation) serviceStatus(p service.Paths, o install.Options) int {
 	st, err := install.Status(o)
 	if err != nil {
 		return inv.installFailure(err)
@@ -120,9 +120,14 @@ func (inv *invocation) serviceStatus(o install.Options) int {
 			installed += " (out of date: run tether service install again)"
 		}
 	}
-	fmt.Fprintf(inv.stdout, "%s %s (%s): %s, %s", st.Manager, st.Name, st.Path, installed, st.State)
-	if st.Detail != "" {
-		fmt.Fprintf(inv.stdout, " (%s)", st.Detail)
+	state, detail := string(st.State), st.Detail
+	if pid, ok := service.RunningPID(p); ok && st.State != install.StateRunning {
+		// A service that the manager did not start: a `service run`.
+		state, detail = "running", fmt.Sprintf("pid %d, not managed by %s", pid, st.Manager)
+	}
+	fmt.Fprintf(inv.stdout, "%s %s (%s): %s, %s", st.Manager, st.Name, st.Path, installed, state)
+	if detail != "" {
+		fmt.Fprintf(inv.stdout, " (%s)", detail)
 	}
 	fmt.Fprintln(inv.stdout)
 	return ExitOK

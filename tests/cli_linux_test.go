@@ -162,3 +162,22 @@ func TestConfigInitAndCheck(t *testing.T) {
 		t.Fatalf("second config init: %d %q", r.code, r.stderr)
 	}
 }
+
+// The advice for a service that is not running starts what is there: a
+// `service run` when nothing is installed, never `service start`; and
+// `service status` tells a `service run` that answers from a service
+// the OS's manager runs.
+func TestServiceAdviceFitsWhatIsInstalled(t *testing.T) {
+	w := newWorld(t)
+	w.writeConfig("agents: []\n")
+	r := w.run(10*time.Second, "status")
+	if r.code != 3 || strings.Contains(r.stderr, "service start") || !strings.Contains(r.stderr, `"tether service run"`) {
+		t.Errorf("status with no service and nothing installed: exit %d\n%s", r.code, r.stderr)
+	}
+	svc := w.startService("default")
+	r = w.run(10*time.Second, "service", "status")
+	want := fmt.Sprintf("running (pid %d, not managed by ", svc.cmd.Process.Pid)
+	if r.code != 0 || !strings.Contains(r.stdout, want) {
+		t.Errorf("service status with a service run answering: exit %d, want %q in\n%s%s", r.code, want, r.stdout, r.stderr)
+	}
+}

@@ -254,6 +254,10 @@ func TestLoginServiceUnderSystemd(t *testing.T) {
 		t.Errorf("check from the installing shell warns: %s", res.stderr)
 	}
 	r.must(true, "service", "stop")
+	// Installed and stopped: the advice is to start what is installed.
+	if res := r.tether(true, "status"); res.code != 3 || !strings.Contains(res.stderr, `"tether service start"`) {
+		t.Errorf("status of an installed, stopped service: exit %d, %q", res.code, res.stderr)
+	}
 	r.must(false, "service", "install", "--no-start") // the unit's PATH is now the short one
 	res = r.must(true, "check")
 	if !strings.Contains(res.stderr, "tether-test-agent") || !strings.Contains(res.stderr, "not in the PATH the installed service gives") {

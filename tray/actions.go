@@ -29,9 +29,13 @@ func osDeps(n *desktopNotifier) deps {
 		loginInstalled: loginInstalled,
 		setLogin:       setLogin,
 		restartWindow:  restartWindow,
-		configInit:     configInit,
-		copy:           copyToClipboard,
-		watchSleep:     watchSleep,
+		serviceInstalled: func(o Options) bool {
+			_, ok, err := install.Installed(installOptions(o))
+			return ok && err == nil
+		},
+		configInit: configInit,
+		copy:       copyToClipboard,
+		watchSleep: watchSleep,
 	}
 }
 

@@ -66,7 +66,7 @@ func TestCoalescerBurst(t *testing.T) {
 		t.Error("a newer notice of agent1 was gathered, or took room")
 	}
 	// The service, the user's own actions: never gathered.
-	if !c.admit(lostNotice(""), t0.Add(time.Second)) {
+	if !c.admit(lostNotice("", true), t0.Add(time.Second)) {
 		t.Error("the lost-service notice was gathered")
 	}
 	// Another failure within the minute joins the same summary, which

@@ -93,6 +93,9 @@ type deps struct {
 	// manager runs it, and the tray's autostart entry) or off (neither
 	// starts at login any more; nothing running stops).
 	setLogin func(o Options, on bool) error
+	// serviceInstalled reports whether the login service is installed
+	// (nil: it is not).
+	serviceInstalled func(Options) bool
 	// restartWindow is how long a service manager takes to start the
 	// service again after it died (zero when none does): the tray waits
 	// that long before it says the service stopped.
@@ -525,7 +528,7 @@ func (e *engine) announceLost() {
 		window = e.deps.restartWindow(e.opts)
 	}
 	if window <= 0 {
-		e.post(lostNotice(e.opts.Profile))
+		e.post(lostNotice(e.opts.Profile, e.serviceInstalled()))
 		return
 	}
 	e.mu.Lock()
@@ -539,9 +542,15 @@ func (e *engine) announceLost() {
 		e.lostTimer = nil
 		e.mu.Unlock()
 		if gone {
-			e.post(lostNotice(e.opts.Profile))
+			e.post(lostNotice(e.opts.Profile, e.serviceInstalled()))
 		}
 	})
+}
+
+// serviceInstalled reports whether the login service is installed, for
+// the advice of a "service stopped" notice.
+func (e *engine) serviceInstalled() bool {
+	return e.deps.serviceInstalled != nil && e.deps.serviceInstalled(e.opts)
 }
 
 // summaryDelay is how long a summary of gathered notices waits for more
@@ -568,7 +577,7 @@ func (e *engine) notifyLoop() {
 	}()
 	show := func(n notice) {
 		switch n.Key {
-		case lostNotice("").Key:
+		case lostKey:
 			lostShown = true
 		case backNotice("", api.Status{}).Key:
 			if !lostShown {
@@ -641,7 +650,7 @@ func (e *engine) stillTrue(n notice) bool {
 	switch {
 	case n.Agent != "":
 		return e.det.holds(n)
-	case n.Key == lostNotice("").Key:
+	case n.Key == lostKey:
 		return e.in.Conn != connected
 	case n.Key == backNotice("", api.Status{}).Key:
 		return e.in.Conn == connected

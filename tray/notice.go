@@ -211,15 +211,24 @@ func cleanupAdvice(a api.Agent) string {
 		what, p, p, a.ID)
 }
 
-// lostNotice is the notice for a service that was there and is gone.
-func lostNotice(profile string) notice {
+// lostKey is the key of lostNotice's notices.
+const lostKey = subjectService + "/" + kindLost
+
+// lostNotice is the notice for a service that was there and is gone. Its
+// advice is the command that starts it here: the login service's start
+// where it is installed, else a service run (and how to make it start at
+// login).
+func lostNotice(profile string, installed bool) notice {
 	who, flag := serviceWho(profile)
+	how := fmt.Sprintf("run `tether%s service start`", flag)
+	if !installed {
+		how = fmt.Sprintf("run `tether%s service run` (`tether%s service install` makes it start at login)", flag, flag)
+	}
 	return notice{
-		Key:     subjectService + "/" + kindLost,
+		Key:     lostKey,
 		Subject: subjectService,
 		Title:   "tether: service stopped",
-		Body: fmt.Sprintf("%s is no longer running, so its agents are stopped too. Use Start service in the tray menu, or run `tether%s service start` (or `tether%s service run`).",
-			who, flag, flag),
+		Body:    fmt.Sprintf("%s is no longer running, so its agents are stopped too. Use Start service in the tray menu, or %s.", who, how),
 		Icon:    assets.Unreachable,
 		Actions: []noticeAction{{labelStartService, action{Kind: actStartService}}},
 	}

@@ -75,11 +75,15 @@ func TestNoticeTexts(t *testing.T) {
 			t.Errorf("%s: %+v, want key %q and a body saying %q", c.row.State, n, c.key, c.todo)
 		}
 	}
-	n := lostNotice("")
+	n := lostNotice("", true)
 	if n.Key != "service/lost" || !strings.Contains(n.Body, "Start service") || !strings.Contains(n.Body, "`tether service start`") {
 		t.Errorf("lost, default profile: %+v", n)
 	}
-	if n := lostNotice("work"); !strings.Contains(n.Body, `profile "work"`) || !strings.Contains(n.Body, "`tether --profile work service start`") {
+	if n := lostNotice("work", true); !strings.Contains(n.Body, `profile "work"`) || !strings.Contains(n.Body, "`tether --profile work service start`") {
 		t.Errorf("lost, profile work: %+v", n)
+	}
+	// Nothing installed: no advice to start what is not there.
+	if n := lostNotice("", false); strings.Contains(n.Body, "service start") || !strings.Contains(n.Body, "`tether service run`") {
+		t.Errorf("lost, nothing installed: %+v", n)
 	}
 }

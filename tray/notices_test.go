@@ -60,7 +60,7 @@ func TestNoticeUrgencyActionsIcons(t *testing.T) {
 			t.Errorf("%q: icon %v, want the plain mark", n.Title, n.Icon)
 		}
 	}
-	if n := lostNotice(""); n.Subject != backNotice("", api.Status{}).Subject || !slices.Equal(labels(n), []string{labelStartService}) {
+	if n := lostNotice("", true); n.Subject != backNotice("", api.Status{}).Subject || !slices.Equal(labels(n), []string{labelStartService}) {
 		t.Errorf("lost %+v: the back notice must replace it, and it offers Start service", n)
 	}
 }
@@ -110,7 +110,7 @@ func TestSleepGate(t *testing.T) {
 		t.Fatal("holding after a lone resume")
 	}
 	g.sleep()
-	lost := lostNotice("")
+	lost := lostNotice("", true)
 	crash := failedNotice("a")
 	click := problemNotice("a/action", "could not start a", "b")
 	for _, n := range []notice{lost, crash, crash} {
