@@ -21,8 +21,8 @@ import (
 type State int
 
 const (
-	// Running: nothing needs the user: every enabled agent runs (or has
-	// ended cleanly and its policy leaves it stopped).
+	// Running: nothing needs the user: some agent runs, and every other
+	// one has ended cleanly or was stopped and rests.
 	Running State = iota
 	// Busy: some agent is starting, stopping, or backing off before a
 	// restart.
@@ -34,7 +34,7 @@ const (
 	// running, or it does not answer).
 	Unreachable
 	// Mark is tether's mark without a badge: the icon of informational
-	// notices. It is no state of the tray.
+	// notices, and the tray's while its service runs no agent.
 	Mark
 )
 

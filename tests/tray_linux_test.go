@@ -618,3 +618,30 @@ func TestOneTrayPerProfile(t *testing.T) {
 	again := d.startTray(w, "default", false)
 	d.waitItem(again.pid, 15*time.Second)
 }
+
+// The green badge says that something runs: a service whose agents are
+// all stopped shows the plain mark, and the badge turns green when an
+// agent starts and goes again when it stops.
+func TestTrayGreenOnlyWhenSomethingRuns(t *testing.T) {
+	d := newDesktop(t, true)
+	w := newWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	w.writeConfig(fmt.Sprintf("agents:\n  - id: alice\n    command: [/bin/sh, -c, 'sleep 1000 & wait', %s]\n    stop_timeout: 300ms\n", m))
+	w.startService("default")
+	w.waitState("default", "alice", api.StateStopped)
+	tr := d.startTray(w, "default", false)
+	item := d.waitItem(tr.pid, 15*time.Second)
+	// Connected (the menu shows the agent), and no badge: the plain
+	// mark, whose grey the badge's place shows.
+	d.waitMenu(item, "alice stopped", func(n menuNode) bool { _, ok := n.find("alice: stopped"); return ok })
+	d.waitIcon(item, "grey")
+	if r := w.run(30*time.Second, "start", "alice"); r.code != 0 {
+		t.Fatalf("start alice: exit %d\n%s", r.code, r.stderr)
+	}
+	d.waitIcon(item, "green")
+	if r := w.run(30*time.Second, "stop", "alice"); r.code != 0 {
+		t.Fatalf("stop alice: exit %d\n%s", r.code, r.stderr)
+	}
+	d.waitIcon(item, "grey")
+}

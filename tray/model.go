@@ -469,21 +469,27 @@ func aggregate(agents []api.Agent) string {
 // iconFor picks the tray icon of a connected service's status: Failed
 // when something failed (an agent, its cleanup, the config or state file),
 // Busy when something is on its way (starting, stopping, waiting to be
-// restarted), Running otherwise: every enabled agent runs, and the others
-// rest where the user or their policy left them (stopped).
+// restarted), Running when some agent runs and the others rest where the
+// user or their policy left them (stopped), and the plain mark when
+// nothing runs: no agent, or all stopped, is not "all good".
 func iconFor(st api.Status) assets.State {
 	if st.ConfigError != nil || st.StateError != nil {
 		return assets.Failed
 	}
-	icon := assets.Running
+	icon, running := assets.Running, false
 	for _, a := range st.Agents {
 		switch {
 		case isFailure(a.State):
 			return assets.Failed
-		case a.State == api.StateRunning, a.State == api.StateStopped:
+		case a.State == api.StateRunning:
+			running = true
+		case a.State == api.StateStopped:
 		default: // starting, stopping, backoff, or a state this tray does not know
 			icon = assets.Busy
 		}
+	}
+	if icon == assets.Running && !running {
+		return assets.Mark
 	}
 	return icon
 }

@@ -214,7 +214,7 @@ func TestBuildStoppedAndTransitions(t *testing.T) {
 		want  [3]bool
 		icon  assets.State
 	}{
-		{api.StateStopped, [3]bool{true, false, false}, assets.Running},
+		{api.StateStopped, [3]bool{true, false, false}, assets.Mark}, // nothing runs
 		{api.StateStarting, [3]bool{false, true, false}, assets.Busy},
 		{api.StateStopping, [3]bool{false, false, false}, assets.Busy},
 	} {
@@ -350,7 +350,8 @@ func TestIconFor(t *testing.T) {
 		{"one stopped", st(api.StateRunning, api.StateStopped), assets.Running},
 		{"starting", st(api.StateStarting), assets.Busy},
 		{"stopping", st(api.StateRunning, api.StateStopping), assets.Busy},
-		{"no agents", st(), assets.Running},
+		{"no agents", st(), assets.Mark},
+		{"all stopped", st(api.StateStopped, api.StateStopped), assets.Mark},
 		{"failed", st(api.StateRunning, api.StateFailed), assets.Failed},
 		{"cleanup failed", st(api.StateStopped, api.StateCleanupFailed), assets.Failed},
 		{"backoff", st(api.StateRunning, api.StateBackoff), assets.Busy},
