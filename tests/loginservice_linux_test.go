@@ -307,9 +307,14 @@ func TestLoginServiceUnderSystemd(t *testing.T) {
 		t.Errorf("the autostart entry is still there: %v", err)
 	}
 	r.must(true, "service", "stop")
-	r.must(true, "tray", "--set-login=on")
+	// The toggle on from a session whose PATH lacks ~/bin, as a tray
+	// started at login has: the unit keeps the PATH it was installed with.
+	r.must(false, "tray", "--set-login=on")
 	if got := r.unit("UnitFileState"); got != "enabled" {
 		t.Errorf("after the toggle on the unit is %s", got)
+	}
+	if env := r.unit("Environment"); !strings.Contains(env, "PATH="+r.bin+":") {
+		t.Errorf("the toggle on rewrote the unit's PATH: Environment=%s, want %s first", env, r.bin)
 	}
 	if _, code := r.status(); code != 0 {
 		t.Errorf("after the toggle on the service does not answer: exit %d", code)

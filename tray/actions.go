@@ -214,7 +214,15 @@ func setLogin(o Options, on bool) error {
 		return err
 	}
 	if st.Reachable {
-		if err := runTether(o, "service", "install", "--no-start"); err != nil {
+		// The PATH the agents get was chosen by whoever installed the
+		// service (from a shell); ticking the box must not swap in the
+		// tray's own, which at login is the session's short one. Only a
+		// first install takes the tray's.
+		var env []string
+		if s, ok, err := install.Installed(inst); err == nil && ok && s.Path != "" {
+			env = []string{"PATH=" + s.Path}
+		}
+		if err := runTetherEnv(o, env, "service", "install", "--no-start"); err != nil {
 			return fmt.Errorf("installing the login service: %w", err)
 		}
 	}
@@ -242,14 +250,21 @@ func restartWindow(o Options) time.Duration {
 }
 
 // runTether runs a tether command for the tray's profile and config.
-func runTether(o Options, args ...string) error {
+func runTether(o Options, args ...string) error { return runTetherEnv(o, nil, args...) }
+
+// runTetherEnv is runTether with env added to the tray's environment.
+func runTetherEnv(o Options, env []string, args ...string) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, exe, append(o.globalFlags(), args...)...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, exe, append(o.globalFlags(), args...)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("tether %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
 	}
