@@ -38,7 +38,9 @@ SIGKILL and shows that every agent tree is gone, then cleans up.`,
 install    register it to start at login, and start it and wait until it
            answers (--no-start: register it only; --print: show the files
            it would write, and write nothing)
-uninstall  remove the registration (what runs keeps running)
+uninstall  stop the registered service and its agents, and remove the
+           registration and the tray's autostart entry (a service run
+           from a shell keeps running)
 start      start the registered service
 stop       stop the registered service, and its agents
 status     say whether it is registered, current and running

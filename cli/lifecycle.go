@@ -122,7 +122,8 @@ func waitAnswer(p service.Paths, within time.Duration) (api.Status, error) {
 }
 
 // uninstall is "service uninstall": where the OS stops the service with
-// its registration, it says which agents went with it.
+// its registration, it says which agents went with it; the tray's
+// autostart entry is removed too.
 func (inv *invocation) uninstall(p service.Paths, o install.Options) int {
 	c := client.New(p.Socket)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -133,6 +134,13 @@ func (inv *invocation) uninstall(p service.Paths, o install.Options) int {
 		return inv.installFailure(err)
 	}
 	fmt.Fprintln(inv.stdout, r.Message)
+	// The tray's autostart entry goes too: left, its tray would start the
+	// service at the next login, outside the service manager.
+	if tr, err := install.UninstallTrayAutostart(o); err != nil {
+		return inv.installFailure(err)
+	} else if tr.Changed {
+		fmt.Fprintln(inv.stdout, tr.Message)
+	}
 	if beforeErr != nil {
 		return ExitOK
 	}

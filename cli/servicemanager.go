@@ -129,6 +129,9 @@ func (inv *invocation) serviceStatus(p service.Paths, o install.Options) int {
 	if detail != "" {
 		fmt.Fprintf(inv.stdout, " (%s)", detail)
 	}
+	if atLogin, err := install.StartsAtLogin(o); err == nil {
+		fmt.Fprintf(inv.stdout, "; %s at login", map[bool]string{true: "starts", false: "does not start"}[atLogin])
+	}
 	fmt.Fprintln(inv.stdout)
 	return ExitOK
 }

@@ -278,6 +278,22 @@ func TrayAutostartInstalled(o Options) (bool, error) {
 	return trayInstalled(t)
 }
 
+// StartsAtLogin reports whether something makes the profile's agents
+// start at the next login: the login service, enabled with the OS's
+// service manager (by `service install` or the tray's switch), or the
+// tray's autostart entry (whose tray starts a missing service). It is
+// what the tray's "Start at login" shows.
+func StartsAtLogin(o Options) (bool, error) {
+	st, err := Status(o)
+	if err != nil && !errors.Is(err, ErrNoServiceManager) {
+		return false, err
+	}
+	if st.Enabled {
+		return true, nil
+	}
+	return TrayAutostartInstalled(o)
+}
+
 // target is a resolved Options: what the renderers need, with every path
 // absolute and the profile normalised.
 type target struct {

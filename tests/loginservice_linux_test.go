@@ -211,6 +211,11 @@ func TestLoginServiceUnderSystemd(t *testing.T) {
 	if reload := r.unit("ExecReload"); !strings.Contains(reload, "-HUP") {
 		t.Errorf("ExecReload=%s", reload)
 	}
+	// Installed from the shell, it starts at login: what the tray's
+	// switch shows.
+	if res := r.must(true, "service", "status"); !strings.Contains(res.stdout, "; starts at login") {
+		t.Errorf("service status after install: %q, want that it starts at login", res.stdout)
+	}
 	// Installing again with the service running changes nothing.
 	if res := r.must(true, "service", "install"); !strings.Contains(res.stdout, "already") {
 		t.Errorf("second install said %q", res.stdout)
@@ -306,6 +311,9 @@ func TestLoginServiceUnderSystemd(t *testing.T) {
 	if _, err := os.Stat(autostart); !os.IsNotExist(err) {
 		t.Errorf("the autostart entry is still there: %v", err)
 	}
+	if res := r.must(true, "service", "status"); !strings.Contains(res.stdout, "; does not start at login") {
+		t.Errorf("service status after the toggle off: %q", res.stdout)
+	}
 	r.must(true, "service", "stop")
 	// The toggle on from a session whose PATH lacks ~/bin, as a tray
 	// started at login has: the unit keeps the PATH it was installed with.
@@ -352,10 +360,24 @@ func TestLoginServiceUnderSystemd(t *testing.T) {
 	}
 	r.exe = exe
 
-	// Uninstall: it stops the service, and says so and with which agents.
+	// Uninstall: as its help says, it stops the service, says so and
+	// with which agents, and removes the tray's autostart entry too (left,
+	// its tray would start the service at the next login).
+	if help := r.must(true, "help", "service"); !strings.Contains(help.stdout, "stop the registered service and its agents, and remove the") {
+		t.Errorf("help service says of uninstall:\n%s", help.stdout)
+	}
+	if _, err := os.Stat(autostart); err != nil {
+		t.Fatalf("before uninstall, the autostart entry: %v", err)
+	}
 	res = r.must(true, "service", "uninstall")
-	if !strings.Contains(res.stdout, "stopped the service") || !strings.Contains(res.stdout, "x, y") {
+	if !strings.Contains(res.stdout, "stopped the service") || !strings.Contains(res.stdout, "x, y") || !strings.Contains(res.stdout, "autostart entry") {
 		t.Errorf("uninstall said %q", res.stdout)
+	}
+	if _, err := os.Stat(autostart); !os.IsNotExist(err) {
+		t.Errorf("uninstall left the tray's autostart entry: %v", err)
+	}
+	if res := r.must(true, "service", "status"); !strings.Contains(res.stdout, "; does not start at login") {
+		t.Errorf("service status after uninstall: %q", res.stdout)
 	}
 	exactlyOnce(t, 0, map[string]int{m + "-x": 0, m + "-y": 0})
 	if _, code := r.status(); code != 3 {

@@ -177,20 +177,11 @@ func openServiceLog(path string) (*os.File, error) {
 	return f, nil
 }
 
-// loginInstalled: the switch is on when the tray's autostart entry
-// exists and the login service is enabled, where a service manager runs
-// one (without one, the autostart entry alone starts the agents: its tray
-// starts the service).
+// loginInstalled: the switch is on when something starts the agents at
+// login: the login service enabled, or the tray's autostart entry
+// (install.StartsAtLogin), so that it shows what the next login does.
 func loginInstalled(o Options) (bool, error) {
-	st, err := install.Status(installOptions(o))
-	if err != nil && !errors.Is(err, install.ErrNoServiceManager) {
-		return false, err
-	}
-	tray, err := install.TrayAutostartInstalled(installOptions(o))
-	if err != nil {
-		return false, err
-	}
-	return tray && (st.Enabled || !st.Reachable), nil
+	return install.StartsAtLogin(installOptions(o))
 }
 
 // setLogin turns start at login on or off. On: the login service is

@@ -268,7 +268,7 @@ func appendCommon(m menu, in input) menu {
 	login := item{Title: titleStartAtLogin, Checkable: true, Checked: in.Login.On,
 		Enabled: in.Login.Known && !in.Login.Busy, Action: action{Kind: actToggleLogin}}
 	if in.Login.On {
-		login.Tooltip = "Remove the login service and the tray's autostart entry (this stops a service started by the login manager)."
+		login.Tooltip = "Start nothing at the next login: the login service is disabled and the tray's autostart entry removed; what runs now keeps running."
 	} else {
 		login.Tooltip = "Install the login service and start the tray with the desktop session."
 	}
