@@ -46,8 +46,9 @@ func (c notifyCall) labels() []string {
 // notifyLog records every Notify call on the bus, with its answer, from a
 // monitor connection (org.freedesktop.DBus.Monitoring.BecomeMonitor).
 type notifyLog struct {
-	mu    sync.Mutex
-	calls []notifyCall
+	mu     sync.Mutex
+	calls  []notifyCall
+	closed []uint32 // the ids of CloseNotification calls
 }
 
 // monitorNotify starts recording the Notify calls on the desktop's bus.
@@ -60,6 +61,7 @@ func (d *desktop) monitorNotify() *notifyLog {
 	d.t.Cleanup(func() { conn.Close() })
 	rules := []string{
 		"type='method_call',interface='org.freedesktop.Notifications',member='Notify'",
+		"type='method_call',interface='org.freedesktop.Notifications',member='CloseNotification'",
 		"type='method_return'",
 	}
 	if call := conn.BusObject().Call("org.freedesktop.DBus.Monitoring.BecomeMonitor", 0, rules, uint32(0)); call.Err != nil {
@@ -82,6 +84,11 @@ func (l *notifyLog) take(m *dbus.Message) {
 	sender, _ := m.Headers[dbus.FieldSender].Value().(string)
 	switch m.Type {
 	case dbus.TypeMethodCall:
+		if member, _ := m.Headers[dbus.FieldMember].Value().(string); member == "CloseNotification" && len(m.Body) == 1 {
+			id, _ := m.Body[0].(uint32)
+			l.closed = append(l.closed, id)
+			return
+		}
 		if len(m.Body) != 8 {
 			return
 		}
@@ -110,6 +117,13 @@ func (l *notifyLog) all() []notifyCall {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.calls)
+}
+
+// closes reports whether the tray asked the server to close bubble id.
+func (l *notifyLog) closes(id uint32) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Contains(l.closed, id)
 }
 
 // wait waits for a call whose summary contains summary, and that the
@@ -214,9 +228,9 @@ func failOnceConfig(marker, flag string, ids ...string) string {
 // picking them in dunst's context menu makes the server send
 // ActionInvoked, and the tray carries them out: Start again starts the
 // agent through the service, Open log runs the desktop's opener on its
-// log. A newer notice of the same agent replaces its bubble. Copy error
-// puts the error on the X clipboard, and a rejected Reload config says
-// why on one line.
+// log. An agent that runs again has its failure's bubble taken down; a
+// new failure gets a new one. Copy error puts the error on the X
+// clipboard, and a rejected Reload config says why on one line.
 func TestTrayNotificationActions(t *testing.T) {
 	needTools(t, "xclip")
 	d := newDesktop(t, true)
@@ -257,11 +271,15 @@ func TestTrayNotificationActions(t *testing.T) {
 	waitFileContains(t, opened, filepath.Join("carol.log"))
 	t.Log("Open log on carol's notice opened carol's log")
 
-	// dave fails again: the newer notice replaces its bubble.
+	// dave runs: its failure's bubble is taken down. It fails again:
+	// a new bubble says so.
 	if _, err := w.client("default").Start(context.Background(), "dave"); err != nil {
 		t.Fatal(err)
 	}
 	dv := w.waitState("default", "dave", api.StateRunning)
+	if !testproc.UntilEvery(15*time.Second, 20*time.Millisecond, func() bool { return notes.closes(dave.id) }) {
+		t.Errorf("dave runs, and its failure's bubble %d is still up", dave.id)
+	}
 	if err := os.Remove(flag); err != nil {
 		t.Fatal(err)
 	}
@@ -269,20 +287,12 @@ func TestTrayNotificationActions(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.waitState("default", "dave", api.StateFailed)
-	var again notifyCall
 	if !testproc.UntilEvery(15*time.Second, 20*time.Millisecond, func() bool {
-		i := slices.IndexFunc(notes.all(), func(c notifyCall) bool {
-			return strings.Contains(c.summary, "dave failed") && c.replacesID != 0 && c.id != 0
+		return slices.ContainsFunc(notes.all(), func(c notifyCall) bool {
+			return strings.Contains(c.summary, "dave failed") && c.replacesID == 0 && c.id != 0 && c.id != dave.id
 		})
-		if i >= 0 {
-			again = notes.all()[i]
-		}
-		return i >= 0
 	}) {
-		t.Fatalf("dave's second notice never replaced the first: %+v", notes.all())
-	}
-	if again.replacesID != dave.id || again.id != dave.id {
-		t.Errorf("dave's second notice replaces %d (answered %d), want its first, %d", again.replacesID, again.id, dave.id)
+		t.Fatalf("dave's second failure got no bubble of its own: %+v", notes.all())
 	}
 
 	// Copy error: carol's whole error on the clipboard. The menu may be
@@ -675,4 +685,89 @@ func TestTrayNotificationScreenshot(t *testing.T) {
 	d.run(10*time.Second, "xdotool", "click", "1")
 	w.waitState("default", "bob", api.StateRunning)
 	t.Log("clicking Start again on the notice started bob")
+}
+
+// TestTrayNoticeOncePerEvent: Start all over broken agents, clicked in
+// the tray, announces each failure once (the agent's row and the
+// request's answer are one event), gathered with the burst into own
+// bubbles and a summary that names each agent once; and the bubble of a
+// failure that ends (the agent started fine) is taken down.
+func TestTrayNoticeOncePerEvent(t *testing.T) {
+	d := newDesktop(t, true)
+	notes := d.monitorNotify()
+	w := newWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	// Their program is not there yet: each start is a spawn failure,
+	// which the start request answers with too.
+	prog := filepath.Join(w.dir, "ghost-agent")
+	var ids []string
+	var b strings.Builder
+	b.WriteString("agents:\n")
+	for i := range 6 {
+		id := fmt.Sprintf("ghost%d", i)
+		ids = append(ids, id)
+		fmt.Fprintf(&b, "  - id: %s\n    command: [%s, %s]\n    restart: never\n    stop_timeout: 300ms\n", id, prog, m)
+	}
+	w.writeConfig(b.String())
+	w.startService("default")
+	tr := d.startTray(w, "default", false)
+	item := d.waitItem(tr.pid, 15*time.Second)
+	menu := d.waitMenu(item, "Start all", func(n menuNode) bool { s, ok := n.find("Start all"); return ok && s.enabled && s.visible })
+	all, _ := menu.find("Start all")
+	d.click(item, all.id)
+	for _, id := range ids {
+		w.waitState("default", id, api.StateFailed)
+	}
+	// Every agent named, each in exactly one bubble.
+	callsNaming := func(id string) int {
+		n := 0
+		for _, c := range notes.all() {
+			words := strings.FieldsFunc(c.summary+" "+c.body, func(r rune) bool { return r == ' ' || r == ',' || r == ':' || r == '\n' })
+			if slices.Contains(words, id) {
+				n++
+			}
+		}
+		return n
+	}
+	if !testproc.UntilEvery(15*time.Second, 50*time.Millisecond, func() bool {
+		return !slices.ContainsFunc(ids, func(id string) bool { return callsNaming(id) == 0 })
+	}) {
+		t.Fatalf("not every agent was named; sent: %+v", notes.all())
+	}
+	// A moment for a second announcement to arrive, if one would: the
+	// request that Start all made returns after the rows.
+	waitStill(t, tr.pid, 500*time.Millisecond, 10*time.Second)
+	for _, id := range ids {
+		if n := callsNaming(id); n != 1 {
+			t.Errorf("%s named in %d notices, want 1", id, n)
+		}
+	}
+	for _, c := range notes.all() {
+		if strings.Contains(c.summary, "could not start") {
+			t.Errorf("a request's failure announced apart from the agent's: %q", c.summary)
+		}
+	}
+
+	// One with a bubble of its own starts fine: its bubble goes.
+	var own notifyCall
+	for _, c := range notes.all() {
+		if strings.HasPrefix(c.summary, "tether: ghost") && strings.HasSuffix(c.summary, " failed") && c.id != 0 {
+			own = c
+			break
+		}
+	}
+	if own.id == 0 {
+		t.Fatalf("no bubble of its own; sent: %+v", notes.all())
+	}
+	id := strings.TrimSuffix(strings.TrimPrefix(own.summary, "tether: "), " failed")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\nexec sleep 1000\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if r := w.run(30*time.Second, "start", id); r.code != 0 {
+		t.Fatalf("start %s: exit %d\n%s", id, r.code, r.stderr)
+	}
+	if !testproc.UntilEvery(15*time.Second, 20*time.Millisecond, func() bool { return notes.closes(own.id) }) {
+		t.Errorf("%s runs, and its failure's bubble %d was not taken down", id, own.id)
+	}
 }

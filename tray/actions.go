@@ -24,6 +24,7 @@ func osDeps(n *desktopNotifier) deps {
 		now:            time.Now,
 		notify:         n.notify,
 		noticeActions:  n.onAction,
+		withdraw:       n.withdraw,
 		open:           openPath,
 		startService:   startService,
 		loginInstalled: loginInstalled,

@@ -12,10 +12,11 @@ import (
 // coalescer keeps a burst of agents' notices from becoming a storm
 // without losing any: within any Window, the first Burst get a bubble of
 // their own, and the ones after them are gathered into one summary that
-// names every agent gathered ("5 more agents failed: a, b, c, d, e").
-// The summary is one bubble for the whole burst, updated in place as it
-// grows; a new burst, once a Window has passed without one, gets a new
-// one. A newer notice of an agent that had a bubble of its own in the
+// names every agent gathered, sorted ("5 more agents failed: a, b, c, d,
+// e"). The summary is one bubble for the whole burst, replaced in place
+// by the next, which names only what is new since it was shown; a new
+// burst, once a Window has passed without one, gets a new one. An agent
+// whose trouble ended before its summary was shown is not named. A newer notice of an agent that had a bubble of its own in the
 // window takes that bubble's place (see notice.Subject), so it costs no
 // room and is never gathered; nor are notices about no agent (the
 // service, the user's own actions). The zero value is not usable; see
@@ -26,7 +27,8 @@ type coalescer struct {
 
 	sent     []time.Time          // own bubbles within the window, oldest first
 	subjects map[string]time.Time // their subjects, and when
-	gathered []notice             // of the current burst, one per agent, in order
+	gathered []notice             // since the burst's summary was last shown, one per agent
+	inBurst  bool                 // a burst has gathered notices: its summary's bubble is open
 	bursts   int                  // bursts that had a summary, for its subject
 	changed  bool                 // the summary changed since summary last said
 }
@@ -48,9 +50,9 @@ func (c *coalescer) admit(n notice, now time.Time) bool {
 			delete(c.subjects, s)
 		}
 	}
-	if len(c.sent) == 0 && len(c.gathered) > 0 && !c.changed {
+	if len(c.sent) == 0 && c.inBurst && !c.changed {
 		// The burst is over: the next summary is a bubble of its own.
-		c.gathered = nil
+		c.gathered, c.inBurst = nil, false
 	}
 	if _, replaces := c.subjects[n.Subject]; n.Agent == "" || replaces {
 		return true
@@ -63,8 +65,8 @@ func (c *coalescer) admit(n notice, now time.Time) bool {
 		c.subjects[n.Subject] = now
 		return true
 	}
-	if len(c.gathered) == 0 {
-		c.bursts++
+	if !c.inBurst {
+		c.bursts, c.inBurst = c.bursts+1, true
 	}
 	// An agent is named once, for its newest notice.
 	c.gathered = slices.DeleteFunc(c.gathered, func(g notice) bool { return g.Agent == n.Agent })
@@ -73,14 +75,26 @@ func (c *coalescer) admit(n notice, now time.Time) bool {
 	return false
 }
 
-// summary returns the summary of the notices gathered in this burst, if
-// it changed since the last call.
+// forget drops what was gathered of agent id: what it said has ended.
+func (c *coalescer) forget(id string) {
+	n := len(c.gathered)
+	c.gathered = slices.DeleteFunc(c.gathered, func(g notice) bool { return g.Agent == id })
+	if len(c.gathered) != n && len(c.gathered) == 0 {
+		c.changed = false
+	}
+}
+
+// summary returns the summary of the notices gathered since the last
+// summary was shown, if there are any: it names only what is new, and
+// takes the place of the burst's earlier summary.
 func (c *coalescer) summary() (notice, bool) {
 	if !c.changed || len(c.gathered) == 0 {
 		return notice{}, false
 	}
 	c.changed = false
-	return summarize(c.gathered, c.bursts), true
+	n := summarize(c.gathered, c.bursts)
+	c.gathered = nil
+	return n, true
 }
 
 // pending reports whether summary has something new.
@@ -118,17 +132,20 @@ func summarize(ns []notice, burst int) notice {
 	var names []string
 	var lines []string
 	for _, k := range kinds {
+		slices.Sort(byKind[k])
 		names = append(names, byKind[k]...)
 		lines = append(lines, fmt.Sprintf("%s %s: %s", plural(len(byKind[k]), "agent", "agents"), phrase(k), strings.Join(byKind[k], ", ")))
 	}
-	title := fmt.Sprintf("tether: %d more agents failed: %s", len(names), strings.Join(names, ", "))
+	slices.Sort(names)
+	head := fmt.Sprintf("tether: %d more agents failed: ", len(names))
 	if len(names) == 1 {
-		title = fmt.Sprintf("tether: 1 more agent failed: %s", names[0])
+		head = "tether: 1 more agent failed: "
 	}
+	slices.Sort(again)
 	n := notice{
 		Key:     fmt.Sprintf("summary/%d", burst),
 		Subject: fmt.Sprintf("summary/%d", burst),
-		Title:   elide(title, 120),
+		Title:   head + nameList(names, maxSummaryTitle-len(head)),
 		Body:    strings.Join(lines, "\n") + "\nThe tray's menu shows each one's error.",
 		Urgency: urgency,
 		Icon:    assets.Failed,
@@ -137,6 +154,26 @@ func summarize(ns []notice, burst int) notice {
 		n.Actions = []noticeAction{{labelStartAgain, action{Kind: actStart, IDs: again}}}
 	}
 	return n
+}
+
+// maxSummaryTitle bounds a summary's title, in bytes.
+const maxSummaryTitle = 120
+
+// nameList joins names with commas within limit bytes, never cutting
+// inside a name: the names that do not fit are counted instead ("a, b
+// and 3 more").
+func nameList(names []string, limit int) string {
+	all := strings.Join(names, ", ")
+	if len(all) <= limit {
+		return all
+	}
+	for k := len(names) - 1; k >= 1; k-- {
+		s := fmt.Sprintf("%s and %d more", strings.Join(names[:k], ", "), len(names)-k)
+		if len(s) <= limit {
+			return s
+		}
+	}
+	return fmt.Sprintf("%d agents", len(names))
 }
 
 func phrase(kind string) string {

@@ -69,21 +69,23 @@ func TestCoalescerBurst(t *testing.T) {
 	if !c.admit(lostNotice("", true), t0.Add(time.Second)) {
 		t.Error("the lost-service notice was gathered")
 	}
-	// Another failure within the minute joins the same summary, which
-	// grows (the same subject: one bubble, replaced).
+	// Another failure within the minute takes the summary's bubble (the
+	// same subject: one bubble, replaced), which names only what is new:
+	// the five were announced already.
 	if c.admit(failedNotice("late"), t0.Add(2*time.Second)) {
 		t.Error("a ninth failure in the minute got a bubble of its own")
 	}
 	s2, ok := c.summary()
-	if !ok || s2.Subject != s.Subject || !strings.Contains(s2.Title, "6 more agents") || !strings.Contains(s2.Body, "late") {
+	if !ok || s2.Subject != s.Subject || s2.Title != "tether: 1 more agent failed: late" || strings.Contains(s2.Body, "agent3") {
 		t.Errorf("grown summary %+v, was %+v", s2, s)
 	}
 	// The same agent again: named once, for its newest notice.
 	var d detector
 	crash, _ := d.agent(agent("late", api.StateFailed, 0, &api.Error{Code: api.CodeCrashLoop, Message: "m"}))
+	c.admit(failedNotice("late2"), t0.Add(3*time.Second))
 	c.admit(crash, t0.Add(3*time.Second))
 	s3, _ := c.summary()
-	if strings.Count(s3.Body, "late") != 1 || !strings.Contains(s3.Body, "keep crashing: late") || s3.Urgency != urgencyCritical {
+	if strings.Count(s3.Body, "late") != 2 || !strings.Contains(s3.Body, "keep crashing: late") || s3.Urgency != urgencyCritical {
 		t.Errorf("summary after a newer notice of the same agent: %+v", s3)
 	}
 	// A minute later the burst is over: own bubbles again, and the next

@@ -93,6 +93,9 @@ type deps struct {
 	// manager runs it, and the tray's autostart entry) or off (neither
 	// starts at login any more; nothing running stops).
 	setLogin func(o Options, on bool) error
+	// withdraw takes down the bubble of a subject's last notice, if it is
+	// still up (nil: bubbles stay until they expire or are dismissed).
+	withdraw func(subject string) error
 	// serviceInstalled reports whether the login service is installed
 	// (nil: it is not).
 	serviceInstalled func(Options) bool
@@ -593,6 +596,17 @@ func (e *engine) notifyLoop() {
 		}
 	}
 	deliver := func(n notice) {
+		if n.withdraw {
+			// What the agent's last notice said has ended: its bubble
+			// goes, and a summary waiting to be shown no longer names it.
+			c.forget(n.Agent)
+			if e.deps.withdraw != nil {
+				if err := e.deps.withdraw(n.Subject); err != nil {
+					e.logf("taking down the notice of %s: %v", n.Agent, err)
+				}
+			}
+			return
+		}
 		if c.admit(n, e.deps.now()) {
 			show(n)
 			return
@@ -824,9 +838,45 @@ func (e *engine) agentAction(a action) {
 		if r.Error == nil || r.Error.Code == api.CodeCleanupFailed || r.Error.Code == api.CodeContention {
 			continue
 		}
+		// An agent's own failure is its row's too: announced once,
+		// as the row announces it, by whichever of the two comes first,
+		// and gathered with the rest of a burst.
+		if n, known, ok := e.foldFailure(r); known {
+			if ok {
+				e.post(n)
+			}
+			continue
+		}
 		e.post(problemNotice(r.ID+"/"+kindAction, fmt.Sprintf("tether: could not %s %s", verb, r.ID),
 			fmt.Sprintf("%s: %s\n`%s logs %s` may say more.", r.Error.Code, errorText(*r.Error), e.opts.cmdHint(), r.ID)))
 	}
+}
+
+// requestCodes are the codes of a request's failure that are not the
+// agent's: its row does not carry them.
+var requestCodes = []api.Code{api.CodeNotFound, api.CodeBadRequest, api.CodeForbidden,
+	api.CodeInternal, api.CodeUpgrade, api.CodeHandingOver, api.CodeState}
+
+// foldFailure hands a request's failure of a known agent to the detector
+// as the failed row it stands for, so that the row's own event, before or
+// after, does not announce it again. known is false for a failure that is
+// the request's and not the agent's (an unknown id, a service handing
+// over): the caller announces those itself.
+func (e *engine) foldFailure(r api.Result) (n notice, known, ok bool) {
+	if slices.Contains(requestCodes, r.Error.Code) {
+		return notice{}, false, false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !slices.ContainsFunc(e.in.Status.Agents, func(a api.Agent) bool { return a.ID == r.ID }) {
+		return notice{}, false, false
+	}
+	row := api.Agent{ID: r.ID, State: api.StateFailed, Error: r.Error}
+	if r.Agent != nil {
+		row = *r.Agent
+	}
+	n, ok = e.det.agent(row)
+	return n, true, ok
 }
 
 // toggleLogin installs or removes the login service and the tray's

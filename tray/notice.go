@@ -54,6 +54,16 @@ type notice struct {
 	// cond is the detector's condition that raised an agent's notice,
 	// so that a notice held back can be checked to be still true.
 	cond string
+	// withdraw: not a notice to show but the end of what the agent's
+	// last notice said; its bubble, if still up, is taken down.
+	withdraw bool
+}
+
+// withdrawal is the notice that takes down the bubble of agent id's last
+// notice: what it said has ended (the agent runs again, was stopped, or
+// its stuck process died).
+func withdrawal(id string) notice {
+	return notice{Key: id + "/resolved", Subject: "agent/" + id, Agent: id, withdraw: true}
 }
 
 // Kinds of notices, the second half of a Key. A kind about one error code
@@ -116,7 +126,9 @@ func condition(a api.Agent) (kind string, cond string) {
 	return "", ""
 }
 
-// agent returns the notice a's new row calls for, if any.
+// agent returns the notice a's new row calls for, if any: a new
+// condition's notice, or the withdrawal of the last one when its
+// condition has ended.
 func (d *detector) agent(a api.Agent) (notice, bool) {
 	if d.last == nil {
 		d.last = map[string]string{}
@@ -125,6 +137,9 @@ func (d *detector) agent(a api.Agent) (notice, bool) {
 	prev := d.last[a.ID]
 	if cond == "" {
 		delete(d.last, a.ID)
+		if prev != "" {
+			return withdrawal(a.ID), true
+		}
 		return notice{}, false
 	}
 	d.last[a.ID] = cond

@@ -14,6 +14,7 @@ func TestDetector(t *testing.T) {
 	contention := &api.Error{Code: api.CodeContention, Message: `identity "alice@relay" is held by guardian pid 7 of profile "work"`}
 	crash := &api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row"}
 	exited := &api.Error{Code: api.CodeExited, Message: "exit status 3"}
+	const withdrawn = "(withdrawn)"
 	var d detector
 	for i, step := range []struct {
 		row  api.Agent
@@ -24,9 +25,9 @@ func TestDetector(t *testing.T) {
 		{agent("alice", api.StateCleanupFailed, 0, cleanup("pid 777 left")), "alice would not stop"},
 		{agent("alice", api.StateCleanupFailed, 0, cleanup("pid 777 left (retry 2)")), ""},
 		{agent("alice", api.StateStopped, 0, cleanup("private dir: permission denied")), "alice stopped, but its cleanup failed"},
-		{agent("alice", api.StateStopped, 0, nil), ""},
+		{agent("alice", api.StateStopped, 0, nil), withdrawn}, // the cleanup's bubble goes
 		{agent("alice", api.StateCleanupFailed, 0, cleanup("again")), "alice would not stop"},
-		{agent("alice", api.StateStarting, 0, nil), ""},
+		{agent("alice", api.StateStarting, 0, nil), withdrawn},
 		{agent("alice", api.StateBackoff, 0, contention), "identity is in use elsewhere"},
 		{agent("alice", api.StateStarting, 0, contention), ""},
 		{agent("alice", api.StateBackoff, 0, contention), ""},
@@ -35,11 +36,17 @@ func TestDetector(t *testing.T) {
 		{agent("bob", api.StateFailed, 0, exited), "bob failed"},
 		{agent("bob", api.StateFailed, 0, crash), "bob keeps crashing"},
 		{agent("bob", api.StateFailed, 0, crash), ""},
-		{agent("bob", api.StateStarting, 0, crash), ""}, // started again by hand
+		{agent("bob", api.StateStarting, 0, crash), withdrawn}, // started again by hand
 		{agent("bob", api.StateFailed, 0, crash), "bob keeps crashing"},
 	} {
 		n, ok := d.agent(step.row)
 		switch {
+		case step.want == withdrawn:
+			if !ok || !n.withdraw || n.Subject != "agent/"+step.row.ID {
+				t.Errorf("step %d (%s %s): %+v, want the withdrawal of its last notice", i, step.row.ID, step.row.State, n)
+			}
+		case ok && n.withdraw:
+			t.Errorf("step %d (%s %s): an unexpected withdrawal", i, step.row.ID, step.row.State)
 		case step.want == "" && ok:
 			t.Errorf("step %d (%s %s): unexpected notice %q", i, step.row.ID, step.row.State, n.Title)
 		case step.want != "" && !ok:

@@ -126,6 +126,21 @@ func (d *desktopNotifier) notify(n notice) error {
 	return nil
 }
 
+// withdraw closes the bubble of subject's last notice, if it is still
+// up (CloseNotification).
+func (d *desktopNotifier) withdraw(subject string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	id := d.ids[subject]
+	if id == 0 || d.server == nil {
+		return nil
+	}
+	delete(d.ids, subject)
+	delete(d.shown, id)
+	_, err := d.server.CloseNotification(id)
+	return err
+}
+
 // actionKey is the key of the i-th action: "default" for the first.
 func actionKey(i int) string {
 	if i == 0 {

@@ -30,6 +30,10 @@ func newNotifier() *desktopNotifier {
 	return &desktopNotifier{icons: map[assets.State]string{}}
 }
 
+// withdraw: a toast stays in the Action Center until the person clears
+// it; this tray keeps no handle of its toasts to remove them by.
+func (d *desktopNotifier) withdraw(string) error { return nil }
+
 // onAction: toasts run no code of tether's (see desktopNotifier).
 func (d *desktopNotifier) onAction(func(action)) {}
 
