@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tether-dev/tether/wire"
@@ -160,6 +161,33 @@ type IDsRequest struct {
 // in order.
 type Results struct {
 	Results []Result `json:"results"`
+}
+
+// Reloaded is the answer of a reload: what it did, by agent id, each
+// list in config order.
+type Reloaded struct {
+	Added     []string `json:"added,omitempty"`     // new agents
+	Restarted []string `json:"restarted,omitempty"` // changed, and running: restarted into the new entry
+	Changed   []string `json:"changed,omitempty"`   // changed, and not running: the new entry applies at their next start
+	Removed   []string `json:"removed,omitempty"`   // gone from the config: stopped
+}
+
+// Summary says what r did in a few words: "2 added, 1 restarted", or
+// "nothing changed".
+func (r Reloaded) Summary() string {
+	var parts []string
+	for _, p := range []struct {
+		ids  []string
+		word string
+	}{{r.Added, "added"}, {r.Restarted, "restarted"}, {r.Changed, "changed"}, {r.Removed, "removed"}} {
+		if len(p.ids) > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", len(p.ids), p.word))
+		}
+	}
+	if len(parts) == 0 {
+		return "nothing changed"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Logs is the answer of GET /localapi/v0/logs.

@@ -245,10 +245,11 @@ func (inv *invocation) reload(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := c.Reload(ctx); err != nil {
+	done, err := c.Reload(ctx)
+	if err != nil {
 		return inv.apiFailure(p, err)
 	}
-	fmt.Fprintln(inv.stdout, "reloaded")
+	fmt.Fprintf(inv.stdout, "reloaded: %s\n", done.Summary())
 	return ExitOK
 }
 

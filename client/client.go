@@ -139,9 +139,12 @@ func (c *Client) Action(ctx context.Context, path string, req api.IDsRequest) (a
 	return res, err
 }
 
-// Reload makes the service apply its config file again.
-func (c *Client) Reload(ctx context.Context) error {
-	return c.call(ctx, http.MethodPost, api.PathReload, nil, nil)
+// Reload makes the service apply its config file again, and returns what
+// that did.
+func (c *Client) Reload(ctx context.Context) (api.Reloaded, error) {
+	var done api.Reloaded
+	err := c.call(ctx, http.MethodPost, api.PathReload, nil, &done)
+	return done, err
 }
 
 // Quit makes the service stop every agent and exit. It returns once the

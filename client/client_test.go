@@ -39,7 +39,7 @@ func TestClientErrorAnswers(t *testing.T) {
 	if e, ok := errors.AsType[*api.Error](err); !ok || e.Code != api.CodeContention || e.Message != "held by pid 7" {
 		t.Errorf("Status = %#v, want *Error contention", err)
 	}
-	err = c.Reload(ctx)
+	_, err = c.Reload(ctx)
 	if e, ok := errors.AsType[*api.Error](err); !ok || e.Code != api.CodeInternal || !strings.Contains(e.Message, "gateway says no") {
 		t.Errorf("Reload = %#v, want *Error internal quoting the answer", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -262,8 +263,15 @@ func TestReloadAddsRemovesChanges(t *testing.T) {
     command: AGENT, sleep]
     autostart: true
 `)
-	if err := c.Reload(context.Background()); err != nil {
+	done, err := c.Reload(context.Background())
+	if err != nil {
 		t.Fatal(err)
+	}
+	if want := (api.Reloaded{Added: []string{"new"}, Restarted: []string{"change"}, Removed: []string{"drop"}}); !reflect.DeepEqual(done, want) {
+		t.Errorf("the reload says it did %+v, want %+v", done, want)
+	}
+	if got := done.Summary(); got != "1 added, 1 restarted, 1 removed" {
+		t.Errorf("summary %q", got)
 	}
 	if p := waitState(t, c, "keep", api.StateRunning).PID; p != keepPID {
 		t.Errorf("unchanged agent restarted")
@@ -286,7 +294,7 @@ func TestReloadAddsRemovesChanges(t *testing.T) {
 	if err := os.WriteFile(w.paths.Config, []byte("agents:\n  - id: ../x\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Reload(context.Background()); !isCode(err, api.CodeConfig) {
+	if _, err := c.Reload(context.Background()); !isCode(err, api.CodeConfig) {
 		t.Fatalf("bad reload: %v", err)
 	}
 	if st := c.Status(); st.ConfigError == nil || len(st.Agents) != 3 {

@@ -134,7 +134,7 @@ func TestReloadRereadsARepairedStateFile(t *testing.T) {
 	if err := os.WriteFile(statePath, []byte(`{"version": 1, "agents": {}}`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Reload(context.Background()); err != nil {
+	if _, err := c.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if st := c.Status(); st.StateError != nil {

@@ -85,7 +85,7 @@ func TestCrashLoopParkingIsDurable(t *testing.T) {
 	}
 
 	// A reload that leaves the entry as it is: still parked.
-	if err := c.Reload(ctx); err != nil {
+	if _, err := c.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
 	stillParked(t, c, "x", dir, fresh)
@@ -93,7 +93,7 @@ func TestCrashLoopParkingIsDurable(t *testing.T) {
 	// A reload that changes the command: a fresh count, a whole crash
 	// loop before it is parked again.
 	w.yaml(entry(", v2"))
-	if err := c.Reload(ctx); err != nil {
+	if _, err := c.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "a whole second crash loop", func() bool { return starts(t, dir) == 2*fresh })

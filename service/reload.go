@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"sync"
 
 	"github.com/tether-dev/tether/api"
@@ -84,8 +85,8 @@ func sameAgent(a, b config.Agent) bool {
 // is started again as soon as it has stopped, and an agent that depends
 // on a changed one waits for its restart (Controller.restarting, which
 // depVerdict reads). Reload answers once every stop and restart has
-// settled.
-func (c *Controller) Reload(ctx context.Context) error {
+// settled, with what it did.
+func (c *Controller) Reload(ctx context.Context) (api.Reloaded, error) {
 	// Subscribers see the outcome whole: removed agents, a config error.
 	defer c.publishStatus()
 	// A state file the user repaired is read again before the answer,
@@ -102,10 +103,19 @@ func (c *Controller) Reload(ctx context.Context) error {
 	if err != nil {
 		c.configErr = &api.Error{Code: api.CodeConfig, Message: err.Error()}
 		c.mu.Unlock()
-		return c.configErr
+		c.logf("reload: the config was not applied, the running one stays: %v", err)
+		return api.Reloaded{}, c.configErr
 	}
 	c.configErr = nil
 	plan := planReload(c.cfg, cfg)
+	done := api.Reloaded{Added: plan.added, Removed: plan.removed}
+	for _, id := range plan.changed {
+		if s := c.rows[id].State; s == api.StateStopped || s == api.StateFailed {
+			done.Changed = append(done.Changed, id)
+		} else {
+			done.Restarted = append(done.Restarted, id)
+		}
+	}
 	c.cfg = cfg
 	c.deps = newDepGraph(cfg)
 	entries := make(map[string]config.Agent, len(cfg.Agents))
@@ -137,7 +147,27 @@ func (c *Controller) Reload(ctx context.Context) error {
 	for _, id := range unparked {
 		c.saveParked(id, nil)
 	}
-	return c.applyReload(ctx, plan, going)
+	c.logf("reload of %s: %s", cfg.Path, reloadedText(done))
+	return done, c.applyReload(ctx, plan, going)
+}
+
+// reloadedText is what a reload did, for the service's log: each change
+// with the agents it touched ("added a, b; restarted c"), or "nothing
+// changed".
+func reloadedText(r api.Reloaded) string {
+	var parts []string
+	for _, p := range []struct {
+		word string
+		ids  []string
+	}{{"added", r.Added}, {"restarted", r.Restarted}, {"changed", r.Changed}, {"removed", r.Removed}} {
+		if len(p.ids) > 0 {
+			parts = append(parts, p.word+" "+strings.Join(p.ids, ", "))
+		}
+	}
+	if len(parts) == 0 {
+		return "nothing changed"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // addAgentsLocked adds the agents that a reload brought, and

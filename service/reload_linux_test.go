@@ -27,7 +27,7 @@ func TestReloadStopsRemovedAgentsTogether(t *testing.T) {
 	}
 	w.yaml(keep)
 	began := time.Now()
-	if err := c.Reload(context.Background()); err != nil {
+	if _, err := c.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	took := time.Since(began)
@@ -84,7 +84,7 @@ func TestReloadKeepsDependencyOrder(t *testing.T) {
 	}()
 	// db and api change; cache and worker are removed.
 	w.yaml(dbEntry + "    stop_timeout: 2s\n" + apiEntry + "    env: {V: \"2\"}\n")
-	if err := c.Reload(context.Background()); err != nil {
+	if _, err := c.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	cancel()

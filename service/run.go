@@ -117,11 +117,7 @@ func (r *runner) serve(b *beginning, started func(*Controller, *localapi.Server)
 			if slices.Contains(reloadSignals, s) {
 				b.listener.check()
 				notify(platform.Reloading())
-				if err := c.Reload(context.Background()); err != nil {
-					logf("reload: %v", err)
-				} else {
-					logf("reloaded %s", p.Config)
-				}
+				_, _ = c.Reload(context.Background()) // it logs what it did
 				notify("READY=1")
 				continue
 			}

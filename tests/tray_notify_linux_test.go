@@ -771,3 +771,36 @@ func TestTrayNoticeOncePerEvent(t *testing.T) {
 		t.Errorf("%s runs, and its failure's bubble %d was not taken down", id, own.id)
 	}
 }
+
+// A reload says what it did: `tether reload` prints it, the service logs
+// it with the agents' ids, and Reload config in the tray says it in a
+// notice.
+func TestReloadSaysWhatItDid(t *testing.T) {
+	d := newDesktop(t, true)
+	notes := d.monitorNotify()
+	w := newWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	agent := func(id, extra string) string {
+		return fmt.Sprintf("  - id: %s\n    command: [/bin/sh, -c, 'sleep 1000 & wait', %s]\n    autostart: true\n    stop_timeout: 300ms\n%s", id, m, extra)
+	}
+	w.writeConfig("agents:\n" + agent("keep", "") + agent("change", "") + agent("drop", ""))
+	svc := w.startService("default")
+	w.waitState("default", "drop", api.StateRunning)
+	w.writeConfig("agents:\n" + agent("keep", "") + agent("change", "    env: {X: \"1\"}\n") + agent("new1", "") + agent("new2", ""))
+	if r := w.mustRun("reload"); r.stdout != "reloaded: 2 added, 1 restarted, 1 removed\n" {
+		t.Errorf("tether reload printed %q", r.stdout)
+	}
+	if out := svc.output(); !strings.Contains(out, "added new1, new2; restarted change; removed drop") {
+		t.Errorf("the service's log does not say what the reload did:\n%s", out)
+	}
+
+	tr := d.startTray(w, "default", false)
+	item := d.waitItem(tr.pid, 15*time.Second)
+	menu := d.waitMenu(item, "Reload config", func(n menuNode) bool { r, ok := n.find("Reload config"); return ok && r.enabled })
+	rl, _ := menu.find("Reload config")
+	d.click(item, rl.id)
+	if n := notes.wait(t, 15*time.Second, "config reloaded"); n.body != "nothing changed" || n.urgency != 0 {
+		t.Errorf("the tray's reload notice: %q, urgency %d; want \"nothing changed\", low", n.body, n.urgency)
+	}
+}

@@ -251,7 +251,7 @@ func (m *model) act(v verb, id string) tea.Cmd {
 		var err error
 		switch v {
 		case verbReload:
-			err = c.Reload(ctx)
+			_, err = c.Reload(ctx)
 		case verbStart:
 			res, err = c.Start(ctx, id)
 		case verbStop:

@@ -779,9 +779,11 @@ func (e *engine) openOrSay(path string) {
 func (e *engine) reload() {
 	ctx, cancel := context.WithTimeout(e.ctx, actionTimeout)
 	defer cancel()
-	err := e.client.Reload(ctx)
+	done, err := e.client.Reload(ctx)
 	switch ae, isAPI := errors.AsType[*api.Error](err); {
-	case err == nil || e.ctx.Err() != nil:
+	case e.ctx.Err() != nil:
+	case err == nil:
+		e.post(infoNotice("reload/"+kindAction, "tether: config reloaded", done.Summary()))
 	case isAPI && ae.Code == api.CodeConfig:
 		e.post(configNotice(*ae))
 	case errors.Is(err, client.ErrNotRunning):

@@ -58,8 +58,11 @@ func (r *recorder) Stop(_ context.Context, id string) (api.Agent, error) {
 func (r *recorder) Restart(_ context.Context, id string, _ bool) (api.Agent, error) {
 	return r.act("restart", id, api.StateRunning)
 }
-func (r *recorder) Reload(context.Context) error { r.record("reload"); return nil }
-func (r *recorder) Quit(context.Context) error   { r.record("quit"); return nil }
+func (r *recorder) Reload(context.Context) (api.Reloaded, error) {
+	r.record("reload")
+	return api.Reloaded{}, nil
+}
+func (r *recorder) Quit(context.Context) error { r.record("quit"); return nil }
 
 func (r *recorder) Upgrade(_ context.Context, req api.UpgradeRequest) (api.UpgradeAnswer, error) {
 	r.record("upgrade %s", req.Executable)

@@ -52,7 +52,7 @@ type Backend interface {
 	Start(ctx context.Context, id string, noWait bool) (api.Agent, error)
 	Stop(ctx context.Context, id string) (api.Agent, error)
 	Restart(ctx context.Context, id string, noWait bool) (api.Agent, error)
-	Reload(ctx context.Context) error
+	Reload(ctx context.Context) (api.Reloaded, error)
 	Logs(id string, n int) ([]string, error)
 	// Subscribe returns agent events (api.EventAgent) and, for the ids in
 	// logs, log lines (api.EventLog), until cancel is called. The backend
@@ -418,11 +418,12 @@ func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &struct{}{}, true) {
 		return
 	}
-	if err := s.b.Reload(r.Context()); err != nil {
+	done, err := s.b.Reload(r.Context())
+	if err != nil {
 		writeBackendError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, struct{}{})
+	writeJSON(w, http.StatusOK, done)
 }
 
 func (s *Server) quit(w http.ResponseWriter, r *http.Request) {

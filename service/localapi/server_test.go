@@ -107,10 +107,13 @@ func (f *fakeBackend) Restart(ctx context.Context, id string, _ bool) (api.Agent
 	return f.set(id, api.StateRunning)
 }
 
-func (f *fakeBackend) Reload(ctx context.Context) error {
+func (f *fakeBackend) Reload(ctx context.Context) (api.Reloaded, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.reloadErr
+	if f.reloadErr != nil {
+		return api.Reloaded{}, f.reloadErr
+	}
+	return api.Reloaded{Added: []string{"x"}, Restarted: []string{"y", "z"}}, nil
 }
 
 func (f *fakeBackend) Logs(id string, n int) ([]string, error) {
@@ -383,13 +386,13 @@ func TestReloadAndQuit(t *testing.T) {
 	ts := serve(t, f)
 	c := client.New(ts.path)
 	ctx := testCtx(t)
-	if err := c.Reload(ctx); err != nil {
-		t.Fatalf("Reload: %v", err)
+	if done, err := c.Reload(ctx); err != nil || done.Summary() != "1 added, 2 restarted" {
+		t.Fatalf("Reload: %+v, %v; want 1 added, 2 restarted", done, err)
 	}
 	f.mu.Lock()
 	f.reloadErr = &api.Error{Code: api.CodeConfig, Message: "agents.yaml:3: unknown key"}
 	f.mu.Unlock()
-	err := c.Reload(ctx)
+	_, err := c.Reload(ctx)
 	wantAPIError(t, "Reload of a bad config", err, api.CodeConfig)
 
 	if err := c.Quit(ctx); err != nil {
