@@ -143,6 +143,9 @@ type engine struct {
 	// lost is set while the service is gone after having been there:
 	// the next hello announces it back.
 	lost bool
+	// lostPIDs are the pids of the agents that ran when the service was
+	// last seen, to tell which ones its return restarted.
+	lostPIDs map[string]int
 
 	dirty chan struct{} // buffer 1: the menu must be rebuilt
 	poke  chan struct{} // buffer 1: try to connect now
@@ -422,10 +425,13 @@ func (e *engine) hello(st api.Status) {
 	var notes []notice
 	e.mu.Lock()
 	if e.lostTimer != nil {
-		// Back within its manager's restart window: no alarm.
+		// Back within its manager's restart window: no alarm, but one
+		// quiet word of what the restart did to the agents.
 		e.lostTimer.Stop()
 		e.lostTimer = nil
+		notes = append(notes, restartedNotice(e.opts.Profile, restartedAgents(e.lostPIDs, st.Agents)))
 	}
+	e.lostPIDs = nil
 	if e.lost {
 		e.lost = false
 		notes = append(notes, backNotice(e.opts.Profile, st))
@@ -502,6 +508,14 @@ func (e *engine) down(err error) {
 	}
 	e.mu.Lock()
 	was := e.in.Conn
+	if was == connected {
+		e.lostPIDs = map[string]int{}
+		for _, a := range e.in.Status.Agents {
+			if a.PID > 0 {
+				e.lostPIDs[a.ID] = a.PID
+			}
+		}
+	}
 	refresh := len(waiting) != len(e.in.Waiting)
 	e.in.Conn, e.in.ConnErr, e.in.Waiting = conn, msg, waiting
 	e.in.Status = api.Status{}

@@ -20,8 +20,9 @@ func (o *fakeOS) startCount() int {
 }
 
 // A managed service that its manager restarts within the restart window
-// raises no "service stopped", and so no "service is back" either; one
-// that stays gone past it is announced, and its return too.
+// raises no "service stopped", and so no "service is back" either, but
+// one quiet notice of what the restart did to the agents; one that stays
+// gone past it is announced, and its return too.
 func TestEngineWaitsOutTheRestartWindow(t *testing.T) {
 	dir := shortDir(t)
 	sock := filepath.Join(dir, "s.sock")
@@ -35,9 +36,15 @@ func TestEngineWaitsOutTheRestartWindow(t *testing.T) {
 
 	f.stop()
 	u.waitMenu(t, "not running", func(m menu) bool { return strings.Contains(m.Items[0].Title, "not running") })
-	f = startFake(t, sock, agent("a", api.StateRunning, time.Minute, nil))
+	again := agent("a", api.StateRunning, time.Minute, nil)
+	again.PID++ // a new tree: the restart took the old one down
+	f = startFake(t, sock, again)
 	u.waitMenu(t, "1 running again", firstLine("1 running"))
-	// Past the window, nothing was said.
+	restarted := o.waitNotice(t, "service restarted")
+	if restarted.Urgency != urgencyLow || !strings.Contains(restarted.Body, "1 agent was restarted with it: a.") {
+		t.Errorf("the restart's notice: %+v", restarted)
+	}
+	// Past the window, nothing else was said.
 	time.Sleep(window + 500*time.Millisecond)
 	for _, n := range o.allNotices() {
 		if strings.Contains(n.Title, "stopped") || strings.Contains(n.Title, "is back") {

@@ -2,6 +2,7 @@ package tray
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tether-dev/tether/api"
@@ -75,6 +76,7 @@ const (
 	kindFailed     = string(api.StateFailed)
 	kindLost       = "lost"
 	kindBack       = "back"
+	kindRestarted  = "restarted"
 	kindAction     = "action"
 	kindConfig     = "config"
 	kindNoTray     = "no_tray"
@@ -258,6 +260,39 @@ func backNotice(profile string, st api.Status) notice {
 		Subject: subjectService,
 		Title:   "tether: service is back",
 		Body:    fmt.Sprintf("%s is running again (pid %d): %s.", who, st.ServicePID, strings.ToLower(aggregate(st.Agents))),
+		Urgency: urgencyLow,
+		Icon:    assets.Mark,
+	}
+}
+
+// restartedAgents are the agents of before (id: pid) that run again under
+// another pid in now, sorted.
+func restartedAgents(before map[string]int, now []api.Agent) []string {
+	var ids []string
+	for _, a := range now {
+		if pid, ok := before[a.ID]; ok && a.PID != pid {
+			ids = append(ids, a.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// restartedNotice says, once and quietly, that the service's manager
+// started the service again after it died, and what that did to the
+// agents that ran.
+func restartedNotice(profile string, restarted []string) notice {
+	who, _ := serviceWho(profile)
+	body := fmt.Sprintf("%s stopped unexpectedly, and its service manager started it again; every agent kept running.", who)
+	if len(restarted) > 0 {
+		body = fmt.Sprintf("%s stopped unexpectedly, and its service manager started it again; %s restarted with it: %s.",
+			who, plural(len(restarted), "agent was", "agents were"), nameList(restarted, maxNoticeMessage))
+	}
+	return notice{
+		Key:     subjectService + "/" + kindRestarted,
+		Subject: subjectService,
+		Title:   "tether: service restarted",
+		Body:    body,
 		Urgency: urgencyLow,
 		Icon:    assets.Mark,
 	}

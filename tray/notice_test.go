@@ -94,3 +94,20 @@ func TestNoticeTexts(t *testing.T) {
 		t.Errorf("lost, nothing installed: %+v", n)
 	}
 }
+
+// After the manager restarted the service, the notice names the agents
+// whose trees are new, or says that every one kept running.
+func TestRestartedNotice(t *testing.T) {
+	before := map[string]int{"a": 10, "b": 11, "c": 12}
+	now := []api.Agent{{ID: "c", PID: 99}, {ID: "a", PID: 98}, {ID: "b", PID: 11}, {ID: "d", PID: 5}}
+	got := restartedAgents(before, now)
+	if strings.Join(got, ",") != "a,c" {
+		t.Errorf("restarted %v, want a, c", got)
+	}
+	if n := restartedNotice("work", got); n.Urgency != urgencyLow || !strings.Contains(n.Body, `profile "work"`) || !strings.Contains(n.Body, "2 agents were restarted with it: a, c.") {
+		t.Errorf("%+v", n)
+	}
+	if n := restartedNotice("", nil); !strings.Contains(n.Body, "every agent kept running") {
+		t.Errorf("%+v", n)
+	}
+}
