@@ -12,6 +12,7 @@ import (
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/client"
 	"github.com/tether-dev/tether/install"
+	"github.com/tether-dev/tether/internal/human"
 	"github.com/tether-dev/tether/internal/suggest"
 	"github.com/tether-dev/tether/service"
 	"github.com/tether-dev/tether/service/config"
@@ -228,7 +229,7 @@ func (inv *invocation) check(args []string) int {
 		fmt.Fprintln(inv.stderr, "tether check:", err)
 		return ExitFailure
 	}
-	fmt.Fprintf(inv.stdout, "ok: %s: %d agent(s)\n", cfg.Path, len(cfg.Agents))
+	fmt.Fprintf(inv.stdout, "ok: %s: %s\n", cfg.Path, human.Count(len(cfg.Agents), "agent", "agents"))
 	for _, w := range serviceWarnings(p, cfg) {
 		fmt.Fprintln(inv.stderr, "tether check: warning:", w)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/tether-dev/tether/assets"
 	"github.com/tether-dev/tether/client"
 	"github.com/tether-dev/tether/install"
+	"github.com/tether-dev/tether/internal/human"
 	"github.com/tether-dev/tether/service"
 	"github.com/tether-dev/tether/service/config"
 	"github.com/tether-dev/tether/service/upgrade"
@@ -99,7 +100,7 @@ func (inv *invocation) startService(p service.Paths, o install.Options) int {
 		}
 		return inv.fail("the service was started but does not answer on %s within %v: %v; %s", p.Socket, answerWait, err, why)
 	}
-	fmt.Fprintf(inv.stdout, "started: the service answers on %s (pid %d, %d agent(s))\n", p.Socket, st.ServicePID, len(st.Agents))
+	fmt.Fprintf(inv.stdout, "started: the service answers on %s (pid %d, %s)\n", p.Socket, st.ServicePID, human.Count(len(st.Agents), "agent", "agents"))
 	return ExitOK
 }
 
@@ -160,7 +161,7 @@ func (inv *invocation) uninstall(p service.Paths, o install.Options) int {
 	if len(ran) == 0 {
 		fmt.Fprintf(inv.stdout, "stopped the service (pid %d); no agent was running\n", before.ServicePID)
 	} else {
-		fmt.Fprintf(inv.stdout, "stopped the service (pid %d) and its %d running agent(s): %s\n", before.ServicePID, len(ran), strings.Join(ran, ", "))
+		fmt.Fprintf(inv.stdout, "stopped the service (pid %d) and its %s: %s\n", before.ServicePID, human.Count(len(ran), "running agent", "running agents"), strings.Join(ran, ", "))
 	}
 	return ExitOK
 }

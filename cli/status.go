@@ -14,6 +14,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/client"
+	"github.com/tether-dev/tether/internal/human"
 	"github.com/tether-dev/tether/service"
 	"github.com/tether-dev/tether/wire"
 )
@@ -40,7 +41,7 @@ func (inv *invocation) status(args []string) int {
 		st.Agents = inv.waitingRows(ctx, p)
 		code := inv.apiFailure(p, err)
 		if len(st.Agents) > 0 {
-			fmt.Fprintf(inv.stderr, "%d agent(s) outlived the service and wait to be adopted by the next one (survive_service_crash):\n", len(st.Agents))
+			fmt.Fprintf(inv.stderr, "%s outlived the service and wait to be adopted by the next one (survive_service_crash):\n", human.Count(len(st.Agents), "agent", "agents"))
 			if *asJSON {
 				inv.statusJSON(st)
 			} else {
@@ -126,7 +127,7 @@ func (inv *invocation) waitingRows(ctx context.Context, p service.Paths) []api.A
 		}
 		rows = append(rows, api.Agent{ID: id, Identity: w.Identity, State: api.StateAdoptable, PID: w.AgentPID,
 			GuardianPID: w.GuardianPID, Since: w.Orphaned,
-			Status: fmt.Sprintf("waiting to be adopted until %s (in %v)", w.Until.Local().Format("15:04:05"), time.Until(w.Until).Round(time.Second))})
+			Status: fmt.Sprintf("waiting to be adopted until %s (in %s)", w.Until.Local().Format("15:04:05"), human.Duration(time.Until(w.Until).Round(time.Second)))})
 	}
 	return rows
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/client"
+	"github.com/tether-dev/tether/internal/human"
 	"github.com/tether-dev/tether/service"
 )
 
@@ -61,7 +62,7 @@ func upgradeService(c *client.Client, exe string) (api.Upgrade, error) {
 	for ae := (*api.Error)(nil); errors.As(err, &ae) && ae.Code == api.CodeHandingOver; {
 		select {
 		case <-ctx.Done():
-			return api.Upgrade{}, &api.Error{Code: api.CodeUpgrade, Message: fmt.Sprintf("another upgrade was under way, and the service did not take this one within %v", upgradeWait)}
+			return api.Upgrade{}, &api.Error{Code: api.CodeUpgrade, Message: fmt.Sprintf("another upgrade was under way, and the service did not take this one within %s", human.Duration(upgradeWait))}
 		case <-time.After(5 * time.Millisecond):
 		}
 		ans, err = c.Upgrade(ctx, api.UpgradeRequest{Executable: exe})
@@ -76,7 +77,7 @@ func upgradeService(c *client.Client, exe string) (api.Upgrade, error) {
 		case errors.Is(err, client.ErrNotRunning):
 			return api.Upgrade{}, &api.Error{Code: api.CodeUpgrade, Message: "the service stopped during the upgrade: its successor died after taking over (the service manager, if any, starts it again)"}
 		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded):
-			return api.Upgrade{}, &api.Error{Code: api.CodeUpgrade, Message: fmt.Sprintf("no word of upgrade %s within %v", id, upgradeWait)}
+			return api.Upgrade{}, &api.Error{Code: api.CodeUpgrade, Message: fmt.Sprintf("no word of upgrade %s within %s", id, human.Duration(upgradeWait))}
 		case err != nil && !errors.As(err, new(*api.Error)):
 			// The connection was reset or cut: the process that held
 			// the socket (the successor, after the exec) ended before
@@ -97,7 +98,7 @@ func upgradeService(c *client.Client, exe string) (api.Upgrade, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return api.Upgrade{}, &api.Error{Code: api.CodeUpgrade, Message: fmt.Sprintf("no word of upgrade %s within %v", id, upgradeWait)}
+			return api.Upgrade{}, &api.Error{Code: api.CodeUpgrade, Message: fmt.Sprintf("no word of upgrade %s within %s", id, human.Duration(upgradeWait))}
 		case <-time.After(5 * time.Millisecond):
 		}
 	}

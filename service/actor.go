@@ -8,6 +8,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/internal/human"
 	"github.com/tether-dev/tether/platform"
 	"github.com/tether-dev/tether/service/config"
 	"github.com/tether-dev/tether/service/state"
@@ -808,7 +809,7 @@ func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 			last = e.Message
 		}
 		a.park(&api.Error{Code: api.CodeCrashLoop, Last: e,
-			Message: fmt.Sprintf("ended %d times in a row, each within %v of starting; last: %s", a.failures, a.c.opts.HealthyAfter, last)})
+			Message: fmt.Sprintf("ended %d times in a row, each within %s of starting; last: %s", a.failures, human.Duration(a.c.opts.HealthyAfter), last)})
 		return
 	}
 	if a.backoff == 0 {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/human"
 	"github.com/tether-dev/tether/internal/logline"
 	"github.com/tether-dev/tether/platform"
 	"github.com/tether-dev/tether/service/config"
@@ -76,7 +77,7 @@ func (r *runner) fresh() int {
 		r.logf("%s", note)
 	}
 	return r.serve(b, func(*Controller, *localapi.Server) {
-		r.logf("profile %q serving on %s with %d agent(s) from %s", r.p.Profile, r.p.Socket, len(b.cfg.Agents), b.cfg.Path)
+		r.logf("profile %q serving on %s with %s from %s", r.p.Profile, r.p.Socket, human.Count(len(b.cfg.Agents), "agent", "agents"), b.cfg.Path)
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/internal/human"
 	"github.com/tether-dev/tether/service/localapi"
 	"github.com/tether-dev/tether/service/state"
 	"github.com/tether-dev/tether/service/upgrade"
@@ -59,7 +60,7 @@ func (r *runner) takeOver(path string, began time.Time) int {
 			attachAll(p, b, logf)
 			b.inherit.Served()
 			debug.SetGCPercent(gc)
-			logf("profile %q taken over on %s (upgrade %s in %v: %s) with %d agent(s) from %s", p.Profile, p.Socket, up.ID, up.Took.Round(time.Microsecond), upgrade.FormatSteps(upgrade.Steps()), len(b.cfg.Agents), b.cfg.Path)
+			logf("profile %q taken over on %s (upgrade %s in %v: %s) with %s from %s", p.Profile, p.Socket, up.ID, up.Took.Round(time.Microsecond), upgrade.FormatSteps(upgrade.Steps()), human.Count(len(b.cfg.Agents), "agent", "agents"), b.cfg.Path)
 		}()
 	})
 }

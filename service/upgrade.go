@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/internal/human"
 	"github.com/tether-dev/tether/service/upgrade"
 )
 
@@ -115,7 +116,7 @@ func (c *Controller) freeze(ctx context.Context) (*upgrade.Frozen, error) {
 	case <-ctx.Done():
 		// The actors still busy freeze later and are thawed then.
 		go func() { <-done; c.thaw(frozen, nil) }()
-		return nil, fmt.Errorf("agents still busy after %v: %w", upgrade.FreezeTimeout, ctx.Err())
+		return nil, fmt.Errorf("agents still busy after %s: %w", human.Duration(upgrade.FreezeTimeout), ctx.Err())
 	}
 	if len(errs) > 0 {
 		c.thaw(frozen, nil)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/client"
+	"github.com/tether-dev/tether/internal/human"
 	"github.com/tether-dev/tether/internal/logline"
 	"github.com/tether-dev/tether/wire"
 )
@@ -970,7 +971,7 @@ func (e *engine) startService() {
 			exited = nil
 			why = fmt.Errorf("%s ended at once (%v); its output is in %s", how, err, e.opts.ServiceLog)
 		case <-deadline.C:
-			why = fmt.Errorf("%s did not answer within %v", how, serviceStartTimeout)
+			why = fmt.Errorf("%s did not answer within %s", how, human.Duration(serviceStartTimeout))
 		case <-time.After(minRetry):
 			// Poll our own state, not the service: the watcher
 			// connects.

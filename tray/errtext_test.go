@@ -30,8 +30,8 @@ func TestErrorText(t *testing.T) {
 			api.Error{Code: api.CodeExited, Message: "the agent exited: killed by signal: SIGKILL"},
 			"killed by signal: SIGKILL"},
 		{"crash loop: the last exit's cause first",
-			api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row, each within 1m0s of starting; last: the agent exited: exit status 3", Last: &api.Error{Code: api.CodeExited, Message: "the agent exited: exit status 3"}},
-			"exit status 3; ended 6 times in a row, each within 1m0s of starting"},
+			api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row, each within 1m of starting; last: the agent exited: exit status 3", Last: &api.Error{Code: api.CodeExited, Message: "the agent exited: exit status 3"}},
+			"exit status 3; ended 6 times in a row, each within 1m of starting"},
 		{"cleanup: survivors stuck in the kernel",
 			api.Error{Code: api.CodeCleanupFailed, Message: "cleanup failed (tree_alive): 1 process(es) still alive after SIGKILL: 777 (state D)", Left: []api.Process{{PID: 777, State: "D"}}},
 			"pid 777 stuck in the kernel (state D) after SIGKILL"},
@@ -80,7 +80,7 @@ func TestErrorTitleKeepsWhatMatters(t *testing.T) {
 	}
 
 	last := "the agent exited: " + strings.Repeat("word ", 40) + "exit status 3"
-	long := api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row, each within 1m0s of starting; last: " + last,
+	long := api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row, each within 1m of starting; last: " + last,
 		Last: &api.Error{Code: api.CodeExited, Message: last}}
 	title = errorTitle("error", long)
 	if !strings.Contains(title, "…") || !strings.HasSuffix(title, "of starting") || !strings.HasPrefix(title, "error: crash_loop: word") {

@@ -144,7 +144,7 @@ func waitingItem(in input) item {
 	for _, w := range in.Waiting {
 		lines = append(lines, fmt.Sprintf("%s (pid %d): %s until %s", w.Identity, w.AgentPID, api.StateAdoptable, w.Until.Local().Format("15:04:05")))
 	}
-	title := fmt.Sprintf("%d agent(s) wait for the service", len(in.Waiting))
+	title := plural(len(in.Waiting), "agent waits", "agents wait") + " for the service"
 	return item{Title: title, Tooltip: "They outlived the service (survive_service_crash) and keep running until a service of this profile adopts them, or the time shown:\n" + strings.Join(lines, "\n")}
 }
 

@@ -126,7 +126,7 @@ func TestBuildRunningToFailed(t *testing.T) {
 	in := connectedWith(agent("alice", api.StateRunning, time.Minute, nil))
 	before := build(in)
 
-	e := &api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row, each within 1m0s of starting; last: exit status 3", Last: &api.Error{Code: api.CodeExited, Message: "the agent exited: exit status 3"}}
+	e := &api.Error{Code: api.CodeCrashLoop, Message: "ended 6 times in a row, each within 1m of starting; last: exit status 3", Last: &api.Error{Code: api.CodeExited, Message: "the agent exited: exit status 3"}}
 	failed := agent("alice", api.StateFailed, 0, e)
 	in.Status.Agents = []api.Agent{failed}
 	in.LastErrors["alice"] = recorded{Err: *e, At: failed.Since}

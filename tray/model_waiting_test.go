@@ -17,7 +17,7 @@ func TestMenuShowsAgentsWaitingToBeAdopted(t *testing.T) {
 	var found *item
 	m := build(in)
 	for i, it := range m.Items {
-		if strings.Contains(it.Title, "wait for the service") {
+		if strings.Contains(it.Title, "1 agent waits for the service") {
 			found = &m.Items[i]
 		}
 	}
@@ -26,7 +26,7 @@ func TestMenuShowsAgentsWaitingToBeAdopted(t *testing.T) {
 	}
 	in.Conn, in.Status = connected, api.Status{}
 	for _, it := range build(in).Items {
-		if strings.Contains(it.Title, "wait for the service") && !it.Hidden {
+		if strings.Contains(it.Title, "for the service") && !it.Hidden {
 			t.Fatalf("shown while a service runs: %+v", it)
 		}
 	}
