@@ -13,6 +13,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/internal/testproc"
+	"github.com/tether-dev/tether/platform"
 	"github.com/tether-dev/tether/service/config"
 	"github.com/tether-dev/tether/service/state"
 )
@@ -62,7 +63,7 @@ func (w *world) controller(opts Options) *Controller {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	store, err := state.Open(w.paths.StateDir)
+	store, err := state.Open(w.paths.StateDir, platform.OpenAppendNoFollow)
 	if err != nil {
 		w.t.Fatal(err)
 	}
