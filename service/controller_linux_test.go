@@ -28,6 +28,10 @@ type world struct {
 func newWorld(t *testing.T, profile string, shared *world) *world {
 	t.Helper()
 	dir := t.TempDir()
+	// The controller starts this binary as the helpers "guardian" and,
+	// by the config, "agent".
+	testproc.Used("guardian")
+	testproc.Used("agent")
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

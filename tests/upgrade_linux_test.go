@@ -157,7 +157,7 @@ func TestUpgradeRestartsNoAgent(t *testing.T) {
 			t.Fatalf("round %d: status says of the upgrade %+v", round, st.Service)
 		}
 		exactlyOnce(t, 100*time.Millisecond, map[string]int{m + "-x": 1, m + "-y": 1, m + "-z": 1})
-		// Each guardian (version 2) is told of its new owner.
+		// Each guardian is told of its new owner.
 		logPath := filepath.Join(w.dir, "state", "tether", "default", "logs", "z.log")
 		var b []byte
 		if !testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
