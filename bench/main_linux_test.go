@@ -32,7 +32,7 @@ const waitLimit = 10 * time.Second
 // benchmarks is a failure.
 func TestMain(m *testing.M) {
 	var dir string
-	testproc.Main(m, testproc.Sweep(),
+	testproc.Main(m, testproc.Sweep(), testproc.EveryHelperUsed(), testproc.ForBenchmarks(),
 		testproc.Before(func() error {
 			_, err := punix.BecomeSubreaper()
 			return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/client"
+	"github.com/tether-dev/tether/internal/testproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -96,21 +97,24 @@ func BenchmarkReadyNotify(b *testing.B) {
 
 // waitAPI waits until the service answers.
 func waitAPI(c *client.Client, s *svc) error {
-	deadline := time.Now().Add(waitLimit)
-	for {
-		if _, err := c.Status(context.Background()); err == nil {
-			return nil
-		}
+	var up, exited bool
+	testproc.UntilEvery(waitLimit, statusEvery, func() bool {
+		_, err := c.Status(context.Background())
+		up = err == nil
 		select {
 		case <-s.done:
-			return fmt.Errorf("the service exited: %v\n%s", s.waitErr, s.output())
+			exited = true
 		default:
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the service does not answer after %v\n%s", waitLimit, s.output())
-		}
-		time.Sleep(statusEvery)
+		return up || exited
+	})
+	switch {
+	case up:
+		return nil
+	case exited:
+		return fmt.Errorf("the service exited: %v\n%s", s.waitErr, s.output())
 	}
+	return fmt.Errorf("the service does not answer after %v\n%s", waitLimit, s.output())
 }
 
 // monotonic reads CLOCK_MONOTONIC, the clock the agent stamps its
@@ -123,18 +127,16 @@ func monotonic() time.Duration {
 
 // readAt reads the agent's READY=1 time once it is written.
 func readAt(out string) (time.Duration, error) {
-	deadline := time.Now().Add(waitLimit)
-	for {
-		b, err := os.ReadFile(out)
-		if err == nil {
-			n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-			return time.Duration(n), err
-		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("the agent never wrote %s", out)
-		}
-		time.Sleep(time.Millisecond)
+	var b []byte
+	if !testproc.Until(waitLimit, func() bool {
+		var err error
+		b, err = os.ReadFile(out)
+		return err == nil
+	}) {
+		return 0, fmt.Errorf("the agent never wrote %s", out)
 	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return time.Duration(n), err
 }
 
 // readyToEvent starts the gated agent without waiting, watches its row

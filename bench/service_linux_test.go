@@ -440,9 +440,10 @@ type upResult struct {
 // wait with an error.
 func (s *svc) waitRunning(within time.Duration) (upResult, error) {
 	deadline := s.begin.Add(within)
+	var up upResult
 	var last api.Status
-	var lastErr error
-	for {
+	var lastErr, ended error
+	if testproc.UntilEvery(time.Until(deadline), statusEvery, func() bool {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		st, err := s.w.client.Status(ctx)
 		at := time.Since(s.begin)
@@ -456,31 +457,34 @@ func (s *svc) waitRunning(within time.Duration) (upResult, error) {
 				case a.State == api.StateRunning:
 					rows = append(rows, a)
 				case a.State == api.StateFailed || a.State == api.StateBackoff || a.State == api.StateCleanupFailed:
-					return upResult{}, fmt.Errorf("agent %s is %s: %v", a.ID, a.State, a.Error)
+					ended = fmt.Errorf("agent %s is %s: %v", a.ID, a.State, a.Error)
+					return true
 				}
 			}
 			if len(rows) == s.w.n {
-				return upResult{seen: at, rows: rows}, nil
+				up = upResult{seen: at, rows: rows}
+				return true
 			}
 		} else {
 			lastErr = err
 		}
 		select {
 		case <-s.done:
-			return upResult{}, fmt.Errorf("the service exited while its agents were starting: %v", s.waitErr)
+			ended = fmt.Errorf("the service exited while its agents were starting: %v", s.waitErr)
+			return true
 		default:
 		}
-		if time.Now().After(deadline) {
-			running := 0
-			for _, a := range last.Agents {
-				if a.State == api.StateRunning {
-					running++
-				}
-			}
-			return upResult{}, fmt.Errorf("%d of %d agents running %v after the service started (last status error: %v)", running, s.w.n, within, lastErr)
-		}
-		time.Sleep(statusEvery)
+		return false
+	}) {
+		return up, ended
 	}
+	running := 0
+	for _, a := range last.Agents {
+		if a.State == api.StateRunning {
+			running++
+		}
+	}
+	return upResult{}, fmt.Errorf("%d of %d agents running %v after the service started (last status error: %v)", running, s.w.n, within, lastErr)
 }
 
 // tree is one agent's guardian and the processes of its tree.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // BenchmarkUpgrade measures upgrades of a service running many agents
@@ -330,19 +331,16 @@ func (w *svcWorld) upgradeOnce(exe string, asks int) (upgradeResult, error) {
 }
 
 // askUpgrade asks the world's service for the upgrade req, asking again
-// every 5 ms while another upgrade hands over, as "service upgrade" does:
-// the request then queues until the successor answers it.
+// every 5 ms while another upgrade hands over, as "service upgrade" does
+// (the request then queues until the successor answers it), until ctx's
+// deadline.
 func (w *svcWorld) askUpgrade(ctx context.Context, req api.UpgradeRequest) error {
-	for {
-		_, err := w.client.Upgrade(ctx, req)
+	deadline, _ := ctx.Deadline()
+	var err error
+	testproc.UntilEvery(time.Until(deadline), 5*time.Millisecond, func() bool {
+		_, err = w.client.Upgrade(ctx, req)
 		var ae *api.Error
-		if !errors.As(err, &ae) || ae.Code != api.CodeHandingOver {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+		return !errors.As(err, &ae) || ae.Code != api.CodeHandingOver
+	})
+	return err
 }

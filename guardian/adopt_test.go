@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/internal/testproc"
 	"github.com/tether-dev/tether/wire"
 )
 
@@ -35,17 +36,15 @@ func survivingOwner(t *testing.T, e *world, spec Spec, d time.Duration) ([]procR
 // waiting to be adopted.
 func waitWaiting(t *testing.T, path string) wire.Waiting {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		w, err := QueryWaiting(context.Background(), path)
-		if err == nil {
-			return w
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no guardian waits at %s: %v", path, err)
-		}
-		time.Sleep(2 * time.Millisecond)
+	var w wire.Waiting
+	var err error
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
+		w, err = QueryWaiting(context.Background(), path)
+		return err == nil
+	}) {
+		t.Fatalf("no guardian waits at %s: %v", path, err)
 	}
+	return w
 }
 
 // survive_crash: the owner dies, the guardian keeps the tree and the
@@ -115,16 +114,12 @@ func TestSurviveCrashNotAdopted(t *testing.T) {
 	killed := time.Now()
 	path := filepath.Join(e.dir, "adopt", Key(spec.Identity)+".sock")
 	bound := window + spec.StopTimeout + 100*time.Millisecond
-	for {
+	if !testproc.Until(time.Until(killed.Add(bound)), func() bool {
 		reapAdopted()
-		if len(alive(rs)) == 0 && gone(r.PrivateDir) && lockFree(t, r.LockPath) && gone(path) {
-			break
-		}
-		if time.Since(killed) > bound {
-			t.Fatalf("after %v alive %v, private dir gone %v, lock free %v, socket gone %v\nlog:\n%s",
-				bound, alive(rs), gone(r.PrivateDir), lockFree(t, r.LockPath), gone(path), e.log())
-		}
-		time.Sleep(time.Millisecond)
+		return len(alive(rs)) == 0 && gone(r.PrivateDir) && lockFree(t, r.LockPath) && gone(path)
+	}) {
+		t.Fatalf("after %v alive %v, private dir gone %v, lock free %v, socket gone %v\nlog:\n%s",
+			bound, alive(rs), gone(r.PrivateDir), lockFree(t, r.LockPath), gone(path), e.log())
 	}
 	if time.Since(killed) < window {
 		t.Errorf("the tree went down %v after its owner, before the %v window closed\nlog:\n%s", time.Since(killed), window, e.log())

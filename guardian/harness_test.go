@@ -26,7 +26,7 @@ import (
 // agents ("helper ROLE") and as an owner process that can be killed
 // ("owner").
 func TestMain(m *testing.M) {
-	testproc.Main(m, testproc.Before(setUpTestProcess))
+	testproc.Main(m, testproc.Before(setUpTestProcess), testproc.EveryHelperUsed())
 }
 
 func init() {
@@ -114,6 +114,9 @@ func newWorld(t *testing.T) *world {
 	if err := os.MkdirAll(e.helper, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// The guardian the code under test starts is this binary as the
+	// helper "guardian".
+	testproc.Used("guardian")
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -212,12 +212,10 @@ func TestI7OwnerKilledWhileGuardianStopped(t *testing.T) {
 	// Owner dead, guardian stopped: nothing may move. Check for a while
 	// that the identity stays held (this is the point of the test, not a
 	// wait for readiness).
-	until := time.Now().Add(200 * time.Millisecond)
-	for time.Now().Before(until) {
-		if lockFree(t, r.LockPath) || len(alive(rs)) != len(rs) || gone(r.PrivateDir) {
-			t.Fatal("a stopped guardian released the identity or lost its tree")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if testproc.UntilEvery(200*time.Millisecond, 10*time.Millisecond, func() bool {
+		return lockFree(t, r.LockPath) || len(alive(rs)) != len(rs) || gone(r.PrivateDir)
+	}) {
+		t.Fatal("a stopped guardian released the identity or lost its tree")
 	}
 	begin := time.Now()
 	if err := syscall.Kill(r.GuardianPID, syscall.SIGCONT); err != nil {

@@ -310,7 +310,7 @@ func TestReadyNotifyFromShortLivedSender(t *testing.T) {
 	// The sender is a child of the shell, which waits for it: gone and
 	// reaped when the guardian reads. (systemd-notify run as root names
 	// its parent, the shell, as the sender; as the user it names itself.)
-	spec.Argv = append(spec.Argv, "sh", testproc.Executable(), "notify-send")
+	spec.Argv = append(append(spec.Argv, "sh"), testproc.Argv("notify-send")...)
 	s := e.start(spec)
 	gpid := s.Ready().GuardianPID
 	if err := unix.Kill(gpid, unix.SIGSTOP); err != nil {
@@ -336,7 +336,7 @@ func TestReadyNotifyRefusesMainPIDOutsideTree(t *testing.T) {
 	e := readyEnv(t)
 	spec := e.script("notify@mainpid", `"$@" "MAINPID=1
 READY=1"; exec sleep 1000`, &Readiness{Ready: &probe.Spec{Kind: probe.KindNotify}})
-	spec.Argv = append(spec.Argv, "sh", testproc.Executable(), "notify-send")
+	spec.Argv = append(append(spec.Argv, "sh"), testproc.Argv("notify-send")...)
 	s := e.start(spec)
 	ev := nextEvent(t, e, s, 10*time.Second)
 	if ev.Type != EventAgentReady || ev.MainPID != 0 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/internal/testproc"
+	"github.com/tether-dev/tether/platform"
 	"github.com/tether-dev/tether/service/config"
 	"github.com/tether-dev/tether/service/state"
 )
@@ -28,6 +29,10 @@ type world struct {
 func newWorld(t *testing.T, profile string, shared *world) *world {
 	t.Helper()
 	dir := t.TempDir()
+	// The controller starts this binary as the helpers "guardian" and,
+	// by the config, "agent".
+	testproc.Used("guardian")
+	testproc.Used("agent")
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +68,7 @@ func (w *world) controller(opts Options) *Controller {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	store, err := state.Open(w.paths.StateDir)
+	store, err := state.Open(w.paths.StateDir, platform.OpenAppendNoFollow)
 	if err != nil {
 		w.t.Fatal(err)
 	}

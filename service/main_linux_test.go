@@ -18,7 +18,7 @@ import (
 // The test binary is also the guardian and the agents: the helpers
 // "guardian" and "agent ROLE".
 func TestMain(m *testing.M) {
-	testproc.Main(m, testproc.Before(func() error {
+	testproc.Main(m, testproc.EveryHelperUsed(), testproc.Before(func() error {
 		_, err := punix.BecomeSubreaper()
 		return err
 	}))

@@ -51,9 +51,9 @@ func waitParked(t *testing.T, c *Controller, w *world, id string) (api.Agent, *s
 // over a period that would see several starts if it were restarted.
 func stillParked(t *testing.T, c *Controller, id, dir string, n int) {
 	t.Helper()
-	time.Sleep(300 * time.Millisecond) // 30 times the backoff
-	if got := starts(t, dir); got != n {
-		t.Errorf("%d starts, want %d: the parked agent was started again", got, n)
+	// Over 30 times the backoff.
+	if testproc.UntilEvery(300*time.Millisecond, 5*time.Millisecond, func() bool { return starts(t, dir) != n }) {
+		t.Errorf("%d starts, want %d: the parked agent was started again", starts(t, dir), n)
 	}
 	if row := c.row(id); row.State != api.StateFailed || row.Error == nil || row.Error.Code != api.CodeCrashLoop {
 		t.Errorf("row %+v %+v: want failed, crash_loop", row, row.Error)

@@ -195,7 +195,7 @@ func begin(p Paths, logf func(string, ...any)) (b *beginning, err error) {
 	if b.cfg, err = loadConfig(p); err != nil {
 		return nil, err
 	}
-	if b.store, err = state.Open(p.StateDir); err != nil {
+	if b.store, err = state.Open(p.StateDir, platform.OpenAppendNoFollow); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
 	if b.listener, err = listenAPI(p.Socket, logf); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/internal/human"
+	"github.com/tether-dev/tether/platform"
 	"github.com/tether-dev/tether/service/localapi"
 	"github.com/tether-dev/tether/service/state"
 	"github.com/tether-dev/tether/service/upgrade"
@@ -74,7 +75,7 @@ func takeOverFrom(p Paths, path string, began time.Time, logf func(string, ...an
 	}
 	// The state beside the record and the config: all three are only
 	// read, and the state needs neither.
-	openStore := background(func() (*state.Store, error) { return state.Open(p.StateDir) })
+	openStore := background(func() (*state.Store, error) { return state.Open(p.StateDir, platform.OpenAppendNoFollow) })
 	// closeStore is for the failures: they return once it is open.
 	closeStore := func() {
 		if store, err := openStore(); err == nil {

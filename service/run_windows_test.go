@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether-dev/tether/internal/testdir"
-
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/client"
+	"github.com/tether-dev/tether/internal/testdir"
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // TestResolvePathsWindows: the config is roaming (%AppData%), the state
@@ -75,14 +75,12 @@ func TestRunWindows(t *testing.T) {
 	defer cancel()
 	c := client.New(p.Socket)
 	var st api.Status
-	for {
-		if st, err = c.Status(ctx); err == nil {
-			break
-		}
-		if !errors.Is(err, client.ErrNotRunning) || ctx.Err() != nil {
-			t.Fatalf("waiting for the service: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	testproc.UntilEvery(30*time.Second, 20*time.Millisecond, func() bool {
+		st, err = c.Status(ctx)
+		return err == nil || !errors.Is(err, client.ErrNotRunning)
+	})
+	if err != nil {
+		t.Fatalf("waiting for the service: %v", err)
 	}
 	if st.Profile != p.Profile || st.ServicePID != os.Getpid() || len(st.Agents) != 1 {
 		t.Errorf("Status = %+v", st)

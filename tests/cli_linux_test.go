@@ -22,7 +22,7 @@ var tether, tetherGuardian string
 
 func TestMain(m *testing.M) {
 	var dir string
-	testproc.Main(m,
+	testproc.Main(m, testproc.EveryHelperUsed(),
 		// Guardians whose service a test kills are orphaned; as a
 		// subreaper this process adopts them (instead of PID 1, which
 		// may not reap), so tests can see and reap them.

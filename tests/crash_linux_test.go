@@ -136,14 +136,18 @@ func exactlyOnce(t *testing.T, within time.Duration, want map[string]int) {
 			t.Fatalf("%d live trees of %s, want %d: %s", len(treesOf(marker)), marker, n, describe(procsWith(marker)))
 		}
 	}
-	deadline = time.Now().Add(within)
-	for time.Now().Before(deadline) {
+	var wrong string
+	var got []int
+	if testproc.UntilEvery(within, 5*time.Millisecond, func() bool {
 		for marker, n := range want {
-			if got := treesOf(marker); len(got) != n {
-				t.Fatalf("%d live trees of %s, want exactly %d: %s", len(got), marker, n, describe(procsWith(marker)))
+			if got = treesOf(marker); len(got) != n {
+				wrong = marker
+				return true
 			}
 		}
-		time.Sleep(5 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("%d live trees of %s, want exactly %d: %s", len(got), wrong, want[wrong], describe(procsWith(wrong)))
 	}
 }
 

@@ -71,9 +71,8 @@ func crashLooped(a api.Agent) bool {
 // started again for a while: longer than the shortest backoff twice.
 func (w *world) notRestarted(starts string, n int) {
 	w.t.Helper()
-	time.Sleep(2500 * time.Millisecond)
-	if got := startsOf(w.t, starts); got != n {
-		w.t.Errorf("%d starts, want %d: the parked agent was started again", got, n)
+	if testproc.UntilEvery(2500*time.Millisecond, 10*time.Millisecond, func() bool { return startsOf(w.t, starts) != n }) {
+		w.t.Errorf("%d starts, want %d: the parked agent was started again", startsOf(w.t, starts), n)
 	}
 	if a := w.status("default")["loop"]; a.State != api.StateFailed || a.Error == nil || a.Error.Code != api.CodeCrashLoop {
 		w.t.Errorf("row %+v %+v: want failed with crash_loop", a, a.Error)

@@ -188,15 +188,12 @@ func TestTwoProfilesOneIdentity(t *testing.T) {
 	w.startService("one")
 	w.startService("two")
 	// Sample for a while: one tree, never two.
-	deadline := time.Now().Add(time.Second)
 	seen := 0
-	for time.Now().Before(deadline) {
-		n := len(sessionsOf(m))
-		if n > 1 {
-			t.Fatalf("%d trees of one identity", n)
-		}
-		seen = max(seen, n)
-		time.Sleep(2 * time.Millisecond)
+	if testproc.UntilEvery(time.Second, 2*time.Millisecond, func() bool {
+		seen = max(seen, len(sessionsOf(m)))
+		return seen > 1
+	}) {
+		t.Fatalf("%d trees of one identity", seen)
 	}
 	if seen != 1 {
 		t.Fatalf("no profile runs the identity")

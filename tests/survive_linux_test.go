@@ -11,6 +11,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/internal/testproc"
+	"github.com/tether-dev/tether/platform"
 	"github.com/tether-dev/tether/service/state"
 )
 
@@ -134,7 +135,7 @@ func TestSurviveServiceCrashDisabledMeanwhile(t *testing.T) {
 	w.waitState("default", "x", api.StateRunning)
 	svc.kill()
 	exactlyOnce(t, 200*time.Millisecond, map[string]int{m + "-x": 1})
-	st, err := state.Open(filepath.Join(w.dir, "state", "tether", "default"))
+	st, err := state.Open(filepath.Join(w.dir, "state", "tether", "default"), platform.OpenAppendNoFollow)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -545,15 +545,18 @@ func TestTraySuspendResume(t *testing.T) {
 	svc = w.startService("default")
 	connected("alice running again")
 	logind.prepareForSleep(t, false)
-	resumed := time.Now()
 	// Past the settling after the resume, nothing was said.
-	for time.Since(resumed) < 12*time.Second {
+	var said string
+	if testproc.UntilEvery(12*time.Second, 200*time.Millisecond, func() bool {
 		for _, n := range d.notifications() {
 			if strings.Contains(n, "service") {
-				t.Fatalf("a notification for what the suspend caused and the resume mended: %q", n)
+				said = n
+				return true
 			}
 		}
-		time.Sleep(200 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("a notification for what the suspend caused and the resume mended: %q", said)
 	}
 
 	// Awake, the same is announced, and so is the service's return.

@@ -157,18 +157,14 @@ func TestUpgradeRestartsNoAgent(t *testing.T) {
 			t.Fatalf("round %d: status says of the upgrade %+v", round, st.Service)
 		}
 		exactlyOnce(t, 100*time.Millisecond, map[string]int{m + "-x": 1, m + "-y": 1, m + "-z": 1})
-		// Each guardian (version 2) is told of its new owner.
+		// Each guardian is told of its new owner.
 		logPath := filepath.Join(w.dir, "state", "tether", "default", "logs", "z.log")
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			b, _ := os.ReadFile(logPath)
-			if strings.Count(string(b), "the tether has a new owner") == round+1 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: the guardian of z was not sent attach:\n%s", round, b)
-			}
-			time.Sleep(5 * time.Millisecond)
+		var b []byte
+		if !testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
+			b, _ = os.ReadFile(logPath)
+			return strings.Count(string(b), "the tether has a new owner") == round+1
+		}) {
+			t.Fatalf("round %d: the guardian of z was not sent attach:\n%s", round, b)
 		}
 		select {
 		case <-hellos:
@@ -177,12 +173,8 @@ func TestUpgradeRestartsNoAgent(t *testing.T) {
 		}
 		// The watches of the service before, handed over so that the
 		// exec does not close them, are closed once it serves.
-		deadline = time.Now().Add(10 * time.Second)
-		for inotifyFDs(t, st.ServicePID) != watches {
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: the successor holds %d inotify instances, the service before %d: the ones handed over were kept", round, inotifyFDs(t, st.ServicePID), watches)
-			}
-			time.Sleep(5 * time.Millisecond)
+		if !testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool { return inotifyFDs(t, st.ServicePID) == watches }) {
+			t.Fatalf("round %d: the successor holds %d inotify instances, the service before %d: the ones handed over were kept", round, inotifyFDs(t, st.ServicePID), watches)
 		}
 		t.Logf("round %d: %s; %d status requests during it, none refused; handover %v", round, strings.TrimSpace(r.stdout), n, st.Service.Upgrade.Took)
 	}
@@ -392,16 +384,10 @@ func TestUpgradeKilledAtEachStep(t *testing.T) {
 // waitStopped waits, up to within, until pid is stopped by a signal
 // (state T), and reports whether it was.
 func waitStopped(pid int, within time.Duration) bool {
-	deadline := time.Now().Add(within)
-	for {
-		if p, err := punix.Stat(pid); err == nil && p.State == 'T' {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(time.Millisecond)
-	}
+	return testproc.Until(within, func() bool {
+		p, err := punix.Stat(pid)
+		return err == nil && p.State == 'T'
+	})
 }
 
 // fdsTo lists the descriptors of process pid that are open on target

@@ -18,6 +18,7 @@ import (
 // no controllers) or from the cgroup where it does; an agent that does not
 // run, and one that was stopped, cost nothing.
 func TestStatusShowsWhatAgentsCost(t *testing.T) {
+	testproc.Used("burn") // started by burn-tree
 	w := newWorld(t)
 	w.writeConfig(fmt.Sprintf(`agents:
   - id: burner

@@ -45,11 +45,17 @@ func TestEngineWaitsOutTheRestartWindow(t *testing.T) {
 		t.Errorf("the restart's notice: %+v", restarted)
 	}
 	// Past the window, nothing else was said.
-	time.Sleep(window + 500*time.Millisecond)
-	for _, n := range o.allNotices() {
-		if strings.Contains(n.Title, "stopped") || strings.Contains(n.Title, "is back") {
-			t.Fatalf("a restart within the window raised %q", n.Title)
+	var said string
+	if testproc.UntilEvery(window+500*time.Millisecond, 10*time.Millisecond, func() bool {
+		for _, n := range o.allNotices() {
+			if strings.Contains(n.Title, "stopped") || strings.Contains(n.Title, "is back") {
+				said = n.Title
+				return true
+			}
 		}
+		return false
+	}) {
+		t.Fatalf("a restart within the window raised %q", said)
 	}
 
 	f.stop()
@@ -73,8 +79,7 @@ func TestEngineAtLoginStartsTheService(t *testing.T) {
 		if atLogin {
 			testproc.Eventually(t, 10*time.Second, func() bool { return o.startCount() == 1 }, "never: the service started")
 		}
-		time.Sleep(500 * time.Millisecond)
-		if want := map[bool]int{true: 1, false: 0}[atLogin]; o.startCount() != want {
+		if want := map[bool]int{true: 1, false: 0}[atLogin]; testproc.UntilEvery(500*time.Millisecond, 10*time.Millisecond, func() bool { return o.startCount() != want }) {
 			t.Errorf("at login %v: %d starts, want %d", atLogin, o.startCount(), want)
 		}
 	}

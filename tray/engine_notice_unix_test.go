@@ -174,12 +174,18 @@ func TestEngineSleep(t *testing.T) {
 	if n := o.waitNotice(t, "a keeps crashing"); n.Urgency != urgencyCritical {
 		t.Errorf("after the resume: %+v", n)
 	}
-	// Give anything else that was held time to come out.
-	time.Sleep(500 * time.Millisecond)
-	for _, n := range o.allNotices() {
-		if strings.Contains(n.Title, "service") || strings.Contains(n.Title, "b keeps") {
-			t.Errorf("notice %q, for something the suspend caused and the resume mended", n.Title)
+	// Give anything else that was held time to come out: nothing may.
+	var said string
+	if testproc.UntilEvery(500*time.Millisecond, 10*time.Millisecond, func() bool {
+		for _, n := range o.allNotices() {
+			if strings.Contains(n.Title, "service") || strings.Contains(n.Title, "b keeps") {
+				said = n.Title
+				return true
+			}
 		}
+		return false
+	}) {
+		t.Errorf("notice %q, for something the suspend caused and the resume mended", said)
 	}
 	// Awake, notices flow at once again.
 	f.send(crash("b"))
@@ -247,9 +253,8 @@ func TestEngineAgesFollowRebuilds(t *testing.T) {
 	now = base.Add(3*time.Hour + 5*time.Minute)
 	mu.Unlock()
 	before := u.count()
-	time.Sleep(300 * time.Millisecond)
-	if n := u.count(); n != before {
-		t.Errorf("%d rebuilds with nothing happening", n-before)
+	if testproc.UntilEvery(300*time.Millisecond, 10*time.Millisecond, func() bool { return u.count() != before }) {
+		t.Errorf("%d rebuilds with nothing happening", u.count()-before)
 	}
 	e.changed() // the menu opens
 	u.waitMenu(t, "a running 3h", func(m menu) bool { return find(t, m.Items, "a").Title == "a: running 3h" })

@@ -421,21 +421,24 @@ func waitComplete(begin time.Time, tags ...string) (time.Duration, error) {
 // waitGone waits until no process of tag lives, up to limit, and returns
 // when that was or how many were left.
 func waitGone(tag string, begin time.Time, limit time.Duration) (time.Duration, int, error) {
-	for {
-		ms, err := scan(tag)
-		if err != nil {
-			return 0, 0, err
+	var at time.Duration
+	var n int
+	var err error
+	testproc.UntilEvery(time.Until(begin.Add(limit)), pollEvery, func() bool {
+		var ms []member
+		if ms, err = scan(tag); err != nil {
+			return true
 		}
-		n := count(ms, tag)
-		at := time.Since(begin)
-		if n == 0 {
-			return at, 0, nil
-		}
-		if at > limit {
-			return 0, n, nil
-		}
-		time.Sleep(pollEvery)
+		n, at = count(ms, tag), time.Since(begin)
+		return n == 0
+	})
+	switch {
+	case err != nil:
+		return 0, 0, err
+	case n == 0:
+		return at, 0, nil
 	}
+	return 0, n, nil
 }
 
 // killTag SIGKILLs whatever is left of tag's trees.
@@ -687,15 +690,16 @@ func measure(t *testing.T, h *harness, s supervisor, idle time.Duration) *result
 				fail("restart of the supervisor", err)
 				return r
 			}
-			for time.Since(begin) < 5*time.Second {
+			// Sample for the rest of 5 s: the most trees seen at once.
+			testproc.UntilEvery(time.Until(begin.Add(5*time.Second)), pollEvery, func() bool {
 				ms, err := scan(tag("dup"))
 				if err != nil {
 					fail("duplicates", err)
-					break
+					return true
 				}
 				r.dup = max(r.dup, trees(ms, tag("dup")))
-				time.Sleep(pollEvery)
-			}
+				return false
+			})
 		}
 		s.down()
 		cleanupTrees()

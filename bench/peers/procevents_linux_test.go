@@ -216,39 +216,46 @@ func (w *procWatch) execAfter(tag string, since int64, roles []string) (time.Dur
 // at least one exited after since; it waits up to 100 ms for the reader
 // to catch up.
 func (w *procWatch) lastExit(tag string, since int64) (time.Duration, bool) {
-	deadline := time.Now().Add(100 * time.Millisecond)
-	for {
-		late := time.Now().After(deadline)
-		w.mu.Lock()
-		live := false
-		for pid, t := range w.tags {
-			if t != tag {
-				continue
-			}
-			// Once the reader has had its time, one whose exit event
-			// was lost (the socket's buffer overflowed) is gone or a
-			// zombie.
-			if p, err := punix.Stat(pid); late && (err != nil || p.Zombie()) {
-				delete(w.tags, pid)
-				continue
-			}
-			live = true
-		}
-		last := int64(-1)
-		for _, ts := range w.exits[tag] {
-			if ts >= since {
-				last = max(last, ts)
-			}
-		}
-		w.mu.Unlock()
-		if !live && last >= 0 {
-			return time.Duration(last - since), true
-		}
-		if late {
-			return 0, false
-		}
-		time.Sleep(time.Millisecond)
+	var d time.Duration
+	var ok bool
+	if testproc.Until(100*time.Millisecond, func() bool {
+		d, ok = w.exitSince(tag, since, false)
+		return ok
+	}) {
+		return d, true
 	}
+	return w.exitSince(tag, since, true)
+}
+
+// exitSince is one look of lastExit; late says the reader has had its
+// time.
+func (w *procWatch) exitSince(tag string, since int64, late bool) (time.Duration, bool) {
+	w.mu.Lock()
+	live := false
+	for pid, t := range w.tags {
+		if t != tag {
+			continue
+		}
+		// Once the reader has had its time, one whose exit event
+		// was lost (the socket's buffer overflowed) is gone or a
+		// zombie.
+		if p, err := punix.Stat(pid); late && (err != nil || p.Zombie()) {
+			delete(w.tags, pid)
+			continue
+		}
+		live = true
+	}
+	last := int64(-1)
+	for _, ts := range w.exits[tag] {
+		if ts >= since {
+			last = max(last, ts)
+		}
+	}
+	w.mu.Unlock()
+	if !live && last >= 0 {
+		return time.Duration(last - since), true
+	}
+	return 0, false
 }
 
 func (w *procWatch) close() {

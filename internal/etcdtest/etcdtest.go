@@ -24,6 +24,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // Binary is the etcd server the tests run.
@@ -136,31 +138,27 @@ func (c *Cluster) Client() *clientv3.Client {
 // a leader, and fails the test if they do not within.
 func (c *Cluster) WaitServing(within time.Duration) {
 	c.t.Helper()
-	deadline := time.Now().Add(within)
 	var last error
-	for time.Now().Before(deadline) {
-		if _, last = c.leader(); last == nil {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testproc.UntilEvery(within, 50*time.Millisecond, func() bool {
+		_, last = c.leader()
+		return last == nil
+	}) {
+		c.t.Fatalf("the etcd cluster does not serve within %v: %v", within, last)
 	}
-	c.t.Fatalf("the etcd cluster does not serve within %v: %v", within, last)
 }
 
 // Leader returns the member that leads, waiting for one.
 func (c *Cluster) Leader() *Member {
 	c.t.Helper()
-	deadline := time.Now().Add(startWithin)
-	for {
-		m, err := c.leader()
-		if err == nil {
-			return m
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("no etcd leader within %v: %v", startWithin, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var m *Member
+	var err error
+	if !testproc.UntilEvery(startWithin, 50*time.Millisecond, func() bool {
+		m, err = c.leader()
+		return err == nil
+	}) {
+		c.t.Fatalf("no etcd leader within %v: %v", startWithin, err)
 	}
+	return m
 }
 
 // leader asks every running member for the leader, which they must agree

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // The cluster serves, survives its leader's death, stops serving without
@@ -86,11 +88,8 @@ func TestProxy(t *testing.T) {
 		t.Fatalf("through a cut proxy: %v, want the deadline exceeded", err)
 	}
 	p.Restore()
-	deadline := time.Now().Add(10 * time.Second)
-	for err := get(); err != nil; err = get() {
-		if time.Now().After(deadline) {
-			t.Fatalf("through a restored proxy: %v", err)
-		}
+	if !testproc.Until(10*time.Second, func() bool { err = get(); return err == nil }) {
+		t.Fatalf("through a restored proxy: %v", err)
 	}
 }
 

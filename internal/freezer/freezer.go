@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // Root is where the cgroup v1 freezer is mounted.
@@ -49,10 +51,7 @@ func Freeze(t testing.TB, pid int) (thaw func()) {
 	}
 	t.Cleanup(func() {
 		thaw()
-		deadline := time.Now().Add(5 * time.Second)
-		for os.Remove(dir) != nil && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
+		testproc.UntilEvery(5*time.Second, 5*time.Millisecond, func() bool { return os.Remove(dir) == nil })
 	})
 	return thaw
 }

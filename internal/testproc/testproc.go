@@ -81,6 +81,7 @@ type run struct {
 	leaks  []goleak.Option
 	check  bool
 	used   bool
+	bench  bool
 }
 
 // HelperLife bounds the life of every helper at d instead of Life.
@@ -113,6 +114,12 @@ func NoLeaks(opts ...goleak.Option) Option {
 // line, or told Used of a start of its own.
 func EveryHelperUsed() Option { return func(r *run) { r.used = true } }
 
+// ForBenchmarks says the package's helpers serve its benchmarks: the
+// check of EveryHelperUsed then applies to a run of every benchmark
+// (-bench . or -bench '.*', no -skip, -list or -short), whatever -run
+// says, and not to a run of the tests alone, which starts none of them.
+func ForBenchmarks() Option { return func(r *run) { r.bench = true } }
+
 // Used records that a test starts the helper name by a way of its own (a
 // copy of the test binary, the code under test re-executing itself).
 func Used(name string) {
@@ -137,9 +144,18 @@ func unused() []string {
 	return out
 }
 
-// unfiltered reports whether this run runs every test.
-func unfiltered() bool {
-	for _, name := range []string{"test.run", "test.skip", "test.list"} {
+// unfiltered reports whether this run runs every test, or with bench
+// every benchmark.
+func unfiltered(bench bool) bool {
+	flags := []string{"test.run", "test.skip", "test.list"}
+	if bench {
+		f := flag.Lookup("test.bench")
+		if f == nil || f.Value.String() != "." && f.Value.String() != ".*" {
+			return false
+		}
+		flags = flags[1:]
+	}
+	for _, name := range flags {
 		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {
 			return false
 		}
@@ -198,7 +214,7 @@ func (r *run) tests(m *testing.M) int {
 			code = 1
 		}
 	}
-	if r.used && code == 0 && unfiltered() {
+	if r.used && code == 0 && unfiltered(r.bench) {
 		if names := unused(); len(names) > 0 {
 			fmt.Fprintf(os.Stderr, "FAIL: no test started the helper(s) %s: remove them, or say testproc.Used where a test starts one its own way\n", strings.Join(names, ", "))
 			code = 1

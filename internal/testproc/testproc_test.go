@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,14 +15,19 @@ import (
 )
 
 // unusedEnv makes a run of the tests register a helper that no test
-// starts (TestEveryHelperUsed).
+// starts (TestEveryHelperUsed); set to "bench", it also says that the
+// helpers serve benchmarks.
 const unusedEnv = "TESTPROC_TEST_UNUSED_HELPER"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(unusedEnv) != "" && Name() == "" {
+	opts := []Option{Sweep(), NoLeaks(), EveryHelperUsed()}
+	if v := os.Getenv(unusedEnv); v != "" && Name() == "" {
 		Register("never", func([]string) int { return 0 })
+		if v == "bench" {
+			opts = append(opts, ForBenchmarks())
+		}
 	}
-	Main(m, Sweep(), NoLeaks(), EveryHelperUsed())
+	Main(m, opts...)
 }
 
 func init() {
@@ -222,5 +228,31 @@ func TestEveryHelperUsed(t *testing.T) {
 	}
 	if want := "no test started the helper(s) never:"; !strings.Contains(string(out), want) {
 		t.Errorf("the run says\n%s\nwant a line with %q", out, want)
+	}
+}
+
+// With ForBenchmarks, a run of every benchmark that never starts one of
+// the helpers fails, naming it, whatever -run says; a run that runs no
+// benchmark checks nothing.
+func TestEveryHelperUsedForBenchmarks(t *testing.T) {
+	if os.Getenv(unusedEnv) != "" {
+		t.Skip("the run this test started")
+	}
+	run := func(args ...string) ([]byte, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, Executable(), args...)
+		cmd.Env = append(Environ(), unusedEnv+"=bench")
+		return cmd.CombinedOutput()
+	}
+	out, err := run("-test.run=^$", "-test.bench=.")
+	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("a run of every benchmark with an unused helper: %v, want exit status 1\n%s", err, out)
+	}
+	if !regexp.MustCompile(`no test started the helper\(s\) .*\bnever\b`).Match(out) {
+		t.Errorf("the run says\n%s\nwant a line naming the helper never", out)
+	}
+	if out, err := run("-test.run=^TestUntil$"); err != nil {
+		t.Errorf("a run of no benchmark: %v, want success\n%s", err, out)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
 )
@@ -107,20 +108,15 @@ func killCgroup(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(stopTimeout)
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
-		if err != nil {
-			return err
-		}
-		if bytes.Contains(b, []byte("populated 0")) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("still populated %v after cgroup.kill", stopTimeout)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var err error
+	if testproc.UntilEvery(stopTimeout, 5*time.Millisecond, func() bool {
+		var b []byte
+		b, err = os.ReadFile(filepath.Join(dir, "cgroup.events"))
+		return err != nil || bytes.Contains(b, []byte("populated 0"))
+	}) {
+		return err
 	}
+	return fmt.Errorf("still populated %v after cgroup.kill", stopTimeout)
 }
 
 // removeCgroupTree removes dir and every cgroup below it, deepest first.
@@ -143,16 +139,13 @@ func removeCgroupTree(dir string) error {
 		return err
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			err := unix.Rmdir(dirs[i])
-			if err == nil || errors.Is(err, unix.ENOENT) {
-				break
-			}
-			if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
-				return &os.PathError{Op: "rmdir", Path: dirs[i], Err: err}
-			}
-			time.Sleep(5 * time.Millisecond)
+		var err error
+		testproc.UntilEvery(5*time.Second, 5*time.Millisecond, func() bool {
+			err = unix.Rmdir(dirs[i])
+			return !errors.Is(err, unix.EBUSY)
+		})
+		if err != nil && !errors.Is(err, unix.ENOENT) {
+			return &os.PathError{Op: "rmdir", Path: dirs[i], Err: err}
 		}
 	}
 	return nil

@@ -56,6 +56,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tether-dev/tether/internal/testproc"
 )
 
 // systemdPaths are where distributions install the manager binary.
@@ -361,19 +363,16 @@ func (m *Manager) launch(systemd string) {
 func (m *Manager) waitUp() {
 	deadline := time.Now().Add(startTimeout)
 	private := filepath.Join(m.RuntimeDir, "systemd", "private")
-	for {
+	if !testproc.UntilEvery(time.Until(deadline), 5*time.Millisecond, func() bool {
 		select {
 		case <-m.exited:
 			m.t.Fatalf("systemd --user exited while starting (%v):\n%s", m.cmd.ProcessState, m.Log())
 		default:
 		}
-		if _, err := os.Stat(private); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			m.t.Fatalf("systemd --user did not start within %v:\n%s", startTimeout, m.Log())
-		}
-		time.Sleep(5 * time.Millisecond)
+		_, err := os.Stat(private)
+		return err == nil
+	}) {
+		m.t.Fatalf("systemd --user did not start within %v:\n%s", startTimeout, m.Log())
 	}
 	out, err := m.Systemctl("is-system-running", "--wait")
 	if state := strings.TrimSpace(out); state != "running" {
@@ -382,16 +381,12 @@ func (m *Manager) waitUp() {
 	}
 	// The first call on the bus starts the bus daemon; the manager
 	// connects once it runs.
-	for {
-		out, err := m.Output("busctl", "--user", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus",
+	if !testproc.UntilEvery(time.Until(deadline), 10*time.Millisecond, func() bool {
+		out, err = m.Output("busctl", "--user", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus",
 			"org.freedesktop.DBus", "GetNameOwner", "s", "org.freedesktop.systemd1")
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			m.t.Fatalf("org.freedesktop.systemd1 not on the session bus within %v: %v: %s\nmanager log:\n%s", startTimeout, err, out, m.Log())
-		}
-		time.Sleep(10 * time.Millisecond)
+		return err == nil
+	}) {
+		m.t.Fatalf("org.freedesktop.systemd1 not on the session bus within %v: %v: %s\nmanager log:\n%s", startTimeout, err, out, m.Log())
 	}
 }
 

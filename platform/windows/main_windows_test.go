@@ -21,7 +21,7 @@ import (
 // The test binary doubles as the child processes the tests need: the
 // helper "helper ROLE ...".
 func TestMain(m *testing.M) {
-	testproc.Main(m)
+	testproc.Main(m, testproc.EveryHelperUsed())
 }
 
 func init() { testproc.Register("helper", runHelper) }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tether-dev/tether/internal/testdir"
 	"github.com/tether-dev/tether/internal/testproc"
+	"github.com/tether-dev/tether/platform"
 )
 
 // TestCrashLeavesWholeFile kills a writer at random moments, 50 times, and
@@ -32,7 +33,7 @@ func TestCrashLeavesWholeFile(t *testing.T) {
 			midWrite++ // the kill caught a write before its rename
 		}
 
-		s, err := Open(dir)
+		s, err := Open(dir, platform.OpenAppendNoFollow)
 		if err != nil {
 			t.Fatalf("kill %d: Open: %v", i, err)
 		}
@@ -52,7 +53,7 @@ func TestCrashLeavesWholeFile(t *testing.T) {
 	t.Logf("%d of 50 kills left a temporary file behind; %d generations written", midWrite, last)
 
 	// A write after the crashes removes the temporary files they left.
-	s, err := Open(dir)
+	s, err := Open(dir, platform.OpenAppendNoFollow)
 	if err != nil {
 		t.Fatal(err)
 	}

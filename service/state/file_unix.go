@@ -50,24 +50,3 @@ func checkOwner(dir string, fi fs.FileInfo) error {
 	}
 	return nil
 }
-
-// openAppend opens path for appending without following a final link,
-// creating it (0600) when it is missing; created says it did.
-func openAppend(path string) (f *os.File, created bool, err error) {
-	const flags = os.O_WRONLY | os.O_APPEND | syscall.O_NOFOLLOW | syscall.O_CLOEXEC
-	f, err = os.OpenFile(path, flags, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		f, err = os.OpenFile(path, flags|os.O_CREATE|os.O_EXCL, 0o600)
-		created = true
-	}
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, false, &UnsafePathError{Path: path, Reason: "is a symbolic link"}
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	if err := checkOpened(path, f); err != nil {
-		return nil, false, err
-	}
-	return f, created, nil
-}

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"errors"
 	"io/fs"
 	"os"
 
@@ -38,29 +37,3 @@ func syncDir(string) error { return nil }
 // checkOwner does nothing on Windows: the directory lives in the user's
 // profile, whose ACL already keeps other users out.
 func checkOwner(string, fs.FileInfo) error { return nil }
-
-// openAppend opens path for appending, creating it when it is missing;
-// created says it did. Windows has no O_NOFOLLOW: a link found by Lstat
-// is refused, and the file opened is checked to be the one examined.
-func openAppend(path string) (f *os.File, created bool, err error) {
-	if fi, err := os.Lstat(path); err == nil {
-		if err := checkRegular(path, fi); err != nil {
-			return nil, false, err
-		}
-	} else if errors.Is(err, fs.ErrNotExist) {
-		created = true
-	} else {
-		return nil, false, err
-	}
-	flags := os.O_WRONLY | os.O_APPEND | os.O_CREATE
-	if created {
-		flags |= os.O_EXCL
-	}
-	if f, err = os.OpenFile(path, flags, 0o600); err != nil {
-		return nil, false, err
-	}
-	if err := checkOpened(path, f); err != nil {
-		return nil, false, err
-	}
-	return f, created, nil
-}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -46,11 +47,12 @@ type intentLine struct {
 
 // journal is the in-memory side of the intent journal. Store.jmu guards it.
 type journal struct {
-	path string
-	f    *os.File // open for appending; nil until the first append
-	size int64    // bytes of whole lines in the file
-	torn bool     // the file ends in a torn line, cut before the next append
-	seq  uint64   // the last sequence number read or written
+	path       string
+	openAppend AppendOpener
+	f          *os.File // open for appending; nil until the first append
+	size       int64    // bytes of whole lines in the file
+	torn       bool     // the file ends in a torn line, cut before the next append
+	seq        uint64   // the last sequence number read or written
 	// changes holds the last line of each agent, folded or not; those past
 	// the state's IntentSeq are the ones that count.
 	changes map[string]intentLine
@@ -106,8 +108,25 @@ func (j *journal) open(dir string) error {
 	if j.f != nil {
 		return nil
 	}
-	f, created, err := openAppend(j.path)
+	// A link or anything but a regular file is refused before the open
+	// (which would refuse a link that appears meanwhile); the file opened
+	// is then checked to be the one examined.
+	fi, err := os.Lstat(j.path)
+	created := errors.Is(err, fs.ErrNotExist)
+	switch {
+	case err == nil:
+		err = checkRegular(j.path, fi)
+	case created:
+		err = nil
+	}
 	if err != nil {
+		return err
+	}
+	f, err := j.openAppend(j.path)
+	if err != nil {
+		return err
+	}
+	if err := checkOpened(j.path, f); err != nil {
 		return err
 	}
 	if created {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tether-dev/tether/internal/testdir"
+	"github.com/tether-dev/tether/platform"
 )
 
 func writeJournal(t *testing.T, dir, content string) {
@@ -340,7 +341,7 @@ func TestReaderBesideFoldsKeepsTheIntent(t *testing.T) {
 		t.Skip("on Windows a reader's open file holds off the rename; the fold is retried, not raced")
 	}
 	dir := testdir.Temp(t)
-	s, err := Open(dir)
+	s, err := Open(dir, platform.OpenAppendNoFollow)
 	if err != nil {
 		t.Fatal(err)
 	}

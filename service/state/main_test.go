@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/internal/testproc"
+	"github.com/tether-dev/tether/platform"
 )
 
 // The test binary doubles as the child processes the tests need: the
@@ -31,7 +32,7 @@ const helperLife = 30 * time.Second
 // after another, until killed (or helperLife ends). It writes "ready\n" to
 // stdout once the first update is on disk.
 func writerHelper(args []string) int {
-	s, err := Open(args[0])
+	s, err := Open(args[0], platform.OpenAppendNoFollow)
 	if err == nil {
 		err = s.Err()
 	}
@@ -82,7 +83,7 @@ func generationOf(st State) int {
 // state file every tenth change, until killed (or helperLife ends). It
 // prints the number of each change once SetEnabled has acknowledged it.
 func intentHelper(args []string) int {
-	s, err := Open(args[0])
+	s, err := Open(args[0], platform.OpenAppendNoFollow)
 	if err == nil {
 		err = s.Err()
 	}

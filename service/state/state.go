@@ -21,6 +21,7 @@ package state
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -151,11 +152,18 @@ func (s *Store) setErrLocked(err error) {
 	}
 }
 
+// AppendOpener opens the file at path for appending, creating it private
+// to the user when it is missing, without following a link in its last
+// element. The state is data and never reaches the OS layer: whoever opens
+// a Store passes the platform's (platform.OpenAppendNoFollow).
+type AppendOpener func(path string) (*os.File, error)
+
 // Open opens the state kept in dir, creating dir (0700) if it is missing.
 // It refuses a dir that is a symbolic link, not a directory or (on Unix)
 // owned by another user. A missing state file is an empty state; a state
-// file that cannot be used does not fail Open: Err reports it.
-func Open(dir string) (*Store, error) {
+// file that cannot be used does not fail Open: Err reports it. The intent
+// journal is opened for appending with openAppend.
+func Open(dir string, openAppend AppendOpener) (*Store, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -164,7 +172,7 @@ func Open(dir string) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{dir: dir, path: filepath.Join(dir, FileName), state: emptyState()}
-	s.j.path = intentPath(dir)
+	s.j.path, s.j.openAppend = intentPath(dir), openAppend
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.jmu.Lock()

@@ -16,11 +16,12 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/internal/testdir"
+	"github.com/tether-dev/tether/platform"
 )
 
 func open(t *testing.T, dir string) *Store {
 	t.Helper()
-	s, err := Open(dir)
+	s, err := Open(dir, platform.OpenAppendNoFollow)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", dir, err)
 	}
@@ -378,7 +379,7 @@ func TestUnsafeDirectoryIsRefused(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(file); !errors.Is(err, ErrUnsafe) {
+	if _, err := Open(file, platform.OpenAppendNoFollow); !errors.Is(err, ErrUnsafe) {
 		t.Errorf("Open(a regular file) = %v, want ErrUnsafe", err)
 	}
 	real := filepath.Join(base, "real")
@@ -387,7 +388,7 @@ func TestUnsafeDirectoryIsRefused(t *testing.T) {
 	}
 	link := filepath.Join(base, "link")
 	symlink(t, real, link)
-	if _, err := Open(link); !errors.Is(err, ErrUnsafe) {
+	if _, err := Open(link, platform.OpenAppendNoFollow); !errors.Is(err, ErrUnsafe) {
 		t.Errorf("Open(a link to a directory) = %v, want ErrUnsafe", err)
 	}
 }

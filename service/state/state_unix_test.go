@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/tether-dev/tether/platform"
 )
 
 func TestDirectoryOfAnotherUserIsRefused(t *testing.T) {
@@ -22,7 +24,7 @@ func TestDirectoryOfAnotherUserIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ue *UnsafePathError
-	if _, err := Open(dir); !errors.As(err, &ue) || ue.Path != dir {
+	if _, err := Open(dir, platform.OpenAppendNoFollow); !errors.As(err, &ue) || ue.Path != dir {
 		t.Fatalf("Open(a directory of uid 4242) = %v, want an *UnsafePathError", err)
 	}
 }

@@ -29,7 +29,7 @@ const pidsEnv = "TETHER_WIN_E2E_PIDS"
 const agentLife = 2 * time.Minute
 
 func TestMain(m *testing.M) {
-	testproc.Main(m)
+	testproc.Main(m, testproc.EveryHelperUsed())
 }
 
 func init() {
@@ -74,6 +74,10 @@ type world struct {
 }
 
 func newWorld(t *testing.T) *world {
+	// The config's agent is this binary as the helper "agent", which
+	// starts "child".
+	testproc.Used("agent")
+	testproc.Used("child")
 	exe := os.Getenv("TETHER_EXE")
 	if exe == "" {
 		if os.Getenv("CI") == "true" {
