@@ -36,8 +36,10 @@ func (c *Controller) Slept(suspending bool) {
 	}
 	c.sleep.mu.Unlock()
 	if suspending {
+		c.logf("the machine suspends")
 		return
 	}
+	c.logf("the machine resumed: waking the agents that wait")
 	c.mu.Lock()
 	acts := make([]*actor, 0, len(c.actors))
 	for _, a := range c.actors {

@@ -151,14 +151,13 @@ func (p *parser) restartMapping(kv pair, key string, rule *restartRule) bool {
 			ok = p.crashLoop(e, k, &r.CrashLoop) && ok
 		}
 	}
-	if ok && r.MaxBackoff < r.Backoff {
-		line := kv.val.Line
-		if e, set := vals[keyMaxBackoff]; set {
-			line = e.val.Line
-		}
-		p.errorf(line, key+"."+keyMaxBackoff, "%v is less than backoff (%v): the longest pause cannot be shorter than the first", r.MaxBackoff, r.Backoff)
+	if e, set := vals[keyMaxBackoff]; ok && set && r.MaxBackoff < r.Backoff {
+		p.errorf(e.val.Line, key+"."+keyMaxBackoff, "%v is less than backoff (%v): the longest pause cannot be shorter than the first", r.MaxBackoff, r.Backoff)
 		ok = false
 	}
+	// A first pause longer than the longest, which was not written
+	// here, raises it.
+	r.MaxBackoff = max(r.MaxBackoff, r.Backoff)
 	return ok
 }
 

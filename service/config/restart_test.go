@@ -21,6 +21,9 @@ agents:
     command: [x]
     restart: {policy: never, max_backoff: 5s, healthy_after: 30s, crash_loop: never}
     needs: network
+  - id: e
+    command: [x]
+    restart: {backoff: 1h}
   - id: d
     command: [x]
     needs: [network, {tcp: "relay.example:443"}, {tcp: ["127.0.0.1:9", "[::1]:80", "relay.example:443"]}]
@@ -38,6 +41,7 @@ agents:
 		{DefaultRestart, profile, nil},
 		{api.RestartAlways, profile, nil},
 		{api.RestartNever, Retry{Backoff: 2 * time.Second, MaxBackoff: 5 * time.Second, HealthyAfter: 30 * time.Second}, &Needs{Network: true}},
+		{DefaultRestart, Retry{Backoff: time.Hour, MaxBackoff: time.Hour, HealthyAfter: DefaultHealthyAfter, CrashLoop: profile.CrashLoop}, nil},
 		{DefaultRestart, profile, &Needs{Network: true, TCP: []string{"relay.example:443", "127.0.0.1:9", "[::1]:80"}}},
 	}
 	for i, w := range want {
