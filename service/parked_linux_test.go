@@ -152,7 +152,7 @@ func TestStopUnparks(t *testing.T) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	w.yamlTop(parkRestarts, "  - id: x\n    command: AGENT, count-crash, " + dir + "]\n    restart: always\n    autostart: true\n")
+	w.yamlTop(parkRestarts, "  - id: x\n    command: AGENT, count-crash, "+dir+"]\n    restart: always\n    autostart: true\n")
 	ctx := context.Background()
 	c := w.controller(Options{})
 	waitParked(t, c, w, "x")
