@@ -56,9 +56,10 @@ const (
 	// backoff it is being restarted; in failed its restart policy does
 	// not restart it; in stopped it exited 0 and left processes.
 	CodeExited Code = "exited"
-	// CodeCrashLoop: the agent ended too many times in a row, each soon
-	// after it started; its row is failed and it is not restarted until
-	// someone starts it again. The message quotes the last ending.
+	// CodeCrashLoop: the agent failed as many times as its config's
+	// crash_loop allows within its window; its row is failed and it is
+	// not restarted until someone starts it again. The message quotes
+	// the last ending.
 	CodeCrashLoop Code = "crash_loop"
 	// CodeNotReady: the agent's readiness check did not pass within its
 	// start_timeout (or an fd agent closed its descriptor without the
