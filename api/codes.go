@@ -56,9 +56,10 @@ const (
 	// backoff it is being restarted; in failed its restart policy does
 	// not restart it; in stopped it exited 0 and left processes.
 	CodeExited Code = "exited"
-	// CodeCrashLoop: the agent ended too many times in a row, each soon
-	// after it started; its row is failed and it is not restarted until
-	// someone starts it again. The message quotes the last ending.
+	// CodeCrashLoop: the agent failed as many times as its config's
+	// crash_loop allows within its window; its row is failed and it is
+	// not restarted until someone starts it again. The message quotes
+	// the last ending.
 	CodeCrashLoop Code = "crash_loop"
 	// CodeNotReady: the agent's readiness check did not pass within its
 	// start_timeout (or an fd agent closed its descriptor without the
@@ -85,18 +86,23 @@ const (
 	// (an upgrade under way) before it could take this request: ask
 	// again once it answers, and its successor will.
 	CodeHandingOver Code = "handing_over"
+	// CodeUnreachable: what the agent needs (its config's needs) was
+	// unreachable when it was to start, or when it ended; the row is
+	// offline and the message says what was tried. The ending does not
+	// count toward a crash loop.
+	CodeUnreachable Code = "unreachable"
 )
 
 // Codes returns every error code.
 func Codes() []Code {
 	return []Code{CodeNotFound, CodeBadRequest, CodeContention, CodeCleanupFailed, CodeSpawn, CodeConfig,
 		CodeState, CodeForbidden, CodeLock, CodePrivateDir, CodeInternal, CodeExited, CodeCrashLoop, CodeNotReady,
-		CodeWatchdog, CodeUnhealthy, CodeDependency, CodeUpgrade, CodeHandingOver}
+		CodeWatchdog, CodeUnhealthy, CodeDependency, CodeUpgrade, CodeHandingOver, CodeUnreachable}
 }
 
 // AgentCodes returns the codes an Agent row's Error can carry: why its
 // last start failed, how it last ended, or what its cleanup left.
 func AgentCodes() []Code {
 	return []Code{CodeContention, CodeCleanupFailed, CodeSpawn, CodeConfig, CodeLock, CodePrivateDir, CodeInternal,
-		CodeExited, CodeCrashLoop, CodeNotReady, CodeWatchdog, CodeUnhealthy, CodeDependency}
+		CodeExited, CodeCrashLoop, CodeNotReady, CodeWatchdog, CodeUnhealthy, CodeDependency, CodeUnreachable}
 }

@@ -43,9 +43,14 @@ const (
 	// it, while no service runs (client.WaitingToBeAdopted); a service that
 	// starts adopts the tree, which is running again.
 	StateAdoptable State = "adoptable"
+	// StateOffline: the agent is wanted but what it needs (its config's
+	// needs: a host:port, or the network) is unreachable: it waits, not
+	// counting toward a crash loop, and starts as soon as the need is
+	// reachable again. The row's status names what it waits for.
+	StateOffline State = "offline"
 )
 
 // States returns every state, in the order of an agent's life.
 func States() []State {
-	return []State{StateStopped, StateStarting, StateRunning, StateStopping, StateBackoff, StateFailed, StateCleanupFailed, StateAdoptable}
+	return []State{StateStopped, StateStarting, StateRunning, StateStopping, StateBackoff, StateFailed, StateCleanupFailed, StateAdoptable, StateOffline}
 }

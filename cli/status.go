@@ -219,6 +219,7 @@ var stateHelp = []struct {
 	{api.StateFailed, "not started again until you start it; error says why"},
 	{api.StateCleanupFailed, "its processes could not be confirmed dead: identity kept locked, tether retries"},
 	{api.StateAdoptable, "its service died; by survive_service_crash it runs on, waiting for the next service (shown while none runs)"},
+	{api.StateOffline, "what it needs (needs:) is unreachable: it waits, and starts once it is reachable again"},
 }
 
 // containmentHelp says what each containment rung means to the user.
@@ -246,11 +247,12 @@ var codeHelp = []struct {
 	{api.CodePrivateDir, "its private directory could not be made (unsafe, EACCES, ENOSPC)"},
 	{api.CodeInternal, "its guardian died, or something else went wrong; the message says what"},
 	{api.CodeExited, "it ended on its own with a non-zero status or a signal, or left processes that tether stopped"},
-	{api.CodeCrashLoop, "it ended too often in a row, each soon after starting: not restarted"},
+	{api.CodeCrashLoop, "it failed as often as its restart: crash_loop allows, within its window: not restarted"},
 	{api.CodeNotReady, "its readiness check did not pass within start_timeout: stopped, not restarted"},
 	{api.CodeWatchdog, "it missed its watchdog ping (or sent WATCHDOG=trigger): restarted by its policy"},
 	{api.CodeUnhealthy, "its health check failed too often in a row: restarted by its policy"},
 	{api.CodeDependency, "an agent it requires could not run, or stopped; the message names which"},
+	{api.CodeUnreachable, "what it needs (needs:) was unreachable: it waits offline, not counted as a crash"},
 }
 
 // statusHelp is the help of "tether status": the columns, the JSON, and

@@ -26,11 +26,13 @@ const (
 	cmdShutdown    // the service is exiting: stop, intent unchanged
 	cmdDepStop     // a required agent is going: stop, intent unchanged
 	cmdFreeze      // an upgrade: detach the session, say what is known, wait for the thaw
+	cmdResume      // the machine resumed: start now what waits (see wake)
 )
 
 var cmdNames = [...]string{
 	cmdStart: "start", cmdStop: "stop", cmdRestart: "restart", cmdReconfigure: "reconfigure",
 	cmdRemove: "remove", cmdShutdown: "shutdown", cmdDepStop: "dependency stop", cmdFreeze: "freeze",
+	cmdResume: "resume",
 }
 
 func (k cmdKind) String() string {
@@ -94,7 +96,7 @@ type actor struct {
 	restartWhy string            // why it restarts, when the status of the start to come is to say so
 	ending     bool              // removed or shutting down: end once stopped
 	backoff    time.Duration
-	failures   int
+	failures   []time.Time // the failures that may make a crash loop, oldest first
 	startedAt  time.Time
 	contention time.Time // when contention began
 	contDelay  time.Duration
@@ -106,6 +108,9 @@ type actor struct {
 	heldWait   time.Duration
 	heldTimer  *time.Timer
 	heldC      <-chan time.Time
+	offline    context.CancelFunc // waiting for what it needs (see goOffline)
+	reachc     <-chan struct{}    // and hears here that it is reachable
+	freeSleep  int                // the suspend whose free restart it had (see excused)
 }
 
 // newActor makes the actor of a. An agent parked by an earlier run of
@@ -218,6 +223,9 @@ func (a *actor) run() {
 			a.heldC = nil
 			step = "a recheck of the held identity"
 			a.recheckHeld()
+		case <-a.reachc:
+			step = "what it needs is reachable"
+			a.reachable()
 		}
 		a.moved(from, step, ended)
 		if ended {
@@ -237,10 +245,12 @@ func (a *actor) handle(cmd command) bool {
 	switch cmd.kind {
 	case cmdFreeze:
 		a.frozen(cmd.freeze)
+	case cmdResume:
+		a.wake()
 	case cmdStart:
 		a.want = true
 		a.unpark()
-		a.failures, a.backoff = 0, 0
+		a.failures, a.backoff = nil, 0
 		a.contention = time.Time{}
 		a.depErr = nil
 		a.wait(cmd)
@@ -322,7 +332,7 @@ func (a *actor) handle(cmd command) bool {
 		// A restart, or a changed config entry, is a fresh start: the
 		// count of quick endings (the crash loop's) begins again.
 		a.unpark()
-		a.failures, a.backoff = 0, 0
+		a.failures, a.backoff = nil, 0
 		a.wait(cmd)
 		if a.session == nil {
 			if cmd.stopped != nil {
@@ -377,6 +387,7 @@ func (a *actor) stopTimer() {
 		a.timer.Stop()
 	}
 	a.timerC = nil
+	a.stopOffline()
 }
 
 func (a *actor) schedule(d time.Duration) {
@@ -521,6 +532,9 @@ func (a *actor) start() {
 		return
 	}
 	if !a.depsReady() {
+		return
+	}
+	if a.unmet(nil) {
 		return
 	}
 	if a.leftover {
@@ -796,11 +810,16 @@ func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 		}
 		return
 	}
-	if now.Sub(a.startedAt) >= a.c.opts.HealthyAfter {
-		a.failures, a.backoff = 0, 0
+	r := a.cfg.Retry
+	if now.Sub(a.startedAt) >= r.HealthyAfter {
+		a.failures, a.backoff = nil, 0
 	}
-	a.failures++
-	if a.failures > a.c.opts.CrashLoopLimit {
+	if a.unmet(e) || a.excused(e, now) {
+		// The network's doing, or the suspend's: not a failure of the
+		// agent's.
+		return
+	}
+	if a.crashLoop(now) {
 		last := "the agent exited"
 		if ev.Exit != nil {
 			last += ": " + ev.Exit.String()
@@ -809,13 +828,13 @@ func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 			last = e.Message
 		}
 		a.park(&api.Error{Code: api.CodeCrashLoop, Last: e,
-			Message: fmt.Sprintf("ended %d times in a row, each within %s of starting; last: %s", a.failures, human.Duration(a.c.opts.HealthyAfter), last)})
+			Message: fmt.Sprintf("failed %d times within %s; last: %s", len(a.failures), human.Duration(r.CrashLoop.Within), last)})
 		return
 	}
 	if a.backoff == 0 {
-		a.backoff = a.c.opts.BackoffMin
+		a.backoff = r.Backoff
 	} else {
-		a.backoff = min(2*a.backoff, a.c.opts.BackoffMax)
+		a.backoff = min(2*a.backoff, r.MaxBackoff)
 	}
 	a.row.Restarts++
 	a.setState(api.StateBackoff, e)

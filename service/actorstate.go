@@ -45,12 +45,16 @@ const (
 	// stateEnded: removed from the config or shut down; the actor's
 	// goroutine has returned.
 	stateEnded
+	// stateOffline: to start once what it needs is reachable
+	// (offline).
+	stateOffline
 )
 
 var actorStateNames = [...]string{
 	stateIdle: "idle", stateWaitingDeps: "waiting-deps", stateRetrying: "retrying",
 	stateParked: "parked", stateHeld: "held", stateStarting: "starting",
 	stateRunning: "running", stateStopping: "stopping", stateEnded: "ended",
+	stateOffline: "offline",
 }
 
 func (s actorState) String() string {
@@ -65,7 +69,8 @@ func (s actorState) String() string {
 // entry changed), a wait for dependencies, a retry, a held identity,
 // nothing (a start that failed, a stop), or the end of a removed or shut
 // down actor.
-var fromNoTree = []actorState{stateIdle, stateWaitingDeps, stateRetrying, stateHeld, stateStarting, stateRunning, stateStopping, stateEnded}
+var fromNoTree = []actorState{stateIdle, stateWaitingDeps, stateRetrying, stateHeld, stateStarting, stateRunning, stateStopping, stateEnded,
+	stateOffline}
 
 // transitions lists, for each state, the states that one step of the
 // actor (a command, a report of its guardian, its timer, a change of a
@@ -85,13 +90,16 @@ var transitions = map[actorState][]actorState{
 	stateHeld: besides(stateHeld, fromNoTree),
 	// Ready; a stop; the tree ended by itself: stopped, failed,
 	// restarted after a backoff, or parked as a crash loop.
-	stateStarting: {stateRunning, stateStopping, stateIdle, stateRetrying, stateParked},
+	stateStarting: {stateRunning, stateStopping, stateIdle, stateRetrying, stateParked, stateOffline},
 	// As starting; a guardian attached again (an upgrade's successor)
 	// may say a check is still to pass.
-	stateRunning: {stateStarting, stateStopping, stateIdle, stateRetrying, stateParked},
+	stateRunning: {stateStarting, stateStopping, stateIdle, stateRetrying, stateParked, stateOffline},
 	// Stopped: ended, left stopped, or started again (a restart).
 	stateStopping: besides(stateStopping, fromNoTree),
 	stateEnded:    nil,
+	// What it needs is reachable: a start; the machine resumed: a
+	// start; a stop.
+	stateOffline: besides(stateOffline, fromNoTree),
 }
 
 // besides is states without self: staying needs no entry.
@@ -120,6 +128,8 @@ func (a *actor) state() actorState {
 		return stateParked
 	case a.depWait:
 		return stateWaitingDeps
+	case a.offline != nil:
+		return stateOffline
 	case a.timerC != nil:
 		return stateRetrying
 	}

@@ -36,6 +36,7 @@ func TestActorStateOfFlags(t *testing.T) {
 		// A tree outranks the flags of the time before it.
 		{"a tree while parked", &actor{session: s, parked: true}, stateRunning},
 		{"held and parked", &actor{held: &guardian.Holding{}, parked: true}, stateHeld},
+		{"waiting for what it needs", &actor{want: true, offline: func() {}}, stateOffline},
 	} {
 		if got := tc.a.state(); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
@@ -44,7 +45,7 @@ func TestActorStateOfFlags(t *testing.T) {
 }
 
 func TestActorTransitions(t *testing.T) {
-	all := []actorState{stateIdle, stateWaitingDeps, stateRetrying, stateParked, stateHeld, stateStarting, stateRunning, stateStopping, stateEnded}
+	all := []actorState{stateIdle, stateWaitingDeps, stateRetrying, stateParked, stateHeld, stateStarting, stateRunning, stateStopping, stateEnded, stateOffline}
 	for _, s := range all {
 		if _, ok := transitions[s]; !ok {
 			t.Errorf("%s has no entry in the table", s)

@@ -27,11 +27,10 @@ type Options struct {
 	// Orphans, when set, stops what a dead guardian's tree left with the
 	// service (see Orphans); the service's Run sets it.
 	Orphans Orphans
-	// Policy knobs; zero means the defaults below.
-	BackoffMin, BackoffMax time.Duration
-	HealthyAfter           time.Duration
-	CrashLoopLimit         int
-	ContentionWindow       time.Duration
+	// ContentionWindow is how long a start that finds its identity held
+	// is retried; zero means DefaultContentionWindow. (The restart
+	// policy's numbers are each agent's, in the config.)
+	ContentionWindow time.Duration
 
 	// Logf writes a line to the service's log; nil: nowhere.
 	Logf func(format string, args ...any)
@@ -49,14 +48,9 @@ type resumedAgent struct {
 	session chan attachResult
 }
 
-// Defaults of the restart policy.
-const (
-	DefaultBackoffMin       = time.Second
-	DefaultBackoffMax       = 60 * time.Second
-	DefaultHealthyAfter     = 60 * time.Second
-	DefaultCrashLoopLimit   = 5
-	DefaultContentionWindow = 30 * time.Second
-)
+// DefaultContentionWindow is how long a start that finds its identity
+// held is retried.
+const DefaultContentionWindow = 30 * time.Second
 
 // Controller owns the agents of one profile.
 type Controller struct {
@@ -77,6 +71,7 @@ type Controller struct {
 	subs       map[*subscriber]struct{}
 	closing    bool
 	quitAsked  bool
+	sleep      sleepState // the machine's suspends (see Slept)
 
 	orphanMu sync.Mutex     // one stop of orphans at a time
 	pool     *guardian.Pool // a guardian started ahead of each start
@@ -128,13 +123,7 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 			*d = v
 		}
 	}
-	def(&opts.BackoffMin, DefaultBackoffMin)
-	def(&opts.BackoffMax, DefaultBackoffMax)
-	def(&opts.HealthyAfter, DefaultHealthyAfter)
 	def(&opts.ContentionWindow, DefaultContentionWindow)
-	if opts.CrashLoopLimit == 0 {
-		opts.CrashLoopLimit = DefaultCrashLoopLimit
-	}
 	c := &Controller{
 		opts:       opts,
 		store:      store,

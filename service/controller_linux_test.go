@@ -52,11 +52,20 @@ func newWorld(t *testing.T, profile string, shared *world) *world {
 	return w
 }
 
+// quickRestarts is the tests' restart default: a short first backoff.
+const quickRestarts = "restart: {backoff: 20ms}\n"
+
 // yaml writes the config with agents given as YAML list items; AGENT
 // stands for the test binary's agent command.
 func (w *world) yaml(agents string) {
 	w.t.Helper()
-	body := "agents:\n" + strings.ReplaceAll(agents, "AGENT", fmt.Sprintf("[%q, agent", w.exe))
+	w.yamlTop(quickRestarts, agents)
+}
+
+// yamlTop is yaml with top, the config's keys before the agents.
+func (w *world) yamlTop(top, agents string) {
+	w.t.Helper()
+	body := top + "agents:\n" + strings.ReplaceAll(agents, "AGENT", fmt.Sprintf("[%q, agent", w.exe))
 	if err := os.WriteFile(w.paths.Config, []byte(body), 0o600); err != nil {
 		w.t.Fatal(err)
 	}
@@ -73,9 +82,6 @@ func (w *world) controller(opts Options) *Controller {
 		w.t.Fatal(err)
 	}
 	opts.Paths, opts.Executable = w.paths, w.exe
-	if opts.BackoffMin == 0 {
-		opts.BackoffMin = 20 * time.Millisecond
-	}
 	c := NewController(opts, cfg, store)
 	w.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -174,7 +180,7 @@ func TestAutostartAndIntentSurviveRestartOfService(t *testing.T) {
 
 func TestRestartPolicyBackoffAndCrashLoop(t *testing.T) {
 	w := newWorld(t, "p", nil)
-	w.yaml(`  - id: crash
+	w.yamlTop("restart: {backoff: 10ms, crash_loop: {failures: 4, within: 1m}}\n", `  - id: crash
     command: AGENT, exit, "3"]
     restart: on-failure
   - id: clean
@@ -184,7 +190,7 @@ func TestRestartPolicyBackoffAndCrashLoop(t *testing.T) {
     command: AGENT, exit, "3"]
     restart: never
 `)
-	c := w.controller(Options{CrashLoopLimit: 3, BackoffMin: 10 * time.Millisecond})
+	c := w.controller(Options{})
 	ctx := context.Background()
 	for _, id := range []string{"crash", "clean", "never"} {
 		if _, err := c.Start(ctx, id, false); err != nil {

@@ -89,6 +89,7 @@ func (a *actor) handover() upgrade.Agent {
 		StartedAt: a.startedAt, Contention: a.contention, ContDelay: a.contDelay,
 		DepWait: a.depWait, Pending: a.pending, StopAsked: a.stopAsked, StopSince: a.stopSince,
 		RestartArm: a.restartArm, DepErr: a.depErr, Leftover: a.leftover, Unclaimed: a.unclaimed,
+		Offline: a.offline != nil,
 	}
 	if a.timerC != nil {
 		st.Due = a.timerDue
@@ -112,6 +113,9 @@ func (a *actor) resume(st upgrade.Agent, session chan attachResult) {
 	a.awaiting, a.leader = session, st.Leader
 	if !st.Due.IsZero() {
 		a.schedule(max(time.Until(st.Due), 0))
+	}
+	if st.Offline {
+		a.goOffline()
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 // such an agent names the case in its message.
 func TestExitLeavingProcessesIsReported(t *testing.T) {
 	w := newWorld(t, "p", nil)
-	w.yaml(`  - id: once
+	w.yamlTop("restart: {backoff: 10ms, max_backoff: 20ms, crash_loop: {failures: 3, within: 1m}}\n", `  - id: once
     command: [/bin/sh, -c, 'sleep 1000 & sleep 1000 & exit 0']
     restart: never
     stop_timeout: 1s
@@ -25,7 +25,7 @@ func TestExitLeavingProcessesIsReported(t *testing.T) {
     restart: always
     stop_timeout: 1s
 `)
-	c := w.controller(Options{BackoffMin: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond, CrashLoopLimit: 2})
+	c := w.controller(Options{})
 	ctx := context.Background()
 	if _, err := c.Start(ctx, "once", true); err != nil {
 		t.Fatal(err)

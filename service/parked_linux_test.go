@@ -12,8 +12,12 @@ import (
 	"github.com/tether-dev/tether/service/state"
 )
 
-// parkOpts make a crash loop quick: parked at the third quick ending.
-var parkOpts = Options{CrashLoopLimit: 2, BackoffMin: 10 * time.Millisecond}
+// parkFailures is the crash loop of parkRestarts: parked at the third
+// quick ending.
+const (
+	parkFailures = 3
+	parkRestarts = "restart: {backoff: 10ms, crash_loop: {failures: 3, within: 1m}}\n"
+)
 
 // starts counts the starts of a count-crash agent writing into dir.
 func starts(t *testing.T, dir string) int {
@@ -73,11 +77,11 @@ func TestCrashLoopParkingIsDurable(t *testing.T) {
 	entry := func(extra string) string {
 		return "  - id: x\n    command: AGENT, count-crash, " + dir + extra + "]\n    restart: always\n"
 	}
-	w.yaml(entry(""))
-	fresh := parkOpts.CrashLoopLimit + 1 // the starts of one whole crash loop
+	w.yamlTop(parkRestarts, entry(""))
+	fresh := parkFailures // the starts of one whole crash loop
 	ctx := context.Background()
 
-	c := w.controller(parkOpts)
+	c := w.controller(Options{})
 	_, _ = c.Start(ctx, "x", false) // spawned is ready: it answers before the crashes
 	_, p := waitParked(t, c, w, "x")
 	if n := starts(t, dir); n != fresh {
@@ -92,7 +96,7 @@ func TestCrashLoopParkingIsDurable(t *testing.T) {
 
 	// A reload that changes the command: a fresh count, a whole crash
 	// loop before it is parked again.
-	w.yaml(entry(", v2"))
+	w.yamlTop(parkRestarts, entry(", v2"))
 	if _, err := c.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +111,7 @@ func TestCrashLoopParkingIsDurable(t *testing.T) {
 	if err := c.Shutdown(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	c = w.controller(parkOpts)
+	c = w.controller(Options{})
 	again := waitState(t, c, "x", api.StateFailed)
 	if again.Error == nil || !again.Error.Equal(*row.Error) || !again.Enabled || !again.Since.Equal(p2.Since) {
 		t.Errorf("after a restart of the service: %+v %+v, want %+v since %v", again, again.Error, row.Error, p2.Since)
@@ -118,8 +122,8 @@ func TestCrashLoopParkingIsDurable(t *testing.T) {
 	if err := c.Shutdown(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	w.yaml(entry(", v3"))
-	c = w.controller(parkOpts)
+	w.yamlTop(parkRestarts, entry(", v3"))
+	c = w.controller(Options{})
 	waitFor(t, "a whole third crash loop", func() bool { return starts(t, dir) == 3*fresh })
 	waitParked(t, c, w, "x")
 
@@ -136,7 +140,7 @@ func TestCrashLoopParkingIsDurable(t *testing.T) {
 	if err := c.Shutdown(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	c = w.controller(parkOpts)
+	c = w.controller(Options{})
 	waitState(t, c, "x", api.StateRunning)
 }
 
@@ -148,9 +152,9 @@ func TestStopUnparks(t *testing.T) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	w.yaml("  - id: x\n    command: AGENT, count-crash, " + dir + "]\n    restart: always\n    autostart: true\n")
+	w.yamlTop(parkRestarts, "  - id: x\n    command: AGENT, count-crash, "+dir+"]\n    restart: always\n    autostart: true\n")
 	ctx := context.Background()
-	c := w.controller(parkOpts)
+	c := w.controller(Options{})
 	waitParked(t, c, w, "x")
 	if r, err := c.Stop(ctx, "x"); err != nil || r.State != api.StateStopped {
 		t.Fatalf("stop: %+v %v", r, err)
@@ -161,7 +165,7 @@ func TestStopUnparks(t *testing.T) {
 	if err := c.Shutdown(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	c = w.controller(parkOpts)
+	c = w.controller(Options{})
 	if row := waitState(t, c, "x", api.StateStopped); row.Error != nil || row.Enabled {
 		t.Errorf("after a restart of the service: %+v %+v", row, row.Error)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/tether-dev/tether/internal/human"
 	"github.com/tether-dev/tether/internal/logline"
 	"github.com/tether-dev/tether/platform"
+	"github.com/tether-dev/tether/power"
 	"github.com/tether-dev/tether/service/config"
 	"github.com/tether-dev/tether/service/localapi"
 	"github.com/tether-dev/tether/service/state"
@@ -108,6 +109,12 @@ func (r *runner) serve(b *beginning, started func(*Controller, *localapi.Server)
 		Listener: func() net.Listener { return currentListener(b.listener) },
 		Logf:     logf, Notify: notify, Env: r.mgr.Env()}
 
+	// After a resume every agent is looked at at once (Slept).
+	sleeps := make(chan bool, 1)
+	sleepCtx, endSleep := context.WithCancel(context.Background())
+	defer endSleep()
+	go power.WatchSleep(sleepCtx, sleeps)
+
 	stopping := c.Stopping()
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, slices.Concat(stopSignals, reloadSignals)...)
@@ -130,6 +137,8 @@ func (r *runner) serve(b *beginning, started func(*Controller, *localapi.Server)
 					logf("%v (send the signal again to exit anyway)", err)
 				}
 			}()
+		case suspending := <-sleeps:
+			c.Slept(suspending)
 		case call := <-c.upgradeCalls():
 			u.Upgrade(call.req, call.answer)
 		case <-stopping:

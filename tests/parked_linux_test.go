@@ -16,8 +16,9 @@ import (
 )
 
 // crashLoopWithin bounds the wait for a crash loop of the real service:
-// six quick endings, with backoffs of 1, 2, 4, 8 and 16 s between them.
-const crashLoopWithin = 90 * time.Second
+// six quick endings, with backoffs of 0.1, 0.2, 0.4, 0.8 and 1.6 s
+// between them.
+const crashLoopWithin = 60 * time.Second
 
 // crashingYAML is an agent that appends a line to the file starts at
 // each start and exits 3 at once; tag is an argument of its command that
@@ -26,7 +27,7 @@ func crashingYAML(starts, tag string) string {
 	return fmt.Sprintf(`agents:
   - id: loop
     command: [/bin/sh, -c, 'echo start >> "$0"; exit 3', %s, %s]
-    restart: always
+    restart: {policy: always, backoff: 100ms, crash_loop: {failures: 6, within: 10m}}
     autostart: true
 `, starts, tag)
 }
@@ -84,7 +85,7 @@ func (w *world) notRestarted(starts string, n int) {
 // by a reload that leaves its entry as it is; a reload that changes its
 // command starts it again, with a fresh count.
 func TestCrashLoopParkingSurvivesServiceKill(t *testing.T) {
-	t.Parallel() // a crash loop takes half a minute; the other parking test runs beside it
+	t.Parallel() // the other parking test runs beside it
 	w := newWorld(t)
 	starts := filepath.Join(w.dir, "starts")
 	w.writeConfig(crashingYAML(starts, "v1"))

@@ -16,7 +16,7 @@ func order(s api.State) int {
 	switch s {
 	case api.StateFailed:
 		return 0
-	case api.StateBackoff:
+	case api.StateBackoff, api.StateOffline:
 		return 1
 	case api.StateStarting, api.StateStopping, api.StateAdoptable:
 		return 2
@@ -41,7 +41,7 @@ func stateColor(s api.State) string {
 	switch s {
 	case api.StateFailed:
 		return "31" // red
-	case api.StateBackoff, api.StateStarting, api.StateStopping, api.StateAdoptable:
+	case api.StateBackoff, api.StateStarting, api.StateStopping, api.StateAdoptable, api.StateOffline:
 		return "33" // yellow
 	case api.StateRunning:
 		return "32" // green

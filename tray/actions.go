@@ -16,6 +16,7 @@ import (
 	"github.com/tether-dev/tether/assets"
 	"github.com/tether-dev/tether/install"
 	"github.com/tether-dev/tether/internal/logline"
+	"github.com/tether-dev/tether/power"
 )
 
 // osDeps are the engine's ways into the real OS; n shows the notices.
@@ -36,7 +37,7 @@ func osDeps(n *desktopNotifier) deps {
 		},
 		configInit: configInit,
 		copy:       copyToClipboard,
-		watchSleep: watchSleep,
+		watchSleep: power.WatchSleep,
 	}
 }
 

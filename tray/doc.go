@@ -25,7 +25,8 @@
 //     side (opening files, starting the service detached, the login
 //     registration), clipboard*.go the clipboard programs, notify_*.go the
 //     notification servers (freedesktop on Linux, toasts on Windows,
-//     gen2brain/beeep on macOS), sleep_linux.go logind's PrepareForSleep.
+//     gen2brain/beeep on macOS); logind's PrepareForSleep comes from
+//     the power package.
 //   - systray.go: the binding of the model onto fyne.io/systray, the only
 //     file that imports it; host_linux.go checks for a session bus first,
 //     because the library panics without one, and waits for a tray host;

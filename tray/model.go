@@ -421,7 +421,7 @@ func canStart(a api.Agent) bool {
 // canStop: there is something to stop, or an intent to withdraw.
 func canStop(a api.Agent) bool {
 	switch a.State {
-	case api.StateRunning, api.StateStarting, api.StateBackoff, api.StateCleanupFailed:
+	case api.StateRunning, api.StateStarting, api.StateBackoff, api.StateCleanupFailed, api.StateOffline:
 		return true
 	case api.StateFailed:
 		return a.Enabled
@@ -434,7 +434,7 @@ func canStop(a api.Agent) bool {
 // way, and not while a tree may still live.
 func canRestart(a api.Agent) bool {
 	switch a.State {
-	case api.StateRunning, api.StateBackoff, api.StateFailed:
+	case api.StateRunning, api.StateBackoff, api.StateFailed, api.StateOffline:
 		return true
 	}
 	return false
@@ -442,7 +442,7 @@ func canRestart(a api.Agent) bool {
 
 // stateOrder is the order of the aggregate line.
 var stateOrder = []api.State{api.StateRunning, api.StateStarting, api.StateStopping, api.StateBackoff,
-	api.StateStopped, api.StateFailed, api.StateCleanupFailed}
+	api.StateStopped, api.StateFailed, api.StateCleanupFailed, api.StateOffline}
 
 // aggregate is the first line of the menu: "3 running, 1 failed".
 func aggregate(agents []api.Agent) string {
@@ -512,6 +512,8 @@ func stateHelp(a api.Agent) string {
 		return "It failed and will not be restarted until you start it."
 	case api.StateCleanupFailed:
 		return "Its processes could not be confirmed dead: its identity stays locked and tether keeps retrying."
+	case api.StateOffline:
+		return "What it needs is unreachable: it starts once that is back."
 	}
 	return ""
 }

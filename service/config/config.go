@@ -52,6 +52,10 @@ type Agent struct {
 	Autostart bool
 	// Restart is the restart policy; DefaultRestart when unset.
 	Restart api.RestartPolicy
+	// Retry is the restart policy's numbers; DefaultRetry() where unset.
+	Retry Retry
+	// Needs is what the agent needs to be reachable to run; nil: nothing.
+	Needs *Needs
 	// StopTimeout is the time between the polite stop and the kill;
 	// DefaultStopTimeout when unset.
 	StopTimeout time.Duration

@@ -293,6 +293,7 @@ agents:
 		EnvFile:     filepath.Join(dir, "alice.env"),
 		Autostart:   true,
 		Restart:     api.RestartAlways,
+		Retry:       DefaultRetry(),
 		StopTimeout: 90 * time.Second,
 		Line:        3,
 	}, {
@@ -301,12 +302,14 @@ agents:
 		Dir:         filepath.Join(dir, "rel", "bob"),
 		EnvFile:     filepath.Join(home, "h.env"),
 		Restart:     api.RestartOnFailure,
+		Retry:       DefaultRetry(),
 		StopTimeout: 5 * time.Second,
 		Line:        13,
 	}, {
 		ID: "c.d_e@f-1", Identity: "c.d_e@f-1",
 		Command:     []string{"x"},
 		Restart:     api.RestartNever,
+		Retry:       DefaultRetry(),
 		StopTimeout: time.Hour,
 		Line:        17,
 	}}
@@ -378,6 +381,7 @@ func TestDefaultConfig(t *testing.T) {
 		Command:     []string{"tether", "demo-agent"},
 		Autostart:   true,
 		Restart:     api.RestartOnFailure,
+		Retry:       DefaultRetry(),
 		StopTimeout: 5 * time.Second,
 		Line:        cfg.Agents[0].Line,
 	}}
@@ -391,6 +395,11 @@ func TestDefaultConfig(t *testing.T) {
 	for _, key := range agentKeys {
 		if !bytes.Contains(Default(), []byte("# "+key+" ")) {
 			t.Errorf("the default config does not explain %s", key)
+		}
+	}
+	for _, key := range restartKeys {
+		if !bytes.Contains(Default(), []byte("#   "+key+" ")) {
+			t.Errorf("the default config does not explain restart's %s", key)
 		}
 	}
 	// Default hands out a copy.

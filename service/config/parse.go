@@ -81,10 +81,10 @@ const (
 )
 
 var agentKeys = []string{keyID, keyIdentity, keyCommand, keyDir, keyEnv, keyEnvFile, keyAutostart, keyRestart, keyStopTimeout,
-	keyReady, keyStartTimeout, keyWatchdog, keyHealth, keyAfter, keyRequires, keySurvive, keyLease}
+	keyReady, keyStartTimeout, keyWatchdog, keyHealth, keyAfter, keyRequires, keySurvive, keyLease, keyNeeds}
 
 // rootKeys are the keys at the top of the config.
-var rootKeys = []string{"agents", keyLease}
+var rootKeys = []string{"agents", keyLease, keyRestart}
 
 // Parse parses and validates a config. path is used in messages and as the
 // base of relative paths (the current directory when empty); env_file
@@ -100,7 +100,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	} else if wd, err := os.Getwd(); err == nil {
 		base = wd
 	}
-	p := &parser{file: path, base: base}
+	p := &parser{file: path, base: base, restartRule: restartRule{DefaultRestart, DefaultRetry()}}
 	if root := p.document(data); root != nil {
 		p.allowed = expansionBudget(root)
 		p.read, p.budget = map[*yaml.Node]struct{}{}, p.allowed
@@ -138,6 +138,9 @@ type parser struct {
 	via     *yaml.Node
 	viaKey  string
 	overrun *Error
+	// restartRule is the profile's restart default (the top of the
+	// config), for every agent.
+	restartRule restartRule
 }
 
 type located struct {
@@ -274,6 +277,8 @@ func (p *parser) config(n *yaml.Node) ([]Agent, *Lease) {
 			agents = kv.val
 		case keyLease:
 			lease = p.lease(kv)
+		case keyRestart:
+			p.profileRestart(kv)
 		default:
 			p.errorf(kv.key.Line, kv.name, "%s (the config has %s)", unknownKey(kv.name, rootKeys), strings.Join(rootKeys, ", "))
 		}
@@ -356,7 +361,6 @@ type parsedAgent struct {
 func (p *parser) agent(n *yaml.Node, key string) (a parsedAgent, ok bool) {
 	before := len(p.errs)
 	a.Line = n.Line
-	a.Restart = DefaultRestart
 	a.StopTimeout = DefaultStopTimeout
 	defer p.through(n, key)()
 	m := deref(n)
@@ -385,6 +389,7 @@ func (p *parser) agent(n *yaml.Node, key string) (a parsedAgent, ok bool) {
 	p.agentReadiness(&a, e)
 	p.agentSurvive(&a, e)
 	p.agentLease(&a, e)
+	p.agentNeeds(&a, e)
 	return a, len(p.errs) == before
 }
 
@@ -492,21 +497,6 @@ func (p *parser) agentAutostart(a *parsedAgent, e entry) {
 		v := deref(kv.val)
 		if err := v.Decode(&a.Autostart); err != nil || v.Kind != yaml.ScalarNode {
 			p.errorf(kv.val.Line, e.k(keyAutostart), "%s is not true or false", describe(v))
-		}
-	}
-}
-
-// agentRestart checks the restart policy; without one, DefaultRestart.
-func (p *parser) agentRestart(a *parsedAgent, e entry) {
-	kv, set := e.value(keyRestart)
-	if !set {
-		return
-	}
-	if s, good := p.str(kv, e.k(keyRestart)); good {
-		if pol := api.RestartPolicy(s); pol.Valid() {
-			a.Restart = pol
-		} else {
-			p.errorf(kv.val.Line, e.k(keyRestart), "%s is not one of %s", short(s), policyList())
 		}
 	}
 }

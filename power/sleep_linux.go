@@ -1,4 +1,4 @@
-package tray
+package power
 
 import (
 	"context"
@@ -6,12 +6,12 @@ import (
 	"github.com/godbus/dbus/v5"
 )
 
-// watchSleep sends true when logind announces a suspend
+// WatchSleep sends true when logind announces a suspend
 // (org.freedesktop.login1.Manager.PrepareForSleep(true) on the system
 // bus) and false when the machine is back, until ctx is done. Without a
 // system bus it sends nothing; without logind nothing is ever announced.
 // It only waits on the bus connection: no timer, no polling.
-func watchSleep(ctx context.Context, events chan<- bool) {
+func WatchSleep(ctx context.Context, events chan<- bool) {
 	conn, err := dbus.ConnectSystemBus()
 	if err != nil {
 		return
