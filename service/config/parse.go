@@ -81,10 +81,10 @@ const (
 )
 
 var agentKeys = []string{keyID, keyIdentity, keyCommand, keyDir, keyEnv, keyEnvFile, keyAutostart, keyRestart, keyStopTimeout,
-	keyReady, keyStartTimeout, keyWatchdog, keyHealth, keyAfter, keyRequires, keySurvive, keyLease}
+	keyReady, keyStartTimeout, keyWatchdog, keyHealth, keyAfter, keyRequires, keySurvive, keyLease, keyLogs}
 
 // rootKeys are the keys at the top of the config.
-var rootKeys = []string{"agents", keyLease}
+var rootKeys = []string{"agents", keyLease, keyLogs}
 
 // Parse parses and validates a config. path is used in messages and as the
 // base of relative paths (the current directory when empty); env_file
@@ -138,6 +138,8 @@ type parser struct {
 	via     *yaml.Node
 	viaKey  string
 	overrun *Error
+	// logsDefault is the top-level logs section, every agent's default.
+	logsDefault logsSection
 }
 
 type located struct {
@@ -274,6 +276,8 @@ func (p *parser) config(n *yaml.Node) ([]Agent, *Lease) {
 			agents = kv.val
 		case keyLease:
 			lease = p.lease(kv)
+		case keyLogs:
+			p.logsDefault = p.logs(kv, keyLogs)
 		default:
 			p.errorf(kv.key.Line, kv.name, "%s (the config has %s)", unknownKey(kv.name, rootKeys), strings.Join(rootKeys, ", "))
 		}
@@ -385,6 +389,7 @@ func (p *parser) agent(n *yaml.Node, key string) (a parsedAgent, ok bool) {
 	p.agentReadiness(&a, e)
 	p.agentSurvive(&a, e)
 	p.agentLease(&a, e)
+	p.agentLogs(&a, e)
 	return a, len(p.errs) == before
 }
 
