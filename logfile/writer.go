@@ -34,6 +34,8 @@ type Writer struct {
 	size   int64
 	out    []byte
 	stamp  stamper
+	// stampBuf holds the stamp of the lines being written.
+	stampBuf []byte
 	// err is the first error since the last write that succeeded, and
 	// lost what was not written because of it.
 	err  error
@@ -93,13 +95,23 @@ func (w *Writer) Write(p []byte) (int, error) {
 }
 
 // lines writes the complete lines in b (each ends with a newline) of
-// stream s, read at t, stamped and marked as the policy says.
-func (w *Writer) lines(s Stream, b []byte, t time.Time) {
+// stream s, stamped (now: so the times in a file never go back) and
+// marked as the policy says.
+func (w *Writer) lines(s Stream, b []byte) {
+	w.linesAt(s, b, time.Time{})
+}
+
+// linesAt is lines with the stamp t, when t is not zero.
+func (w *Writer) linesAt(s Stream, b []byte, t time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var stamp []byte
 	if w.policy.Timestamps {
-		stamp = w.stamp.append(nil, t)
+		if t.IsZero() {
+			t = time.Now()
+		}
+		stamp = w.stamp.append(w.stampBuf[:0], t)
+		w.stampBuf = stamp
 	}
 	mark := ""
 	if s == Stderr {
@@ -210,23 +222,22 @@ func (w *Writer) Copy(r io.Reader, s Stream, each func(line []byte)) error {
 	// One byte more than a line, for the newline a cut line is given.
 	buf := make([]byte, MaxLine+1)
 	have := 0 // bytes of an incomplete line at the start of buf
-	emit := func(b []byte, t time.Time) {
+	emit := func(b []byte) {
 		if each != nil {
 			eachLine(b, each)
 		}
-		w.lines(s, b, t)
+		w.lines(s, b)
 	}
 	for {
 		n, err := r.Read(buf[have:MaxLine])
-		t := time.Now()
 		have += n
 		if end := bytes.LastIndexByte(buf[:have], '\n') + 1; end > 0 {
-			emit(buf[:end], t)
+			emit(buf[:end])
 			have = copy(buf, buf[end:have])
 		}
 		if have == MaxLine || err != nil && have > 0 {
 			buf[have] = '\n'
-			emit(buf[:have+1], t)
+			emit(buf[:have+1])
 			have = 0
 		}
 		if err != nil {

@@ -83,7 +83,7 @@ func TestKeep(t *testing.T) {
 	}
 	line := strings.Repeat("x", MinSize-1) + "\n"
 	for range 5 {
-		w.lines(Stdout, []byte(line), time.Now())
+		w.lines(Stdout, []byte(line))
 	}
 	w.Close()
 	if fs := Files(path); len(fs) != 3 || fs[0] != path+".2" || fs[2] != path {
@@ -104,8 +104,8 @@ func TestStderrMark(t *testing.T) {
 			t.Fatal(err)
 		}
 		at := time.Date(2026, 12, 5, 10, 2, 3, 456e6, time.UTC)
-		w.lines(Stderr, []byte("boom\n"), at)
-		w.lines(Stdout, []byte("fine\n"), at)
+		w.linesAt(Stderr, []byte("boom\n"), at)
+		w.linesAt(Stdout, []byte("fine\n"), at)
 		w.Close()
 		b, _ := os.ReadFile(path)
 		want := "[stderr] boom\nfine\n"
