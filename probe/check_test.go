@@ -139,4 +139,3 @@ func TestMonitorCountsFailuresInARow(t *testing.T) {
 	}
 	<-done
 }
-
