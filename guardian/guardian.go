@@ -302,6 +302,9 @@ func (g *guardian) drainOutput() {
 	if !g.output.drain(drainWait) {
 		g.logf("the agent's output was still open %v after its tree ended (a process outside the tree holds it); closed", drainWait)
 	}
+	if lost, err := g.log.Lost(); lost > 0 {
+		g.logf("%d bytes of the agent's output could not be written to its log (last error: %v)", lost, err)
+	}
 }
 
 // removeOldDir removes the private directory an earlier tree of prev's

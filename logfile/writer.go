@@ -36,8 +36,8 @@ type Writer struct {
 	stamp  stamper
 	// stampBuf holds the stamp of the lines being written.
 	stampBuf []byte
-	// err is the first error since the last write that succeeded, and
-	// lost what was not written because of it.
+	// lost counts the bytes not written because of errors; err is the
+	// last of those errors.
 	err  error
 	lost int64
 }
@@ -154,20 +154,17 @@ func (w *Writer) write(b []byte) {
 	w.size += int64(n)
 	if err != nil {
 		w.fail(err, int64(len(b)-n))
-		return
 	}
-	w.err = nil
 }
 
 func (w *Writer) fail(err error, lost int64) {
-	if w.err == nil {
-		w.err = err
-	}
+	w.err = err
 	w.lost += lost
 }
 
-// Lost returns how many bytes were lost to errors in all, and the first
-// error since the last successful write.
+// Lost returns how many bytes were lost to errors in all, and the last
+// error (a rotation that failed loses nothing: the lines go on in the
+// file that could not be moved).
 func (w *Writer) Lost() (int64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
