@@ -169,47 +169,6 @@ func worse(a, b int) int {
 	return a
 }
 
-func (inv *invocation) logs(args []string) int {
-	fs := newFlags("logs", inv)
-	follow := fs.Bool("f", false, "follow")
-	n := fs.Int("n", 50, "lines")
-	// Accept the id before or after the flags.
-	var id string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		id, args = args[0], args[1:]
-	}
-	err := parseFlags(fs, args)
-	if err == nil && id == "" && fs.NArg() == 1 {
-		id = fs.Arg(0)
-	} else if err != nil || fs.NArg() > 0 || id == "" || *n < 0 {
-		return inv.commandUsage(err, "usage: tether logs ID [-f] [-n N]")
-	}
-	c, p, err := inv.client()
-	if err != nil {
-		return inv.fail("%v", err)
-	}
-	ctx := context.Background()
-	if *follow {
-		// The tail and the follow come from one point in the file.
-		return inv.followLogs(c, p, id, *n)
-	}
-	if *n > 0 {
-		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		lg, err := c.Logs(tctx, id, *n)
-		cancel()
-		if ae, ok := errors.AsType[*api.Error](err); ok && ae.Code == api.CodeNotFound {
-			ae.Message += didYouMean(id, inv.serviceIDs(c))
-		}
-		if err != nil {
-			return inv.apiFailure(p, err)
-		}
-		for _, l := range lg.Lines {
-			fmt.Fprintln(inv.stdout, l)
-		}
-	}
-	return ExitOK
-}
-
 func (inv *invocation) check(args []string) int {
 	if len(args) > 0 {
 		return inv.commandUsage(nil, "usage: tether check")

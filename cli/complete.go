@@ -83,7 +83,7 @@ var (
 		"status":  {"--json", "--wide"},
 		"start":   {"--no-wait"},
 		"restart": {"--no-wait"},
-		"logs":    {"-f", "-n"},
+		"logs":    {"-f", "-n", "--since", "--all", "--json"},
 	}
 	serviceVerbs = []string{"run", "install", "uninstall", "start", "stop", "status", "upgrade"}
 )
@@ -179,19 +179,18 @@ func (inv *invocation) candidates(done []string, cur string) []string {
 			}
 		}
 	case "logs":
-		if n := len(args); n > 0 && args[n-1] == "-n" {
-			return nil // a number
+		if n := len(args); n > 0 && (args[n-1] == "-n" || args[n-1] == "--since") {
+			return nil // a number, a duration
 		}
-		hasID := slices.ContainsFunc(args, func(a string) bool { return !strings.HasPrefix(a, "-") && !isNumber(a) })
-		if !flagsToo && !hasID {
-			out = append(out, inv.agentIDs()...)
+		if !flagsToo && !slices.Contains(args, "--all") {
+			for _, id := range inv.agentIDs() {
+				if !slices.Contains(args, id) {
+					out = append(out, id)
+				}
+			}
 		}
 	}
 	return out
-}
-
-func isNumber(s string) bool {
-	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 // completeTimeout bounds the question to the service: a completion must

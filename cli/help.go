@@ -73,8 +73,14 @@ locked and tether keeps trying.`,
 	{name: "restart", usage: "restart [--no-wait] ID...", summary: "stop agents and start them again",
 		text:    `Enables the agents, stops them and starts them again, with a fresh count of quick endings.`,
 		example: "tether restart alice"},
-	{name: "logs", usage: "logs ID [-f] [-n N]", summary: "an agent's log (-f: follow it, -n: lines, default 50)",
-		example: "tether logs alice -n 200\ntether logs alice -f"},
+	{name: "logs", usage: "logs ID...|--all [-f] [-n N] [--since D] [--json]", summary: "agents' logs (-f: follow them, -n: lines, default 50)",
+		text: `Prints the last lines of the agents' logs, across their rotated files;
+-f follows them across rotations. Several agents (or --all) are merged
+in the order of the lines' times, each line after "ID |", coloured on a
+terminal (NO_COLOR turns the colours off). --since D keeps the lines of
+the last D (10m, 2h); --json prints one object a line: time, agent,
+stream (stdout, stderr or guardian) and text.`,
+		example: "tether logs alice -n 200\ntether logs -f alice bob\ntether logs --all --since 10m --json"},
 	{name: "check", usage: "check", summary: "validate the config",
 		text:    `Loads the config as the service would and says how many agents it has, or names the file, line and key of each problem.`,
 		example: "tether check\ntether --config ~/bots.yaml check"},

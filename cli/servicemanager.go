@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/client"
 	"github.com/tether-dev/tether/install"
 	"github.com/tether-dev/tether/service"
@@ -142,28 +141,4 @@ func (inv *invocation) installFailure(err error) int {
 		fmt.Fprintln(inv.stderr, "Run the service in the foreground instead: tether service run")
 	}
 	return ExitFailure
-}
-
-// followLogs prints the last n lines of id's log and then each new line
-// as the service streams it, until interrupted. A stream the service ends
-// (it quit, or this reader fell too far behind) is an error: the output
-// would otherwise stop without a word.
-func (inv *invocation) followLogs(c *client.Client, p service.Paths, id string, n int) int {
-	events, err := c.FollowLog(context.Background(), id, n)
-	if err != nil {
-		return inv.apiFailure(p, err)
-	}
-	for ev, err := range events {
-		if err != nil {
-			if errors.Is(err, client.ErrStreamClosed) {
-				fmt.Fprintf(inv.stderr, "tether logs: the service ended the stream (%v)\n", err)
-				return ExitFailure
-			}
-			return inv.apiFailure(p, err)
-		}
-		if ev.Type == api.EventLog && ev.ID == id {
-			fmt.Fprintln(inv.stdout, ev.Line)
-		}
-	}
-	return ExitOK
 }

@@ -191,6 +191,12 @@ func (c *Client) FollowLog(ctx context.Context, id string, n int) (iter.Seq2[api
 	return c.events(ctx, n, []string{id})
 }
 
+// FollowLogs is FollowLog for several agents: the last n lines of each,
+// then every new line of each.
+func (c *Client) FollowLogs(ctx context.Context, n int, ids ...string) (iter.Seq2[api.Event, error], error) {
+	return c.events(ctx, n, ids)
+}
+
 func (c *Client) events(ctx context.Context, tail int, logs []string) (iter.Seq2[api.Event, error], error) {
 	path := eventsPath(tail, logs)
 	resp, err := c.do(ctx, http.MethodGet, path, nil)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/internal/logline"
+	"github.com/tether-dev/tether/logfile"
 	"github.com/tether-dev/tether/platform"
 	"github.com/tether-dev/tether/wire"
 )
@@ -43,7 +44,8 @@ type guardian struct {
 	req        request
 	self       platform.Ref // this process, found while waiting (prepare)
 	key        string
-	log        *os.File
+	log        *logfile.Writer // the agent's log: its lines and the guardian's
+	output     *output         // the agent's stdout and stderr, on their way to log
 	rec        *recordFile
 	own        *record // what rec says of this guardian, once written
 	locked     bool    // the ownership lock is held
@@ -242,23 +244,27 @@ func (g *guardian) ready() *wire.Ready {
 	return r
 }
 
-// openLog opens the agent's log and makes it the guardian's stdout and
-// stderr too, so nothing the guardian prints from now on goes to the
-// owner's pipe.
+// openLog opens the agent's log and makes each of its files, as the
+// writer opens them, the guardian's stdout and stderr too, so nothing the
+// guardian prints from now on goes to the owner's pipe.
 func (g *guardian) openLog() *wire.Failure {
+	policy := logfile.Default()
+	if g.req.Logs != nil {
+		policy = *g.req.Logs
+	}
 	var err error
 	if g.req.LogPath == "" {
-		g.log, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	} else {
-		if err = os.MkdirAll(filepath.Dir(g.req.LogPath), 0o700); err == nil {
-			g.log, err = platform.OpenAppendNoFollow(g.req.LogPath)
+		null, nerr := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if nerr == nil {
+			err = redirectOutput(null)
+			null.Close()
 		}
+		g.log, _ = logfile.Open("", policy, nil, nil)
+	} else if err = os.MkdirAll(filepath.Dir(g.req.LogPath), 0o700); err == nil {
+		g.log, err = logfile.Open(g.req.LogPath, policy, platform.OpenAppendNoFollow, redirectOutput)
 	}
 	if err != nil {
 		return &wire.Failure{Code: wire.CodeSpawn, Path: g.req.LogPath, Message: "opening the log: " + err.Error()}
-	}
-	if err := redirectOutput(g.log); err != nil {
-		return &wire.Failure{Code: wire.CodeInternal, Message: "redirecting output to the log: " + err.Error()}
 	}
 	return nil
 }
@@ -287,6 +293,18 @@ func (g *guardian) send(m message) {
 
 func (g *guardian) fail(f *wire.Failure) {
 	g.send(message{Type: wire.MsgFailed, Version: wire.Version, Failure: f})
+}
+
+// drainOutput writes the last of the agent's output, once its tree is
+// dead, before the identity is freed: a next guardian of the identity
+// writes the same log.
+func (g *guardian) drainOutput() {
+	if !g.output.drain(drainWait) {
+		g.logf("the agent's output was still open %v after its tree ended (a process outside the tree holds it); closed", drainWait)
+	}
+	if lost, err := g.log.Lost(); lost > 0 {
+		g.logf("%d bytes of the agent's output could not be written to its log (last error: %v)", lost, err)
+	}
 }
 
 // removeOldDir removes the private directory an earlier tree of prev's
@@ -334,6 +352,8 @@ type agentCommand struct {
 	argv      []string
 	env       []string
 	stdin     *os.File // the null device; closed by the caller once the agent runs
+	// stdout and stderr are the write ends of the output's pipes.
+	stdout, stderr *os.File
 }
 
 // command resolves the agent's command in its working directory (the
@@ -367,7 +387,13 @@ func (g *guardian) command() (*agentCommand, *wire.Failure) {
 	if err != nil {
 		return nil, &wire.Failure{Code: wire.CodeInternal, Message: err.Error()}
 	}
-	c := &agentCommand{path: path, argv: g.req.Argv, dir: dir, env: env, stdin: null}
+	out, err := newOutput()
+	if err != nil {
+		null.Close()
+		return nil, &wire.Failure{Code: wire.CodeInternal, Message: "making the output pipes: " + err.Error()}
+	}
+	g.output = out
+	c := &agentCommand{path: path, argv: g.req.Argv, dir: dir, env: env, stdin: null, stdout: out.outW, stderr: out.errW}
 	if g.readiness != nil && g.readiness.spec.Watchdog > 0 {
 		c.withWatchdogPID()
 	}
@@ -383,6 +409,7 @@ func (g *guardian) abort() {
 			g.logf("stopping the agent after a failed start: %v", err)
 		}
 	}
+	g.drainOutput()
 	if g.privateDir != "" {
 		_ = platform.RemoveAll(g.privateDir)
 	}
@@ -587,6 +614,7 @@ func (g *guardian) teardown(reason wire.StopReason, begin time.Time, timeout tim
 		rep.add(more)
 	}
 	g.afterStop()
+	g.drainOutput()
 	if exit == nil {
 		select {
 		case e := <-g.agentExit:

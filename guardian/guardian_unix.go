@@ -342,7 +342,7 @@ func (g *guardian) contain(name string, self *record) *wire.Failure {
 func (g *guardian) spawn(c *agentCommand) (procRef, <-chan wire.Exit, *wire.Failure) {
 	spec := punix.SpawnSpec{
 		Path: c.path, Argv: c.argv, Dir: c.dir, Env: c.env,
-		Stdin: c.stdin, Stdout: g.log, Stderr: g.log,
+		Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr,
 		Extra:  g.inherited(),
 		Cgroup: g.cgroup,
 	}

@@ -305,7 +305,7 @@ func (g *guardian) stopLeftover(prev *record) *wire.Failure {
 func (g *guardian) spawn(c *agentCommand) (procRef, <-chan wire.Exit, *wire.Failure) {
 	p, err := pwin.StartInJob(pwin.SpawnSpec{
 		Path: c.path, Argv: c.argv, Dir: c.dir, Env: c.env,
-		Stdin: c.stdin, Stdout: g.log, Stderr: g.log,
+		Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr,
 	}, g.job)
 	if err != nil {
 		cause := wire.CauseExec

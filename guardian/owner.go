@@ -55,7 +55,7 @@ func prepare(spec *Spec) (*request, Program, error) {
 	req := &request{
 		Identity: spec.Identity, Profile: spec.Profile, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env,
 		StopTimeout: wire.Duration(spec.StopTimeout), KillGrace: wire.Duration(spec.KillGrace), LockDir: spec.LockDir, PrivateRoot: spec.PrivateRoot,
-		LogPath: spec.LogPath, NoCgroup: spec.NoCgroup, Readiness: spec.Readiness,
+		LogPath: spec.LogPath, Logs: spec.Logs, NoCgroup: spec.NoCgroup, Readiness: spec.Readiness,
 		SurviveCrash: wire.Duration(spec.SurviveCrash), AdoptPath: spec.AdoptPath,
 		Agent: spec.Agent, Fingerprint: spec.Fingerprint,
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/tether-dev/tether/logfile"
 	"github.com/tether-dev/tether/probe"
 	"github.com/tether-dev/tether/wire"
 )
@@ -66,6 +67,8 @@ type request struct {
 	// Readiness, when set, says how the agent is found ready and kept
 	// healthy; nil: ready once spawned.
 	Readiness *Readiness `json:"readiness,omitempty"`
+	// Logs is how the log is written and rotated; nil: logfile.Default.
+	Logs *logfile.Policy `json:"logs,omitempty"`
 	// Reclaim asks only to free the identity: stop an abandoned or
 	// leftover tree, release the lock, answer stopped and exit.
 	Reclaim bool `json:"reclaim,omitempty"`

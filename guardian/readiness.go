@@ -2,18 +2,18 @@ package guardian
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/tether-dev/tether/platform"
 	"github.com/tether-dev/tether/probe"
 	"github.com/tether-dev/tether/sdnotify"
 	"github.com/tether-dev/tether/wire"
@@ -145,17 +145,20 @@ type readiness struct {
 	notify  notifySource
 	fdRead  *os.File // the read end of the notification descriptor
 	fdWrite *os.File // its write end, passed to the agent
-	// log is the ready: {log} check, made before the spawn.
-	log    *probe.Log
-	events chan readyEvent
-	ctx    context.Context
-	cancel context.CancelFunc
-	logf   func(string, ...any)
-	// The agent's working directory, environment and log, for checks;
-	// run runs an exec check's command (nil: os/exec).
-	dir, logPath string
-	env          []string
-	run          probe.Runner
+	// logPattern is the ready: {log} check's, matched against each line
+	// of the agent's output as the guardian reads it (logLine) until one
+	// matches (logSeen).
+	logPattern *regexp.Regexp
+	logSeen    atomic.Bool
+	events     chan readyEvent
+	ctx        context.Context
+	cancel     context.CancelFunc
+	logf       func(string, ...any)
+	// The agent's working directory and environment, for checks; run
+	// runs an exec check's command (nil: os/exec).
+	dir string
+	env []string
+	run probe.Runner
 	// wg counts the watchers, so close returns only once every check's
 	// process is gone.
 	wg sync.WaitGroup
@@ -164,9 +167,9 @@ type readiness struct {
 // checkContext is what an outside check of this agent needs: its command
 // is looked up in the agent's PATH and working directory, as the agent's
 // own is.
-func (r *readiness) checkContext(logPath string) probe.Context {
+func (r *readiness) checkContext() probe.Context {
 	return probe.Context{
-		LogPath: logPath, Dir: r.dir, Env: r.env, Run: r.run,
+		Dir: r.dir, Env: r.env, Run: r.run,
 		Lookup: func(argv0 string) (string, error) {
 			p, fl := resolveCommand(argv0, r.dir, r.env)
 			if fl != nil {
@@ -219,14 +222,12 @@ func (g *guardian) prepareReadiness(env map[string]string) *wire.Failure {
 		}
 		r.fdRead, r.fdWrite = rd, wr
 	case probe.KindLog:
-		// Made before the spawn, so it reads from where the log ends
-		// now: a line the agent writes at once, before begin, is read.
-		c, err := spec.Ready.Check(probe.Context{LogPath: g.req.LogPath})
+		// Ready before the spawn: the agent's first line is matched.
+		re, err := regexp.Compile(spec.Ready.Pattern)
 		if err != nil {
 			return &wire.Failure{Code: wire.CodeConfig, Message: "readiness: " + err.Error()}
 		}
-		r.log = c.(*probe.Log)
-		r.log.Ignore = isGuardianLine
+		r.logPattern = re
 	}
 	return nil
 }
@@ -234,9 +235,8 @@ func (g *guardian) prepareReadiness(env map[string]string) *wire.Failure {
 // begin starts watching, once the agent runs. member says whether a pid
 // belongs to the agent's tree; env and dir are the agent's, for exec
 // checks.
-func (r *readiness) begin(member func(pid int) bool, logPath, dir string, env []string) error {
+func (r *readiness) begin(member func(pid int) bool, dir string, env []string) error {
 	r.dir, r.env = dir, env
-	r.logPath = logPath
 	if r.fdWrite != nil {
 		// The agent has its copy: EOF on the read end now means every
 		// process that could write the newline has closed it.
@@ -252,12 +252,10 @@ func (r *readiness) begin(member func(pid int) bool, logPath, dir string, env []
 	switch k := r.spec.Ready.Kind; {
 	case k == probe.KindFD:
 		r.watch(r.readFD)
+	case k == probe.KindLog:
+		// The output's reader matches each line (logLine).
 	case k.Outside():
-		if r.log != nil {
-			r.watch(func() { r.readLog(r.log, logPath) })
-			break
-		}
-		c, err := r.spec.Ready.Check(r.checkContext(logPath))
+		c, err := r.spec.Ready.Check(r.checkContext())
 		if err != nil {
 			return err
 		}
@@ -447,32 +445,19 @@ func (r *readiness) poll(c probe.Check) {
 	}
 }
 
-// readLog waits for the log line. The log's directory is watched
-// (inotify, kqueue), so each write of the agent's is looked at as it
-// comes, with no timer; where the system has no such watch, or the watch
-// fails, the log is polled as the other outside checks are.
-func (r *readiness) readLog(c probe.Check, logPath string) {
-	w, err := platform.WatchWrites(filepath.Dir(logPath))
-	if err != nil {
-		r.poll(c)
-		return
+// logLine returns what the output's reader calls with each line of the
+// agent's output: nil without a log readiness check. The first line that
+// matches makes the agent ready; after it, lines are no longer matched.
+func (r *readiness) logLine() func(line []byte) {
+	if r == nil || r.logPattern == nil {
+		return nil
 	}
-	defer w.Close()
-	for r.ctx.Err() == nil {
-		// Armed before the look: a line written after the look wakes
-		// the watch, one written before it is found by it.
-		if err := w.Arm(); err != nil {
-			r.poll(c)
+	return func(line []byte) {
+		if r.logSeen.Load() || !r.logPattern.Match(line) {
 			return
 		}
-		if c.Probe(r.ctx) == nil {
+		if r.logSeen.CompareAndSwap(false, true) {
 			r.emit(readyEvent{kind: readyUp})
-			return
-		}
-		select {
-		case <-r.ctx.Done():
-			return
-		case <-w.C():
 		}
 	}
 }
@@ -483,7 +468,7 @@ func (r *readiness) monitor() error {
 	if h == nil {
 		return nil
 	}
-	c, err := h.Check.Check(r.checkContext(""))
+	c, err := h.Check.Check(r.checkContext())
 	if err != nil {
 		return err
 	}
@@ -509,15 +494,6 @@ func (r *readiness) close() {
 		r.fdWrite.Close()
 	}
 	r.wg.Wait()
-}
-
-// isGuardianLine tells the guardian's own lines in the agent's log (see
-// logf) from the agent's, so that a log readiness pattern matches only
-// what the agent wrote.
-func isGuardianLine(line []byte) bool {
-	// The tag follows the timestamp at the start of the line.
-	i := bytes.Index(line, []byte(" tether guardian["))
-	return i >= 0 && i <= 40
 }
 
 // readyWatch is the watch loop's side of readiness: the start deadline

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/identity"
+	"github.com/tether-dev/tether/logfile"
 )
 
 // DefaultStopTimeout is used when a Spec leaves StopTimeout zero.
@@ -42,6 +43,9 @@ type Spec struct {
 	// LogPath receives the agent's stdout and stderr (appended) and the
 	// guardian's own lines. Empty discards them.
 	LogPath string
+	// Logs is how the log is written and rotated (the size of its
+	// files, how many are kept, timestamps); nil: logfile.Default().
+	Logs *logfile.Policy
 	// NoCgroup turns cgroup containment off even where it is available.
 	NoCgroup bool
 	// Readiness, when set, says how the agent is found ready and kept
@@ -112,6 +116,11 @@ func (r *request) validate() error {
 	} {
 		if !filepath.IsAbs(p.path) || strings.IndexByte(p.path, 0) >= 0 {
 			return fmt.Errorf("%s %q: must be an absolute path", p.name, p.path)
+		}
+	}
+	if r.Logs != nil {
+		if err := r.Logs.Validate(); err != nil {
+			return fmt.Errorf("logs: %w", err)
 		}
 	}
 	for _, p := range []struct{ name, path string }{

@@ -84,8 +84,9 @@ func (g *guardian) start() *wire.Failure {
 		return fl
 	}
 	g.agentPid, g.agentExit = agent.Pid, exits
+	g.output.start(g.log, g.readiness.logLine(), g.logf)
 	if g.readiness != nil {
-		if err := g.readiness.begin(g.member, g.req.LogPath, c.dir, c.env); err != nil {
+		if err := g.readiness.begin(g.member, c.dir, c.env); err != nil {
 			return &wire.Failure{Code: wire.CodeConfig, Message: "readiness: " + err.Error()}
 		}
 	}

@@ -1,15 +1,12 @@
 package probe
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 	"time"
 )
@@ -129,85 +126,3 @@ func (t *tail) Write(p []byte) (int, error) {
 }
 
 func (t *tail) String() string { return string(t.b) }
-
-// Log passes once a line of the file at Path, written after the check was
-// made, matches Pattern. It remembers how far it has read, so each Probe
-// reads only what was appended since the last one. A line is only matched
-// once it is complete (ends in a newline).
-type Log struct {
-	Path    string
-	Pattern *regexp.Regexp
-	// Ignore, when set, passes over the lines it reports true for: lines
-	// that others write into the same file.
-	Ignore func(line []byte) bool
-
-	offset  int64
-	partial []byte
-}
-
-// NewLog returns a Log check that starts reading at the file's current
-// end: output from before the agent started never counts.
-func NewLog(path string, pattern *regexp.Regexp) (*Log, error) {
-	l := &Log{Path: path, Pattern: pattern}
-	fi, err := os.Stat(path)
-	switch {
-	case err == nil:
-		l.offset = fi.Size()
-	case !errors.Is(err, os.ErrNotExist):
-		return nil, err
-	}
-	return l, nil
-}
-
-func (l *Log) String() string { return "log line matching " + l.Pattern.String() }
-
-// logChunk bounds one read; a line longer than logLineMax is matched on
-// its first logLineMax bytes.
-const (
-	logChunk   = 64 << 10
-	logLineMax = 64 << 10
-)
-
-// Probe implements Check.
-func (l *Log) Probe(ctx context.Context) error {
-	f, err := os.Open(l.Path)
-	if err != nil {
-		return failed(l, err)
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() < l.offset {
-		// Truncated or replaced: read it again from the start.
-		l.offset, l.partial = 0, nil
-	}
-	buf := make([]byte, logChunk)
-	for ctx.Err() == nil {
-		n, err := f.ReadAt(buf, l.offset)
-		l.offset += int64(n)
-		if l.scan(buf[:n]) {
-			return nil
-		}
-		if err != nil || n < len(buf) {
-			break
-		}
-	}
-	return failed(l, errors.New("no matching line yet"))
-}
-
-// scan adds what was read to the partial line and matches every line it
-// completes.
-func (l *Log) scan(b []byte) bool {
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			l.partial = append(l.partial, b[:min(len(b), logLineMax-len(l.partial))]...)
-			return false
-		}
-		line := append(l.partial, b[:min(i, logLineMax-len(l.partial))]...)
-		l.partial = l.partial[:0]
-		if (l.Ignore == nil || !l.Ignore(line)) && l.Pattern.Match(line) {
-			return true
-		}
-		b = b[i+1:]
-	}
-	return false
-}

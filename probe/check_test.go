@@ -6,8 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"sync/atomic"
@@ -72,54 +70,6 @@ func TestExec(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("a check past its context took %v", d)
-	}
-}
-
-func TestLogMatchesOnlyNewCompleteLines(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "agent.log")
-	if err := os.WriteFile(path, []byte("listening on old\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	l, err := NewLog(path, regexp.MustCompile(`listening on \d+`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	write := func(s string) {
-		t.Helper()
-		if _, err := f.WriteString(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx := context.Background()
-	write("starting\nlistening on 80")
-	if err := l.Probe(ctx); err == nil {
-		t.Fatal("an unfinished line matched")
-	}
-	write("80\n")
-	if err := l.Probe(ctx); err != nil {
-		t.Fatalf("the finished line did not match: %v", err)
-	}
-}
-
-func TestLogStartsOverAfterTruncation(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "agent.log")
-	if err := os.WriteFile(path, []byte("a long first run of output\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	l, err := NewLog(path, regexp.MustCompile(`^ready$`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte("ready\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Probe(context.Background()); err != nil {
-		t.Fatalf("after truncation: %v", err)
 	}
 }
 
@@ -188,19 +138,4 @@ func TestMonitorCountsFailuresInARow(t *testing.T) {
 		t.Fatal("Unhealthy never called")
 	}
 	<-done
-}
-
-func TestLogIgnore(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "agent.log")
-	l, err := NewLog(path, regexp.MustCompile(`ready`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Ignore = func(line []byte) bool { return regexp.MustCompile(`^other:`).Match(line) }
-	if err := os.WriteFile(path, []byte("other: ready\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Probe(context.Background()); err == nil {
-		t.Fatal("an ignored line matched")
-	}
 }

@@ -2,8 +2,9 @@
 // healthy. It owns the vocabulary of those checks (Kind, and Spec, the
 // form in which a config states a check and the guardian protocol carries
 // it) and the checks made from the outside: a 2xx answer over HTTP, a TCP
-// connect, a command that exits 0, a line of the agent's output that
-// matches a pattern. It also paces them: Wait repeats a check until it
+// connect, a command that exits 0. (A line of the agent's output that
+// matches a pattern is matched by the guardian, which reads that output.)
+// It also paces them: Wait repeats a check until it
 // passes, and Monitor counts failures in a row.
 //
 // A check runs only when its caller asks; the only timer is the period the

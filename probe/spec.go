@@ -129,8 +129,6 @@ func (k Kind) Outside() bool {
 
 // Context is what an outside check needs of the agent it checks.
 type Context struct {
-	// LogPath is the agent's output, for KindLog.
-	LogPath string
 	// Dir and Env are the agent's, for KindExec, whose command is
 	// looked up with Lookup (nil: in the caller's PATH) and run by Run.
 	Dir    string
@@ -140,8 +138,9 @@ type Context struct {
 }
 
 // Check builds the outside check the spec describes. It returns an error
-// for notify and fd, which are not checks, and for an exec command that
-// cannot be found.
+// for notify and fd, which are not checks, for log, which the reader of
+// the agent's output matches, and for an exec command that cannot be
+// found.
 func (s Spec) Check(cx Context) (Check, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -162,7 +161,7 @@ func (s Spec) Check(cx Context) (Check, error) {
 		}
 		return e, nil
 	case KindLog:
-		return NewLog(cx.LogPath, regexp.MustCompile(s.Pattern))
+		return nil, fmt.Errorf("%w: %s is matched on the agent's output as its reader reads it, not checked", ErrInvalid, s.Kind)
 	}
 	return nil, fmt.Errorf("%w: %s is told by the agent, not checked", ErrInvalid, s.Kind)
 }

@@ -461,7 +461,7 @@ func (a *actor) spec(env []string) guardian.Spec {
 	return guardian.Spec{
 		Identity: a.cfg.Identity, Profile: p.Profile, Argv: argv, Dir: a.cfg.Dir, Env: env,
 		StopTimeout: a.cfg.StopTimeout, LockDir: p.LockDir, PrivateRoot: p.PrivateRoot,
-		LogPath: p.LogPath(a.id), Executable: a.c.opts.Executable,
+		LogPath: p.LogPath(a.id), Logs: a.cfg.Logs, Executable: a.c.opts.Executable,
 		Readiness:    readiness(a.cfg, p),
 		SurviveCrash: a.cfg.SurviveCrash, AdoptPath: p.AdoptPath(a.cfg.Identity),
 		Agent: a.id, Fingerprint: a.cfg.Fingerprint(),
@@ -554,11 +554,6 @@ func (a *actor) start() {
 		return
 	}
 	spec := a.spec(env)
-	a.c.logStarted()
-	if err := rotateLog(spec.LogPath); err != nil {
-		a.fail(&api.Error{Code: api.CodeInternal, Message: "rotating the log: " + err.Error()})
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	s, err := a.c.pool.Start(ctx, spec)
 	cancel()

@@ -82,7 +82,6 @@ type Controller struct {
 	done     chan struct{} // closed once the shutdown is over; see Done
 	runs     chan stateWrite
 	runsDone chan struct{}
-	logStart chan struct{} // an agent started; see capLogs
 
 	// intentMu orders the saves of intent (setEnabled, saveUnsaved), so
 	// a retry never writes an older intent over a newer one; unsaved
@@ -142,12 +141,10 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 		pool:       newPool(opts),
 		runs:       make(chan stateWrite, runWriteBuffer),
 		runsDone:   make(chan struct{}),
-		logStart:   make(chan struct{}, 1),
 
 		unsaved:     map[string]unsavedIntent{},
 		intentRetry: make(chan struct{}, 1),
 	}
-	go c.capLogs()
 	go c.writeRuns()
 	go c.retryIntents()
 	if opts.resumed != nil {

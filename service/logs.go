@@ -5,35 +5,28 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/tether-dev/tether/logfile"
 )
 
-// MaxLogSize caps an agent's log: past it, the log becomes <id>.log.1
-// (replacing the one before) and a new log begins. At an agent's start
-// the file is renamed; while it runs, its writers hold the file open, so
-// it is copied and truncated instead (lines written between the copy and
-// the truncation are lost).
-const MaxLogSize = 10 << 20
-
-// rotateLog rotates path if it has grown past MaxLogSize. It runs before
-// a guardian opens the log, so no writer holds the old file.
-func rotateLog(path string) error {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
+// tailLines returns the last n lines of the log at path, across its
+// rotated files (no file: none).
+func tailLines(path string, n int) ([]string, error) {
+	files := logfile.Files(path)
+	var out []string
+	for i := len(files) - 1; i >= 0 && len(out) < n; i-- {
+		lines, err := tailFile(files[i], n-len(out))
+		if err != nil {
+			return nil, err
+		}
+		out = append(lines, out...)
 	}
-	if err != nil {
-		return err
-	}
-	if fi.Size() < MaxLogSize {
-		return nil
-	}
-	return os.Rename(path, path+".1")
+	return out, nil
 }
 
-// tailLines returns the last n lines of the file at path (no file: none).
-func tailLines(path string, n int) ([]string, error) {
+// tailFile returns the last n lines of the file at path (no file: none).
+func tailFile(path string, n int) ([]string, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -123,6 +116,9 @@ func (fl *follower) tail(n int) ([]string, error) {
 }
 
 // read returns at most max complete lines appended since the last read.
+// It follows the log across its rotations: once the file it reads was
+// renamed away and read to its end, it goes on with the file that came
+// after it (see logfile.Writer), from its start.
 func (fl *follower) read(max int) []string {
 	if fl.f == nil {
 		f, err := os.Open(fl.path)
@@ -131,19 +127,53 @@ func (fl *follower) read(max int) []string {
 		}
 		fl.f, fl.off = f, 0
 	}
-	if fi, err := os.Stat(fl.path); err == nil {
-		cur, err := fl.f.Stat()
-		switch {
-		case err == nil && !os.SameFile(fi, cur):
-			// Rotated by rename: the new file is read from its start.
-			fl.f.Close()
-			fl.f, fl.off, fl.partial = nil, 0, nil
-			return fl.read(max)
-		case fi.Size() < fl.off:
-			// Capped by truncation: its writers go on from the start.
-			fl.off, fl.partial = 0, nil
+	if lines := fl.readOpen(max); len(lines) > 0 {
+		return lines
+	}
+	if next := fl.next(); next != nil {
+		fl.f.Close()
+		fl.f, fl.off, fl.partial = next, 0, nil
+		return fl.read(max)
+	}
+	if fi, err := fl.f.Stat(); err == nil && fi.Size() < fl.off {
+		// Truncated: its writers go on from the start.
+		fl.off, fl.partial = 0, nil
+		return fl.readOpen(max)
+	}
+	return nil
+}
+
+// next opens the file that follows the open one once that was rotated
+// away: <path>.(k-1) when it is <path>.k now, else <path>. It returns nil
+// while the open file is still the log's.
+func (fl *follower) next() *os.File {
+	cur, err := fl.f.Stat()
+	if err != nil {
+		return nil
+	}
+	if fi, err := os.Stat(fl.path); err != nil || os.SameFile(fi, cur) {
+		return nil
+	}
+	name := fl.path
+	for k := 1; k <= logfile.MaxKeep; k++ {
+		fi, err := os.Stat(logfile.Rotated(fl.path, k))
+		if err != nil {
+			break
+		}
+		if os.SameFile(fi, cur) {
+			name = logfile.Rotated(fl.path, k-1)
+			break
 		}
 	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
+// readOpen reads at most max complete lines of the open file.
+func (fl *follower) readOpen(max int) []string {
 	buf := make([]byte, 64<<10)
 	var lines []string
 	for len(lines) < max {
@@ -179,37 +209,4 @@ func (fl *follower) close() {
 	if fl.f != nil {
 		fl.f.Close()
 	}
-}
-
-// capLog copies a log that has grown past max to <path>.1 and truncates
-// it. Its writers append (O_APPEND), so they go on at the new end.
-func capLog(path string, max int64) error {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, os.ErrNotExist) || (err == nil && (fi.Size() < max || !fi.Mode().IsRegular())) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	src, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".rotate-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, src); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path+".1"); err != nil {
-		return err
-	}
-	return os.Truncate(path, 0)
 }

@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tether-dev/tether/internal/testdir"
+	"github.com/tether-dev/tether/logfile"
 )
 
 func TestTailLines(t *testing.T) {
@@ -28,36 +29,6 @@ func TestTailLines(t *testing.T) {
 	}
 	if lines, err := tailLines(filepath.Join(dir, "none"), 3); err != nil || lines != nil {
 		t.Fatalf("missing file: %q %v", lines, err)
-	}
-}
-
-func TestCapLogKeepsAppending(t *testing.T) {
-	dir := testdir.Temp(t)
-	p := filepath.Join(dir, "a.log")
-	w, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if _, err := w.WriteString(strings.Repeat("old\n", 1000)); err != nil {
-		t.Fatal(err)
-	}
-	if err := capLog(p, 1000); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.WriteString("new\n"); err != nil {
-		t.Fatal(err)
-	}
-	cur, _ := os.ReadFile(p)
-	old, _ := os.ReadFile(p + ".1")
-	if string(cur) != "new\n" || len(old) != 4000 {
-		t.Fatalf("after cap: log %q, rotated %d bytes", cur, len(old))
-	}
-	if err := capLog(p, 1000); err != nil {
-		t.Fatal(err)
-	}
-	if cur2, _ := os.ReadFile(p); string(cur2) != "new\n" {
-		t.Fatalf("a small log was rotated: %q", cur2)
 	}
 }
 
@@ -87,12 +58,55 @@ func TestFollowerReadsInBatchesAndAcrossTruncation(t *testing.T) {
 	if got := f.read(3); strings.Join(got, ",") != "partial" {
 		t.Fatalf("joined partial line %q", got)
 	}
-	if err := capLog(p, 1); err != nil {
+	if err := os.Truncate(p, 0); err != nil {
 		t.Fatal(err)
 	}
 	w.WriteString("after\n")
 	if got := f.read(3); strings.Join(got, ",") != "after" {
 		t.Fatalf("after truncation %q", got)
+	}
+}
+
+// A follower goes on across rotations, in order, even when it reads
+// after several: each file is read to its end before the next.
+func TestFollowerAcrossRotations(t *testing.T) {
+	p := filepath.Join(testdir.Temp(t), "a.log")
+	lw, err := logfile.Open(p, logfile.Policy{MaxSize: logfile.MinSize, Keep: 10}, func(path string) (*os.File, error) {
+		return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lw.Close()
+	f := newFollower(p)
+	defer f.close()
+	next := 1
+	var got []string
+	for round := range 4 {
+		// Each round rotates the log round+1 times before the read.
+		var b strings.Builder
+		for b.Len() < (round+1)*logfile.MinSize {
+			fmt.Fprintf(&b, "%d\n", next)
+			next++
+		}
+		if err := lw.Copy(strings.NewReader(b.String()), logfile.Stdout, nil); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			lines := f.read(1000)
+			if len(lines) == 0 {
+				break
+			}
+			got = append(got, lines...)
+		}
+	}
+	if len(got) != next-1 {
+		t.Fatalf("read %d lines, wrote %d", len(got), next-1)
+	}
+	for i, l := range got {
+		if l != strconv.Itoa(i+1) {
+			t.Fatalf("line %d is %q", i+1, l)
+		}
 	}
 }
 
@@ -138,69 +152,5 @@ func TestFollowerStartsAtTheLineBeingWritten(t *testing.T) {
 	os.WriteFile(p, []byte("half line\n"), 0o600)
 	if got := f.read(5); strings.Join(got, ",") != "half line" {
 		t.Fatalf("read %q", got)
-	}
-}
-
-// The log checks follow the logs: quiet logs back off to logCheckMax, a
-// growing one is checked before it could reach the cap at its rate, and a
-// log at the cap is capped.
-func TestLogCheckerPace(t *testing.T) {
-	dir := testdir.Temp(t)
-	quiet, busy := filepath.Join(dir, "quiet.log"), filepath.Join(dir, "busy.log")
-	if err := os.WriteFile(quiet, []byte("hello\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	const max = 10000
-	now := time.Now()
-	lc := newLogChecker(max, now)
-	paths := []string{quiet, busy}
-
-	// Nothing grows: 60 s, 120 s, ... up to the ceiling.
-	want := logCheckFirst
-	for range 8 {
-		want = min(2*want, logCheckMax)
-		now = now.Add(lc.wait)
-		if got, _ := lc.check(paths, now); got != want {
-			t.Fatalf("quiet logs: next check in %v, want %v", got, want)
-		}
-	}
-
-	// busy.log appears and grows 1000 bytes in 10 s: at that rate it
-	// reaches 10000 in 80 s more; the next check comes at half that.
-	w, err := os.OpenFile(busy, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	now = now.Add(10 * time.Second)
-	lc.check(paths, now)
-	if _, err := w.WriteString(strings.Repeat("x", 1000)); err != nil {
-		t.Fatal(err)
-	}
-	now = now.Add(10 * time.Second)
-	if got, _ := lc.check(paths, now); got != 45*time.Second {
-		t.Fatalf("a log growing 100 bytes/s, 9000 bytes from the cap: next check in %v, want %v", got, 45*time.Second)
-	}
-
-	// A burst far faster than the checks: at most one a second.
-	if _, err := w.WriteString(strings.Repeat("x", 8000)); err != nil {
-		t.Fatal(err)
-	}
-	now = now.Add(100 * time.Millisecond)
-	if got, _ := lc.check(paths, now); got != logCheckMin {
-		t.Fatalf("a log growing 80 KB/s: next check in %v, want %v", got, logCheckMin)
-	}
-
-	// Past the cap: capped at this check.
-	if _, err := w.WriteString(strings.Repeat("x", 2000)); err != nil {
-		t.Fatal(err)
-	}
-	now = now.Add(time.Second)
-	lc.check(paths, now)
-	if fi, err := os.Stat(busy); err != nil || fi.Size() != 0 {
-		t.Fatalf("the log past the cap: %v %v, want it emptied", fi, err)
-	}
-	if fi, err := os.Stat(busy + ".1"); err != nil || fi.Size() != 11000 {
-		t.Fatalf("the rotated log: %v %v, want 11000 bytes", fi, err)
 	}
 }

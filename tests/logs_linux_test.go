@@ -11,6 +11,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/internal/testproc"
+	"github.com/tether-dev/tether/logfile"
 )
 
 // tickerYAML is an agent that prints "tick N", N = 1, 2, ..., every
@@ -95,9 +96,9 @@ func (f followed) next(t *testing.T, n int, d time.Duration) []string {
 	return got
 }
 
-// tickOf returns N of "tick N", or -1.
+// tickOf returns N of "tick N" (after the line's time), or -1.
 func tickOf(line string) int {
-	s, ok := strings.CutPrefix(line, "tick ")
+	s, ok := strings.CutPrefix(logfile.Parse([]byte(line)).Text, "tick ")
 	if !ok {
 		return -1
 	}
@@ -143,11 +144,11 @@ func TestLogsFollow(t *testing.T) {
 	}
 }
 
-// trim shortens lines to their first word, for messages.
+// trim shortens lines to their first word after the time, for messages.
 func trim(lines []string) []string {
 	out := make([]string, len(lines))
 	for i, l := range lines {
-		out[i], _, _ = strings.Cut(l, " ")
+		out[i], _, _ = strings.Cut(logfile.Parse([]byte(l)).Text, " ")
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/internal/testproc"
+	"github.com/tether-dev/tether/logfile"
 )
 
 // countingYAML is an agent that prints the numbers 1, 2, 3, ... in bursts
@@ -25,11 +26,11 @@ func countingYAML(id, marker string, burst int, period time.Duration) string {
 }
 
 // consecutive returns the first place where lines are not consecutive
-// numbers, or -1.
+// numbers (after their times), or -1.
 func consecutive(lines []string) int {
 	prev := -1
 	for i, l := range lines {
-		first, _, _ := strings.Cut(l, " ")
+		first, _, _ := strings.Cut(logfile.Parse([]byte(l)).Text, " ")
 		n, err := strconv.Atoi(first)
 		if err != nil || i > 0 && n != prev+1 {
 			return i
@@ -75,7 +76,7 @@ func TestLogsFollowContinuesTheTail(t *testing.T) {
 	var r result
 	if !testproc.UntilEvery(10*time.Second, 10*time.Millisecond, func() bool {
 		r = w.run(10*time.Second, "logs", "x", "-n", "1")
-		n, _ := strconv.Atoi(strings.Fields(r.stdout + " 0")[0])
+		n, _ := strconv.Atoi(strings.Fields(logfile.Parse([]byte(r.stdout)).Text + " 0")[0])
 		return n > 2000
 	}) {
 		t.Fatalf("the agent never logged its 2000 lines: %s%s", r.stdout, r.stderr)

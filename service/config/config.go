@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tether-dev/tether/logfile"
 	"github.com/tether-dev/tether/probe"
 
 	"github.com/tether-dev/tether/api"
@@ -83,6 +84,10 @@ type Agent struct {
 	// LeaseLocal ("lease: local") keeps the identity on this machine
 	// only, when the config has a lease section.
 	LeaseLocal bool
+	// Logs is how the agent's log is written and rotated, its entry's
+	// logs over the config's; nil when neither says anything (the
+	// guardian's default, logfile.Default).
+	Logs *logfile.Policy `json:",omitempty"`
 	// Line is the line of the agent's entry in the file, for messages.
 	Line int
 }

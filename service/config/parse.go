@@ -81,10 +81,10 @@ const (
 )
 
 var agentKeys = []string{keyID, keyIdentity, keyCommand, keyDir, keyEnv, keyEnvFile, keyAutostart, keyRestart, keyStopTimeout,
-	keyReady, keyStartTimeout, keyWatchdog, keyHealth, keyAfter, keyRequires, keySurvive, keyLease, keyNeeds}
+	keyReady, keyStartTimeout, keyWatchdog, keyHealth, keyAfter, keyRequires, keySurvive, keyLease, keyNeeds, keyLogs}
 
 // rootKeys are the keys at the top of the config.
-var rootKeys = []string{"agents", keyLease, keyRestart}
+var rootKeys = []string{"agents", keyLease, keyRestart, keyLogs}
 
 // Parse parses and validates a config. path is used in messages and as the
 // base of relative paths (the current directory when empty); env_file
@@ -141,6 +141,8 @@ type parser struct {
 	// restartRule is the profile's restart default (the top of the
 	// config), for every agent.
 	restartRule restartRule
+	// logsDefault is the top-level logs section, every agent's default.
+	logsDefault logsSection
 }
 
 type located struct {
@@ -279,6 +281,8 @@ func (p *parser) config(n *yaml.Node) ([]Agent, *Lease) {
 			lease = p.lease(kv)
 		case keyRestart:
 			p.profileRestart(kv)
+		case keyLogs:
+			p.logsDefault = p.logs(kv, keyLogs)
 		default:
 			p.errorf(kv.key.Line, kv.name, "%s (the config has %s)", unknownKey(kv.name, rootKeys), strings.Join(rootKeys, ", "))
 		}
@@ -390,6 +394,7 @@ func (p *parser) agent(n *yaml.Node, key string) (a parsedAgent, ok bool) {
 	p.agentSurvive(&a, e)
 	p.agentLease(&a, e)
 	p.agentNeeds(&a, e)
+	p.agentLogs(&a, e)
 	return a, len(p.errs) == before
 }
 

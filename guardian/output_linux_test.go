@@ -1,0 +1,165 @@
+package guardian
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether-dev/tether/internal/logline"
+	"github.com/tether-dev/tether/internal/testproc"
+	"github.com/tether-dev/tether/logfile"
+	"golang.org/x/sys/unix"
+)
+
+// readLog returns the agent's stdout lines in the log at path, across its
+// rotated files in order, and the stderr lines apart. Each file must stay
+// within max bytes.
+func readLog(t *testing.T, path string, max int64, stamped bool) (stdout, stderr []string) {
+	t.Helper()
+	for _, p := range logfile.Files(path) {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi, _ := f.Stat(); fi.Size() > max {
+			t.Errorf("%s has %d bytes, over the %d of max_size", filepath.Base(p), fi.Size(), max)
+		}
+		s := bufio.NewScanner(f)
+		for s.Scan() {
+			if _, own := logline.Message(s.Text()); own {
+				continue
+			}
+			l := logfile.Parse(s.Bytes())
+			if l.Time.IsZero() == stamped {
+				t.Errorf("%s: a line with a time %v, want timestamps %v: %q", filepath.Base(p), l.Time, stamped, s.Text())
+			}
+			if l.Stream == logfile.Stderr {
+				stderr = append(stderr, l.Text)
+			} else {
+				stdout = append(stdout, l.Text)
+			}
+		}
+		f.Close()
+	}
+	return stdout, stderr
+}
+
+// checkNumbered fails unless lines are 1..n, each once, in order.
+func checkNumbered(t *testing.T, lines []string, n int) {
+	t.Helper()
+	if len(lines) != n {
+		t.Errorf("%d lines, want %d", len(lines), n)
+	}
+	for i, l := range lines {
+		if l != strconv.Itoa(i+1) {
+			t.Fatalf("line %d is %q, want %d (lines lost, duplicated or out of order)", i+1, l, i+1)
+		}
+	}
+}
+
+// waitStopped waits for the session's stopped event.
+func waitStopped(t *testing.T, e *world, s *Session, within time.Duration) {
+	t.Helper()
+	for {
+		if ev := nextEvent(t, e, s, within); ev.Type == EventStopped {
+			return
+		}
+	}
+}
+
+// I11: a million numbered lines through a 256 KiB rotation come out
+// exactly once each, in order, across the files; stderr lines are marked.
+func TestOutputMillionLinesRotateExactly(t *testing.T) {
+	e := newWorld(t)
+	spec := e.spec("log@million")
+	spec.Argv = []string{"sh", "-c", `seq 1 1000000; echo done >&2`}
+	const size = 256 << 10
+	spec.Logs = &logfile.Policy{MaxSize: size, Keep: 400, Timestamps: true}
+	s := e.start(spec)
+	waitStopped(t, e, s, 120*time.Second)
+	stdout, stderr := readLog(t, spec.LogPath, size, true)
+	checkNumbered(t, stdout, 1000000)
+	if len(stderr) != 1 || stderr[0] != "done" {
+		t.Errorf("stderr lines %q, want [done]", stderr)
+	}
+	if n := len(logfile.Files(spec.LogPath)); n < 100 {
+		t.Errorf("%d files: the log did not rotate as often as its size says", n)
+	}
+}
+
+// The old files beyond keep go; the newest stay.
+func TestOutputKeep(t *testing.T) {
+	e := newWorld(t)
+	spec := e.spec("log@keep")
+	spec.Argv = []string{"seq", "1", "100000"}
+	spec.Logs = &logfile.Policy{MaxSize: 16 << 10, Keep: 3}
+	s := e.start(spec)
+	waitStopped(t, e, s, 60*time.Second)
+	files := logfile.Files(spec.LogPath)
+	if len(files) != 4 || files[0] != spec.LogPath+".3" {
+		t.Fatalf("files %v, want .3, .2, .1 and the log", files)
+	}
+	stdout, _ := readLog(t, spec.LogPath, 16<<10, false)
+	if len(stdout) == 0 || stdout[len(stdout)-1] != "100000" {
+		t.Fatalf("the last line kept is not the last written")
+	}
+	first, _ := strconv.Atoi(stdout[0])
+	for i, l := range stdout {
+		if l != strconv.Itoa(first+i) {
+			t.Fatalf("line %q after %d", l, first+i-1)
+		}
+	}
+}
+
+// An agent that writes faster than its log is written is held back by
+// the pipe, not cut: with the guardian stopped (SIGSTOP), the agent
+// blocks in its write; continued, every line arrives.
+func TestOutputBackPressure(t *testing.T) {
+	e := newWorld(t)
+	spec := e.spec("log@pressure")
+	spec.Argv = []string{"sh", "-c", `while [ ! -e "$HELPER_DIR/go" ]; do sleep 0.01; done; seq 1 200000; touch "$HELPER_DIR/wrote"; exec sleep 1000`}
+	spec.Logs = &logfile.Policy{MaxSize: 256 << 10, Keep: 100, Timestamps: true}
+	s := e.start(spec)
+	gpid, apid := s.Ready().GuardianPID, s.Ready().AgentPID
+	if err := unix.Kill(gpid, unix.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Kill(gpid, unix.SIGCONT)
+	if err := os.WriteFile(filepath.Join(e.helper, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// seq, the shell's child, waits in the kernel's pipe_write
+	// (anon_pipe_write on newer kernels).
+	blocked := func() bool {
+		ms, _ := filepath.Glob("/proc/[0-9]*/wchan")
+		for _, m := range ms {
+			dir := filepath.Dir(m)
+			stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+			if err != nil || !strings.Contains(string(stat), ") ") {
+				continue
+			}
+			f := strings.Fields(string(stat)[strings.LastIndexByte(string(stat), ')')+2:])
+			if len(f) > 1 && f[1] == strconv.Itoa(apid) {
+				if w, _ := os.ReadFile(m); strings.HasSuffix(string(w), "pipe_write") {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	testproc.Eventually(t, 10*time.Second, blocked, "the writer never blocked on the full pipe")
+	if !gone(filepath.Join(e.helper, "wrote")) {
+		t.Fatal("the agent finished writing while its guardian was stopped")
+	}
+	if err := unix.Kill(gpid, unix.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	testproc.Eventually(t, 30*time.Second, func() bool { return !gone(filepath.Join(e.helper, "wrote")) }, "the agent did not finish writing")
+	stopSession(t, s)
+	stdout, _ := readLog(t, spec.LogPath, 256<<10, true)
+	checkNumbered(t, stdout, 200000)
+}

@@ -1,0 +1,134 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/testproc"
+	"github.com/tether-dev/tether/logfile"
+)
+
+// chattyYAML is agent id printing "id N" on stdout and "id err N" on
+// stderr every period, through a 4 KiB rotation: a rotation every few
+// seconds.
+func chattyYAML(id, marker string, period time.Duration) string {
+	return fmt.Sprintf(`  - id: %s
+    command: [/bin/sh, -c, 'i=0; while :; do i=$((i+1)); echo "$1 $i"; echo "$1 err $i" >&2; sleep %g; done', %s, %s]
+    autostart: true
+    stop_timeout: 2s
+    logs: {max_size: 4KiB, keep: 100}
+`, id, period.Seconds(), marker, id)
+}
+
+// merged is one line of "tether logs a b": its agent and its log line.
+type merged struct {
+	id   string
+	line logfile.Line
+}
+
+// parseMerged splits "id | line"; ok is false for a line of another shape.
+func parseMerged(s string) (merged, bool) {
+	id, rest, ok := strings.Cut(s, " | ")
+	if !ok {
+		return merged{}, false
+	}
+	return merged{strings.TrimSpace(id), logfile.Parse([]byte(rest))}, true
+}
+
+// checkMerged checks lines of several agents: each "id | ..." with the
+// agents' stdout numbers consecutive per agent, and the times in order.
+func checkMerged(t *testing.T, lines []string, ids ...string) {
+	t.Helper()
+	next := map[string]int{}
+	var last time.Time
+	for _, l := range lines {
+		m, ok := parseMerged(l)
+		if !ok {
+			t.Fatalf("line %q has no \"id | \" prefix", l)
+		}
+		if m.line.Time.Before(last) {
+			t.Errorf("line %q comes before the time of the line above it, %v", l, last)
+		}
+		last = m.line.Time
+		f := strings.Fields(m.line.Text)
+		if m.line.Stream != logfile.Stdout || len(f) != 2 || f[0] != m.id {
+			continue
+		}
+		n, _ := strconv.Atoi(f[1])
+		if prev, seen := next[m.id]; seen && n != prev {
+			t.Errorf("%s: line %d after %d: lost or repeated", m.id, n, prev-1)
+		}
+		next[m.id] = n + 1
+	}
+	for _, id := range ids {
+		if next[id] == 0 {
+			t.Errorf("no stdout line of %s in %q", id, lines)
+		}
+	}
+}
+
+// "tether logs a b" and "--all" merge the agents' lines in time order,
+// each after "id |"; -f goes on across rotations; --json and --since.
+func TestLogsMerged(t *testing.T) {
+	w := newWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	w.writeConfig("agents:\n" + chattyYAML("a", m, 20*time.Millisecond) + chattyYAML("bee", m, 30*time.Millisecond))
+	w.startService("default")
+	w.waitState("default", "a", api.StateRunning)
+	w.waitState("default", "bee", api.StateRunning)
+	testproc.Eventually(t, 20*time.Second, func() bool {
+		r := w.run(10*time.Second, "logs", "a", "bee", "-n", "40")
+		return r.code == 0 && strings.Count(r.stdout, "\n") == 40
+	}, "the agents did not log 40 lines")
+
+	r := w.mustRun("logs", "a", "bee", "-n", "40")
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	checkMerged(t, lines, "a", "bee")
+	if !strings.HasPrefix(lines[0], "a   | ") && !strings.HasPrefix(lines[0], "bee | ") {
+		t.Errorf("the prefixes are not padded to the longest id: %q", lines[0])
+	}
+	if strings.Contains(r.stdout, "\x1b[") {
+		t.Error("colours in output that is not a terminal")
+	}
+
+	// Following every agent, across several rotations of each.
+	got := w.follow(0, "-f", "--all", "-n", "0").next(t, 600, 60*time.Second)
+	checkMerged(t, got, "a", "bee")
+
+	// --json: time, agent, stream and text; --since keeps recent lines.
+	// The agents have run for several seconds by now.
+	var begin time.Time
+	testproc.Eventually(t, 10*time.Second, func() bool {
+		begin = time.Now()
+		r = w.run(10*time.Second, "logs", "--all", "--json", "--since", "1s")
+		return r.code == 0 && strings.Count(r.stdout, "\n") >= 4
+	}, "no lines of the last second")
+	streams := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n") {
+		var j struct {
+			Time   time.Time `json:"time"`
+			Agent  string    `json:"agent"`
+			Stream string    `json:"stream"`
+			Text   string    `json:"text"`
+		}
+		if err := json.Unmarshal([]byte(l), &j); err != nil {
+			t.Fatalf("--json line %q: %v", l, err)
+		}
+		if j.Time.Before(begin.Add(-time.Second-50*time.Millisecond)) || (j.Agent != "a" && j.Agent != "bee") || !strings.HasPrefix(j.Text, j.Agent+" ") {
+			t.Errorf("--json --since 1s: %q", l)
+		}
+		if (j.Stream == "stderr") != strings.Contains(j.Text, " err ") {
+			t.Errorf("stream %q of %q", j.Stream, j.Text)
+		}
+		streams[j.Stream] = true
+	}
+	if !streams["stdout"] || !streams["stderr"] {
+		t.Errorf("streams %v, want stdout and stderr", streams)
+	}
+}
