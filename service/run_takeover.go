@@ -42,6 +42,14 @@ func (r *runner) takeOver(path string, began time.Time, beganCPU time.Duration) 
 		// The service before is this process: there is nothing to go
 		// back to, and the API answers at once.
 		early = r.answerEarly(h)
+		// The clients that queued during the handover are answered
+		// first: the config, the state and the controller (some 20 ms
+		// of a core for 200 agents) wait for the first answer to be
+		// out, or answerWait.
+		select {
+		case <-early.srv.Answered():
+		case <-time.After(answerWait):
+		}
 	}
 	b, err := h.begin()
 	if err != nil {
@@ -322,11 +330,14 @@ func attachAll(p Paths, b *beginning, logf func(string, ...any)) {
 	}()
 }
 
-// A successor makes sessions of the tethers handed over once it has
-// answered a first request, or attachWait after it serves; on Unix it
-// sends attach announceDelay after that, to announceBatch guardians at a
-// time.
+// A successor on Unix reads its config and state once it has answered a
+// first request from the record, or answerWait after it answers; it makes
+// sessions of the tethers handed over once its controller runs and it has
+// answered a first request, or attachWait after the controller runs; on
+// Unix it sends attach announceDelay after that, to announceBatch
+// guardians at a time.
 const (
+	answerWait    = 20 * time.Millisecond
 	attachWait    = 5 * time.Millisecond
 	announceDelay = 100 * time.Millisecond
 	announceBatch = 16
