@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/internal/testproc"
+	"github.com/tether-dev/tether/service/upgrade"
 )
 
 // BenchmarkUpgrade measures upgrades of a service running many agents
@@ -138,6 +140,7 @@ func benchUpgrades(b *testing.B, c upgradeCase) {
 		b.StartTimer()
 	}
 
+	logPhases(b, s.log.Name())
 	trees, err := waitTrees(up.rows, waitLimit)
 	if err != nil {
 		b.Fatal(err)
@@ -343,4 +346,84 @@ func (w *svcWorld) askUpgrade(ctx context.Context, req api.UpgradeRequest) error
 		return !errors.As(err, &ae) || ae.Code != api.CodeHandingOver
 	})
 	return err
+}
+
+// logPhases logs the phases of the handovers the service at log logged
+// (each successor logs its timeline, step by step from the request, with
+// the CPU time the process used since the step before): for each step
+// from the pause on, the median CPU time since the step before, and the
+// median and the longest wall time since the step before and since the
+// pause. On a loaded machine a phase's wall time is mostly waiting for a
+// core; its CPU time says where the silence goes.
+func logPhases(b *testing.B, log string) {
+	b.Helper()
+	raw, err := os.ReadFile(log)
+	if err != nil {
+		b.Logf("phases: %v", err)
+		return
+	}
+	var order []string
+	cpu := map[string][]time.Duration{}
+	since := map[string][]time.Duration{} // from the step before
+	fromPause := map[string][]time.Duration{}
+	n := 0
+	for line := range strings.Lines(string(raw)) {
+		_, rest, ok := strings.Cut(line, " taken over on ")
+		if !ok {
+			continue
+		}
+		_, rest, ok = strings.Cut(rest, ": ")
+		if !ok {
+			continue
+		}
+		steps, _, ok := strings.Cut(rest, ") with ")
+		if !ok {
+			continue
+		}
+		n++
+		var prev, paused time.Duration
+		seenPause := false
+		for st := range strings.SplitSeq(steps, ", ") {
+			st, used, _ := strings.Cut(st, " (+")
+			i := strings.LastIndexByte(st, ' ')
+			if i < 0 {
+				continue
+			}
+			name := st[:i]
+			at, err := time.ParseDuration(st[i+1:])
+			if err != nil {
+				continue
+			}
+			if name == string(upgrade.StepPaused) {
+				seenPause, paused = true, at
+			} else if seenPause {
+				if !slices.Contains(order, name) {
+					order = append(order, name)
+				}
+				if d, err := time.ParseDuration(strings.TrimSuffix(used, " cpu)")); err == nil {
+					cpu[name] = append(cpu[name], d)
+				}
+				since[name] = append(since[name], at-prev)
+				fromPause[name] = append(fromPause[name], at-paused)
+			}
+			prev = at
+		}
+	}
+	if len(order) == 0 {
+		b.Logf("phases: no handover timeline in the service's log")
+		return
+	}
+	ms := func(ds []time.Duration, q float64) string {
+		if len(ds) == 0 {
+			return "     -"
+		}
+		return fmt.Sprintf("%6.2f", millis(quantile(ds, q)))
+	}
+	var s strings.Builder
+	fmt.Fprintf(&s, "phases of %d handovers, ms: cpu since the step before (p50); wall since the step before (p50 / max); since the pause (p50 / max)\n", n)
+	for _, name := range order {
+		fmt.Fprintf(&s, "  %-18s %s; %s / %s; %s / %s\n", name, ms(cpu[name], 0.5),
+			ms(since[name], 0.5), ms(since[name], 1), ms(fromPause[name], 0.5), ms(fromPause[name], 1))
+	}
+	b.Log(s.String())
 }

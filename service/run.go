@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/internal/human"
 	"github.com/tether-dev/tether/internal/logline"
 	"github.com/tether-dev/tether/platform"
@@ -34,7 +33,7 @@ import (
 // over from the service before (run_takeover.go); otherwise it starts
 // afresh. An upgrade asked of it over the API replaces it in turn.
 func Run(p Paths, exe, version string, stderr io.Writer) int {
-	began := time.Now()
+	began, beganCPU := time.Now(), upgrade.ProcessCPU()
 	r := &runner{p: p, exe: exe, version: version}
 	r.logf = func(format string, args ...any) { logline.Printf(stderr, "service", format, args...) }
 	// Taken first: no agent may inherit the manager's socket.
@@ -44,7 +43,7 @@ func Run(p Paths, exe, version string, stderr io.Writer) int {
 		return 1
 	}
 	if path := os.Getenv(upgrade.Env); path != "" {
-		return r.takeOver(path, began)
+		return r.takeOver(path, began, beganCPU)
 	}
 	return r.fresh()
 }
@@ -98,9 +97,18 @@ func (r *runner) serve(b *beginning, started func(*Controller, *localapi.Server)
 	}
 	c := NewController(Options{Paths: p, Executable: r.exe, Orphans: orphans, Logf: logf, resumed: b.resumed}, b.cfg, b.store)
 	c.service = ServiceInfo(r.exe, r.version)
-	srv := localapi.New(c, b.listener)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve() }()
+	var srv *localapi.Server
+	var served chan error
+	if e := b.early; e != nil {
+		// It answers already: from now on through the controller.
+		c.service = *e.api.status.Service
+		srv, served = e.srv, e.served
+		e.api.run(c)
+		upgrade.StopAt(upgrade.StepRunsAll)
+	} else {
+		srv, served = localapi.New(c, b.listener), make(chan error, 1)
+		go func() { served <- srv.Serve() }()
+	}
 	started(c, srv)
 	// The socket listens: a Type=notify unit's start returns now.
 	notify("READY=1\nSTATUS=serving profile " + p.Profile)
@@ -170,7 +178,9 @@ type beginning struct {
 	inherit  upgrade.Inheritance
 	resumed  map[string]resumedAgent
 	tethers  map[string]*upgrade.Tether // by agent id, to attach once serving
-	upgrade  *api.Upgrade
+	// early, in an upgrade's successor, is its API, which answers
+	// before the controller runs.
+	early *answering
 }
 
 // close closes the state and lets go of the service lock.

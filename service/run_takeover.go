@@ -8,18 +8,22 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/guardian"
 	"github.com/tether-dev/tether/internal/human"
 	"github.com/tether-dev/tether/platform"
+	"github.com/tether-dev/tether/service/config"
 	"github.com/tether-dev/tether/service/localapi"
 	"github.com/tether-dev/tether/service/state"
 	"github.com/tether-dev/tether/service/upgrade"
 )
 
 // takeOver runs an upgrade's successor: everything it begins with comes
-// from the handover record at path (see takeOverFrom), and once it
-// serves it makes sessions of the tethers handed over (attachAll).
-func (r *runner) takeOver(path string, began time.Time) int {
+// from the handover record at path (see readHandover), it answers the
+// API from the record as soon as nothing before it can go on instead
+// (takeoverAPI), and once its controller serves it makes sessions of
+// the tethers handed over (attachAll).
+func (r *runner) takeOver(path string, began time.Time, beganCPU time.Duration) int {
 	p, logf := r.p, r.logf
 	served := upgrade.Bound(logf)
 	// Agents must not see it.
@@ -28,24 +32,43 @@ func (r *runner) takeOver(path string, began time.Time) int {
 	// record and the config: the collector waits until the API answers
 	// and the guardians are taken over.
 	gc := debug.SetGCPercent(-1)
-	b, err := takeOverFrom(p, path, began, logf)
+	h, err := readHandover(p, path, began, beganCPU, logf)
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	var early *answering
+	if !upgrade.Separate {
+		// The service before is this process: there is nothing to go
+		// back to, and the API answers at once.
+		early = r.answerEarly(h)
+		// The clients that queued during the handover are answered
+		// first: the config, the state and the controller (some 20 ms
+		// of a core for 200 agents) wait for the first answer to be
+		// out, or answerWait.
+		select {
+		case <-early.srv.Answered():
+		case <-time.After(answerWait):
+		}
+	}
+	b, err := h.begin()
 	if err != nil {
 		logf("%v", err)
 		return 1
 	}
 	defer b.close()
+	if early == nil {
+		// Past the point of no return of a service before that waits
+		// (Windows).
+		early = r.answerEarly(h)
+	}
+	b.early = early
 	b.reportStore(logf)
 	return r.serve(b, func(c *Controller, srv *localapi.Server) {
-		up := *b.upgrade
-		up.Took = time.Since(up.Began)
-		for _, st := range upgrade.Steps() {
-			if st.Step == upgrade.StepPaused {
-				up.Paused = st.At
-			}
-		}
-		c.setUpgrade(up)
+		c.setUpgrade(early.upgrade)
+		// The bound is for a successor that does not serve: it does
+		// once its controller takes every request.
 		served()
-		upgrade.StopAt(upgrade.StepServing)
 		// The clients that queued during the handover are answered
 		// first: the guardians' tethers are made sessions once the
 		// first answer is out, or after attachWait (an actor's
@@ -61,66 +84,147 @@ func (r *runner) takeOver(path string, began time.Time) int {
 			attachAll(p, b, logf)
 			b.inherit.Served()
 			debug.SetGCPercent(gc)
-			logf("profile %q taken over on %s (upgrade %s in %v: %s) with %s from %s", p.Profile, p.Socket, up.ID, up.Took.Round(time.Microsecond), upgrade.FormatSteps(upgrade.Steps()), human.Count(len(b.cfg.Agents), "agent", "agents"), b.cfg.Path)
+			up, steps := early.upgrade, upgrade.StepsOf(early.upgrade.ID)
+			if steps == nil {
+				// The next upgrade has begun: up to serving.
+				steps = early.steps
+			}
+			logf("profile %q taken over on %s (upgrade %s in %v: %s) with %s from %s", p.Profile, p.Socket, up.ID, up.Took.Round(time.Microsecond), upgrade.FormatSteps(steps), human.Count(len(b.cfg.Agents), "agent", "agents"), b.cfg.Path)
 		}()
 	})
 }
 
-// takeOverFrom is begin for an upgrade's successor: everything comes from
-// the handover record at path. A failure here is a crash like any other:
-// the tethers close with this process, and the guardians tear down (I2).
-func takeOverFrom(p Paths, path string, began time.Time, logf func(string, ...any)) (*beginning, error) {
+// answering is the API of a successor that answers before its
+// controller runs.
+type answering struct {
+	api     *takeoverAPI
+	srv     *localapi.Server
+	served  chan error // Serve's end
+	upgrade api.Upgrade
+	steps   []upgrade.StepAt // the timeline up to serving
+}
+
+// answerEarly serves the API on the listener handed over, from the
+// record h read until the controller is given (takeoverAPI.run).
+func (r *runner) answerEarly(h *handover) *answering {
+	up := h.rec.Upgrade
+	up.Took = time.Since(up.Began)
+	for _, st := range upgrade.Steps() {
+		if st.Step == upgrade.StepPaused {
+			up.Paused = st.At
+		}
+	}
+	svc := ServiceInfo(r.exe, r.version)
+	svc.Upgrade = &up
+	rows := make([]api.Agent, len(h.rec.Agents))
+	for i, a := range h.rec.Agents {
+		rows[i] = a.Row
+	}
+	a := &answering{api: newTakeoverAPI(r.p, svc, rows), served: make(chan error, 1), upgrade: up}
+	a.srv = localapi.New(a.api, h.listener)
+	go func() { a.served <- a.srv.Serve() }()
+	upgrade.StopAt(upgrade.StepServing)
+	a.steps = upgrade.Steps()
+	return a
+}
+
+// handover is what an upgrade's successor read of the record, with the
+// descriptors it took, and the config and state being read beside.
+type handover struct {
+	p           Paths
+	rec         *upgrade.Record
+	in          upgrade.Inheritance
+	listener    *apiListener
+	parseConfig func() (*config.Config, error)
+	openStore   func() (*state.Store, error)
+}
+
+// readHandover is the first half of begin for an upgrade's successor:
+// it reads the handover record at path and takes the descriptors it
+// names; the config and the state are read beside, for h.begin. A
+// failure here or there is a crash like any other: the tethers close
+// with this process, and the guardians tear down (I2).
+func readHandover(p Paths, path string, began time.Time, beganCPU time.Duration, logf func(string, ...any)) (*handover, error) {
 	if err := upgrade.Await(); err != nil {
 		return nil, err
 	}
-	// The state beside the record and the config: all three are only
-	// read, and the state needs neither.
-	openStore := background(func() (*state.Store, error) { return state.Open(p.StateDir, platform.OpenAppendNoFollow) })
-	// closeStore is for the failures: they return once it is open.
-	closeStore := func() {
-		if store, err := openStore(); err == nil {
-			store.Close()
-		}
+	h := &handover{p: p}
+	if upgrade.Separate {
+		// The state beside the record and the config: all three are
+		// only read, and the state needs neither.
+		h.readState()
 	}
 	rec, agents, err := upgrade.Read(path, p.Profile)
 	if err != nil {
-		closeStore()
-		return nil, err
+		return nil, h.fail(err)
 	}
-	// The config beside the agents' decode.
-	parseConfig := background(rec.ParseConfig)
-	fail := func(err error) (*beginning, error) {
-		_, _ = parseConfig()
-		closeStore()
-		return nil, err
+	h.rec = rec
+	if upgrade.Separate {
+		// The config beside the agents' decode.
+		h.readConfig()
 	}
 	if err := rec.DecodeAgents(agents); err != nil {
-		return fail(err)
+		return nil, h.fail(err)
 	}
-	upgrade.Begin(rec.Upgrade.Began, append(rec.Steps,
-		upgrade.StepAt{Step: upgrade.StepRunning, At: began.Sub(rec.Upgrade.Began)},
-		upgrade.StepAt{Step: upgrade.StepRead, At: time.Since(rec.Upgrade.Began)}))
+	upgrade.Begin(rec.Upgrade.ID, rec.Upgrade.Began, append(rec.Steps,
+		upgrade.StepAt{Step: upgrade.StepRunning, At: began.Sub(rec.Upgrade.Began), CPU: beganCPU},
+		upgrade.StepAt{Step: upgrade.StepRead, At: time.Since(rec.Upgrade.Began), CPU: upgrade.ProcessCPU()}))
 	in, l, err := upgrade.Inherited(rec, p.Socket)
 	if err != nil {
-		return fail(err)
+		return nil, h.fail(err)
 	}
 	upgrade.StopAt(upgrade.StepSuccessor)
 	reapLater(rec.Reap, true)
-	b := &beginning{lock: in.Lock(), listener: keepAPI(p.Socket, l, logf), inherit: in, upgrade: &rec.Upgrade, resumed: map[string]resumedAgent{}}
-	if b.cfg, err = parseConfig(); err != nil {
-		return fail(err)
+	h.in, h.listener = in, keepAPI(p.Socket, l, logf)
+	return h, nil
+}
+
+// readState and readConfig begin to read the state and the config, each
+// on a goroutine of its own. Where this process is the service before
+// (Unix), they begin once the API answers, and leave the cores to the
+// agents' decode and the first answers until then; where the service
+// before waits (Windows), beside the record's read.
+func (h *handover) readState() {
+	h.openStore = background(func() (*state.Store, error) { return state.Open(h.p.StateDir, platform.OpenAppendNoFollow) })
+}
+
+func (h *handover) readConfig() { h.parseConfig = background(h.rec.ParseConfig) }
+
+// fail waits for what was read beside, closes it and returns err.
+func (h *handover) fail(err error) error {
+	if h.parseConfig != nil {
+		_, _ = h.parseConfig()
 	}
-	if b.store, err = openStore(); err != nil {
+	if h.openStore != nil {
+		if store, err := h.openStore(); err == nil {
+			store.Close()
+		}
+	}
+	return err
+}
+
+// begin is the second half: the config and the state, and the point of
+// no return, from where this process reads the tethers.
+func (h *handover) begin() (*beginning, error) {
+	if h.openStore == nil {
+		h.readState()
+		h.readConfig()
+	}
+	b := &beginning{lock: h.in.Lock(), listener: h.listener, inherit: h.in, resumed: map[string]resumedAgent{}}
+	var err error
+	if b.cfg, err = h.parseConfig(); err != nil {
+		return nil, h.fail(err)
+	}
+	if b.store, err = h.openStore(); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
 	upgrade.StopAt(upgrade.StepConfig)
-	// The point of no return: from here this process reads the tethers.
-	if err := in.Prepared(); err != nil {
+	if err := h.in.Prepared(); err != nil {
 		b.store.Close()
 		return nil, err
 	}
 	b.tethers = map[string]*upgrade.Tether{}
-	for _, st := range rec.Agents {
+	for _, st := range h.rec.Agents {
 		r := resumedAgent{state: st}
 		if t := st.Tether; t != nil {
 			r.session = make(chan attachResult, 1)
@@ -175,6 +279,7 @@ type attachResult struct {
 // answers by then, from the rows the record carried. Then each guardian
 // is told of its new owner (attach).
 func attachAll(p Paths, b *beginning, logf func(string, ...any)) {
+	id := b.early.upgrade.ID // its timeline
 	var sessions []*guardian.Session
 	n := 0
 	for _, a := range b.cfg.Agents {
@@ -197,10 +302,10 @@ func attachAll(p Paths, b *beginning, logf func(string, ...any)) {
 		}
 		b.resumed[a.ID].session <- attachResult{session: s, err: err}
 		if n++; n == (len(b.tethers)+1)/2 {
-			upgrade.StopAt(upgrade.StepAttaching)
+			upgrade.StopAtOf(id, upgrade.StepAttaching)
 		}
 	}
-	upgrade.StopAt(upgrade.StepAttached)
+	upgrade.StopAtOf(id, upgrade.StepAttached)
 	if !upgrade.AttachLater {
 		for _, s := range sessions {
 			s.SendAttach()
@@ -216,7 +321,7 @@ func attachAll(p Paths, b *beginning, logf func(string, ...any)) {
 		for i, s := range sessions {
 			s.SendAttach()
 			if i+1 == (len(sessions)+1)/2 {
-				upgrade.StopAt(upgrade.StepAnnounce)
+				upgrade.StopAtOf(id, upgrade.StepAnnounce)
 			}
 			if i%announceBatch == announceBatch-1 {
 				time.Sleep(time.Millisecond)
@@ -225,11 +330,14 @@ func attachAll(p Paths, b *beginning, logf func(string, ...any)) {
 	}()
 }
 
-// A successor makes sessions of the tethers handed over once it has
-// answered a first request, or attachWait after it serves; on Unix it
-// sends attach announceDelay after that, to announceBatch guardians at a
-// time.
+// A successor on Unix reads its config and state once it has answered a
+// first request from the record, or answerWait after it answers; it makes
+// sessions of the tethers handed over once its controller runs and it has
+// answered a first request, or attachWait after the controller runs; on
+// Unix it sends attach announceDelay after that, to announceBatch
+// guardians at a time.
 const (
+	answerWait    = 20 * time.Millisecond
 	attachWait    = 5 * time.Millisecond
 	announceDelay = 100 * time.Millisecond
 	announceBatch = 16

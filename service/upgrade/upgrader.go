@@ -92,7 +92,7 @@ func (u *Upgrader) Upgrade(req api.UpgradeRequest, answer func(api.UpgradeAnswer
 		u.Control.SetUpgrade(up)
 		u.Logf("upgrade %s to %s: %v; the service goes on as it was", up.ID, target, err)
 	}
-	Begin(began, nil)
+	Begin(up.ID, began, nil)
 	ans, err := check(context.Background(), target, u.Args, u.Control.Offer())
 	if err != nil {
 		fail(err)
