@@ -95,7 +95,7 @@ func (r *runner) serve(b *beginning, started func(*Controller, *localapi.Server)
 	} else if orphans != nil {
 		defer orphans.Close()
 	}
-	c := NewController(Options{Paths: p, Executable: r.exe, Orphans: orphans, Logf: logf, resumed: b.resumed}, b.cfg, b.store)
+	c := NewController(Options{Paths: p, Executable: r.exe, Orphans: orphans, Logf: logf, resumed: b.resumed, leaseID: b.leaseID}, b.cfg, b.store)
 	c.service = ServiceInfo(r.exe, r.version)
 	srv := localapi.New(c, b.listener)
 	served := make(chan error, 1)
@@ -160,6 +160,7 @@ type beginning struct {
 	listener *apiListener
 	inherit  upgrade.Inheritance
 	resumed  map[string]resumedAgent
+	leaseID  int64 // the etcd lease of the service before, for an upgrade's successor
 	tethers  map[string]*upgrade.Tether // by agent id, to attach once serving
 	upgrade  *api.Upgrade
 }

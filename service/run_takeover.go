@@ -106,7 +106,7 @@ func takeOverFrom(p Paths, path string, began time.Time, logf func(string, ...an
 	}
 	upgrade.StopAt(upgrade.StepSuccessor)
 	reapLater(rec.Reap, true)
-	b := &beginning{lock: in.Lock(), listener: keepAPI(p.Socket, l, logf), inherit: in, upgrade: &rec.Upgrade, resumed: map[string]resumedAgent{}}
+	b := &beginning{lock: in.Lock(), listener: keepAPI(p.Socket, l, logf), inherit: in, upgrade: &rec.Upgrade, resumed: map[string]resumedAgent{}, leaseID: rec.Lease}
 	if b.cfg, err = parseConfig(); err != nil {
 		return fail(err)
 	}
