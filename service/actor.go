@@ -112,8 +112,8 @@ type actor struct {
 	elsewhereStop context.CancelFunc
 	leaseDelay    time.Duration // the pause before the next try when etcd could not be reached
 	heldWait      time.Duration
-	heldTimer  *time.Timer
-	heldC      <-chan time.Time
+	heldTimer     *time.Timer
+	heldC         <-chan time.Time
 }
 
 // newActor makes the actor of a. An agent parked by an earlier run of

@@ -160,7 +160,7 @@ type beginning struct {
 	listener *apiListener
 	inherit  upgrade.Inheritance
 	resumed  map[string]resumedAgent
-	leaseID  int64 // the etcd lease of the service before, for an upgrade's successor
+	leaseID  int64                      // the etcd lease of the service before, for an upgrade's successor
 	tethers  map[string]*upgrade.Tether // by agent id, to attach once serving
 	upgrade  *api.Upgrade
 }
