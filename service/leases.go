@@ -133,13 +133,6 @@ func (l *leases) release(id string) {
 	}
 }
 
-// fence is agent id's fencing token, zero when it holds none.
-func (l *leases) fence(id string) lease.Fence {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.held[id].fence
-}
-
 // released returns a channel closed when the holder told of by held lets
 // go, or when the session it was seen under is lost (a start then tries
 // again under a new one); ctx ends the watch.

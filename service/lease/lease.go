@@ -403,16 +403,6 @@ func (s *Session) watch(ctx context.Context, key string, rev int64) (released bo
 	return false, g.Header.Revision + 1
 }
 
-// Detach stops renewing and closes the connection, leaving the lease
-// and its keys to whoever resumes it by ID (an upgrade's successor), or
-// to expire.
-func (s *Session) Detach() error {
-	s.cancel()
-	<-s.stopped
-	s.end(errors.New("the lease session was handed over"))
-	return s.cli.Close()
-}
-
 // Close stops renewing and revokes the lease, which lets every identity
 // the session holds go at once.
 func (s *Session) Close(ctx context.Context) error {
