@@ -811,8 +811,13 @@ func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 	if ev.Reason == wire.ReasonDeadline && e == nil {
 		// Not the agent's failure: its lease could not be renewed,
 		// and it is held again once etcd answers.
-		a.answerStarts(nil)
-		a.leaseRetry(&api.Error{Code: api.CodeLease, Message: "the identity's lease in etcd could not be renewed in time: the tree was stopped before the lease could expire; " + ev.Detail})
+		e = &api.Error{Code: api.CodeLease, Message: "the identity's lease in etcd could not be renewed in time: the tree was stopped before the lease could expire; " + ev.Detail}
+		a.answerStarts(e)
+		if a.want {
+			a.leaseRetry(e)
+		} else {
+			a.setState(api.StateStopped, e)
+		}
 		return
 	}
 	failed := ev.Type == guardian.EventLost || ev.Exit == nil || ev.Exit.Code != 0
