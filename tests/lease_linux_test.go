@@ -10,7 +10,9 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/internal/etcdtest"
+	"github.com/tether-dev/tether/internal/testproc"
 	"github.com/tether-dev/tether/service/lease"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // leaseYAML is the lease section of host name, on etcd at endpoints.
@@ -97,4 +99,50 @@ func TestLeaseStartExits4AndUpgradeKeepsIt(t *testing.T) {
 		t.Fatalf("the laptop's fencing token %d is not above the vps's %d", rev, rev0)
 	}
 	exactlyOnce(t, 0, map[string]int{m + "-y": 1})
+}
+
+// survive_service_crash under a lease: after the service's SIGKILL the
+// guardian keeps its tree only until the lease's deadline, which nobody
+// renews: the tree is dead before the lease expires, long before the
+// window closes, and the other host then starts the identity.
+func TestLeaseSurviveCrashEndsAtDeadline(t *testing.T) {
+	etcdtest.Skip(t)
+	cl := etcdtest.Start(t, 3)
+	prefix := "/" + t.Name()
+	vps, bash, _ := crashWorld(t)
+	laptop, _, _ := crashWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	vps.writeConfig(leaseYAML(cl.Endpoints(), "vps", prefix) + "agents:\n" + surviveYAML("x", bash, m+"-x", time.Minute))
+	laptop.writeConfig(leaseYAML(cl.Endpoints(), "laptop", prefix) + "agents:\n" + politeYAML("x", bash, m+"-x", true))
+	svc := vps.startService("default")
+	vps.waitState("default", "x", api.StateRunning)
+	laptop.startService("default")
+	laptop.waitState("default", "x", api.StateHeldElsewhere)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	key := lease.Key(prefix, "x@relay")
+	watch := cl.Client().Watch(ctx, key)
+	begin := time.Now()
+	svc.kill()
+	dead := make(chan time.Duration, 1)
+	go func() {
+		testproc.UntilEvery(30*time.Second, time.Millisecond, func() bool { return len(procsWith(m+"-x")) == 0 })
+		dead <- time.Since(begin)
+	}()
+	var expired time.Duration
+	for r := range watch {
+		if len(r.Events) > 0 && r.Events[0].Type == clientv3.EventTypeDelete {
+			expired = time.Since(begin)
+			break
+		}
+	}
+	died := <-dead
+	if expired == 0 || died >= expired {
+		t.Fatalf("after the service's SIGKILL the surviving tree died at %v, its lease expired at %v: want the tree first", died, expired)
+	}
+	t.Logf("service killed at 0, surviving tree dead at %v, lease expired at %v", died, expired)
+	laptop.waitState("default", "x", api.StateRunning)
+	exactlyOnce(t, 0, map[string]int{m + "-x": 1})
 }
