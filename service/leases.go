@@ -57,6 +57,11 @@ func (l *leases) session(ctx context.Context) (*lease.Session, error) {
 	if l.s != nil && l.s.Err() == nil {
 		return l.s, nil
 	}
+	if l.s != nil {
+		// Lost: its connection goes too.
+		go closeSession(l.s, l.logf)
+		l.s = nil
+	}
 	var s *lease.Session
 	var err error
 	if l.resume != 0 {
@@ -206,13 +211,18 @@ func (l *leases) close() {
 	s := l.s
 	l.closing = true
 	l.mu.Unlock()
-	if s == nil {
-		return
+	if s != nil {
+		closeSession(s, l.logf)
 	}
+}
+
+// closeSession revokes s's lease, if it is still there, and closes its
+// connection.
+func closeSession(s *lease.Session, logf func(string, ...any)) {
 	ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
 	defer cancel()
-	if err := s.Close(ctx); err != nil {
-		l.logf("revoking etcd lease %x: %v", s.ID(), err)
+	if err := s.Close(ctx); err != nil && !errors.Is(s.Err(), lease.ErrLost) {
+		logf("revoking etcd lease %x: %v", s.ID(), err)
 	}
 }
 
