@@ -23,8 +23,10 @@ import (
 func BenchmarkLeaseStart(b *testing.B) {
 	etcdtest.Skip(b)
 	exe := tetherBinary(b)
-	cl := etcdtest.Start(b, 3)
 	u := newUndo(b)
+	// After the undo: the cluster stops first (cleanups run last in,
+	// first out), before the services' undo reaps what they leave.
+	cl := etcdtest.Start(b, 3)
 	local, leased := newSvcWorld(b, 0), newSvcWorld(b, 0)
 	cfg := filepath.Join(leased.dir, "config", "tether", "agents.yaml")
 	body, err := os.ReadFile(cfg)
