@@ -76,6 +76,11 @@ const (
 	// stopped; the message names which. The row is failed (the start was
 	// refused) or stopped (it was stopped with its dependency).
 	CodeDependency Code = "dependency"
+	// CodeLease: the identity's lease in etcd could not be had or kept:
+	// etcd is out of reach or has no quorum, or the lease could not be
+	// renewed in time and the tree was stopped before it could expire
+	// (I10). On a row in backoff the start is tried again.
+	CodeLease Code = "lease"
 	// CodeUpgrade: an upgrade of the service did not happen: the new
 	// binary failed its check (it does not run, or speaks no handover
 	// or protocol version the running one does), the handover could not
@@ -97,12 +102,12 @@ const (
 func Codes() []Code {
 	return []Code{CodeNotFound, CodeBadRequest, CodeContention, CodeCleanupFailed, CodeSpawn, CodeConfig,
 		CodeState, CodeForbidden, CodeLock, CodePrivateDir, CodeInternal, CodeExited, CodeCrashLoop, CodeNotReady,
-		CodeWatchdog, CodeUnhealthy, CodeDependency, CodeUpgrade, CodeHandingOver, CodeUnreachable}
+		CodeWatchdog, CodeUnhealthy, CodeDependency, CodeLease, CodeUpgrade, CodeHandingOver, CodeUnreachable}
 }
 
 // AgentCodes returns the codes an Agent row's Error can carry: why its
 // last start failed, how it last ended, or what its cleanup left.
 func AgentCodes() []Code {
 	return []Code{CodeContention, CodeCleanupFailed, CodeSpawn, CodeConfig, CodeLock, CodePrivateDir, CodeInternal,
-		CodeExited, CodeCrashLoop, CodeNotReady, CodeWatchdog, CodeUnhealthy, CodeDependency, CodeUnreachable}
+		CodeExited, CodeCrashLoop, CodeNotReady, CodeWatchdog, CodeUnhealthy, CodeDependency, CodeLease, CodeUnreachable}
 }

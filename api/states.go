@@ -36,6 +36,13 @@ const (
 	// guardian keeps the identity locked and retries; the error is
 	// cleanup_failed and names what is left.
 	StateCleanupFailed State = "cleanup_failed"
+	// StateHeldElsewhere: the agent is wanted, but its identity is held
+	// in etcd by another host or profile (the config has a lease
+	// section). It starts by itself when the holder lets go; the row's
+	// status names the holder ("held by vps (profile default) since
+	// 10:02") and its error is contention. Not a failure: nothing here
+	// went wrong.
+	StateHeldElsewhere State = "held_elsewhere"
 	// StateAdoptable: its service died, and the agent has
 	// survive_service_crash: its guardian keeps the tree and the identity,
 	// waiting for a relaunched service of the profile to adopt it, until
@@ -52,5 +59,5 @@ const (
 
 // States returns every state, in the order of an agent's life.
 func States() []State {
-	return []State{StateStopped, StateStarting, StateRunning, StateStopping, StateBackoff, StateFailed, StateCleanupFailed, StateAdoptable, StateOffline}
+	return []State{StateStopped, StateStarting, StateRunning, StateStopping, StateBackoff, StateFailed, StateCleanupFailed, StateHeldElsewhere, StateAdoptable, StateOffline}
 }

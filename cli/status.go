@@ -218,6 +218,7 @@ var stateHelp = []struct {
 	{api.StateBackoff, "it ended, or its identity is held elsewhere: started again after a pause"},
 	{api.StateFailed, "not started again until you start it; error says why"},
 	{api.StateCleanupFailed, "its processes could not be confirmed dead: identity kept locked, tether retries"},
+	{api.StateHeldElsewhere, "its identity is held in etcd by another host or profile (named): starts when that one lets go"},
 	{api.StateAdoptable, "its service died; by survive_service_crash it runs on, waiting for the next service (shown while none runs)"},
 	{api.StateOffline, "what it needs (needs:) is unreachable: it waits, and starts once it is reachable again"},
 }
@@ -252,6 +253,7 @@ var codeHelp = []struct {
 	{api.CodeWatchdog, "it missed its watchdog ping (or sent WATCHDOG=trigger): restarted by its policy"},
 	{api.CodeUnhealthy, "its health check failed too often in a row: restarted by its policy"},
 	{api.CodeDependency, "an agent it requires could not run, or stopped; the message names which"},
+	{api.CodeLease, "its lease in etcd could not be had or renewed in time (its tree was stopped first): retried"},
 	{api.CodeUnreachable, "what it needs (needs:) was unreachable: it waits offline, not counted as a crash"},
 }
 

@@ -55,6 +55,10 @@ type guardian struct {
 	since      time.Time
 	tookOver   *wire.Holder
 	readiness  *readiness // nil without a readiness or health check
+	// deadline is when the tree must be dead, on this process's
+	// monotonic clock, unless the owner renews it: the agent's identity
+	// is held under a lease (request.Deadline). Zero without one.
+	deadline time.Time
 	// reclaims are the reclaims under way of the trees of guardians
 	// that died with the owner (Unix, see reclaimSiblings): the
 	// guardian exits only once they end. None starts once the
@@ -164,6 +168,7 @@ func (g *guardian) serve(term <-chan os.Signal) int {
 	// wait for its request; if its owner dies first, EOF ends the wait.
 	rd := newLineReader(g.conn)
 	m, err := rd.next()
+	read := time.Now()
 	if errors.Is(err, io.EOF) {
 		return 0 // released unused
 	}
@@ -185,6 +190,9 @@ func (g *guardian) serve(term <-chan os.Signal) int {
 		return 1
 	}
 	g.key = Key(g.req.Identity)
+	if g.req.Deadline != nil {
+		g.deadline = read.Add(g.req.Deadline.Duration())
+	}
 	if g.req.KillGrace == 0 {
 		g.req.KillGrace = wire.Duration(defaultKillGrace)
 	}
@@ -461,8 +469,13 @@ func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
 	defer rw.stop()
 	var orphan *orphanWait
 	defer func() { orphan.close() }()
+	fence := g.fenceTimer()
+	defer fence.stop()
 	for reason == "" {
 		select {
+		case <-fence.c:
+			reason = wire.ReasonDeadline
+			detail = fmt.Sprintf("no renewal of the identity's lease came in time: the tree must be dead within %v", time.Until(g.deadline).Round(time.Millisecond))
 		case ev := <-rw.events:
 			reason, detail = rw.handle(ev)
 		case <-rw.startC:
@@ -478,6 +491,8 @@ func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
 				}
 			case m.Type == wire.MsgAttach:
 				g.attach(m, rw)
+			case m.Type == wire.MsgDeadline && m.Deadline != nil:
+				g.renew(m.Deadline.Duration(), fence)
 			default:
 				g.logf("ignoring unexpected %q message", m.Type)
 			}
@@ -517,6 +532,11 @@ func (g *guardian) watch(rd *lineReader, term <-chan os.Signal) int {
 	}
 	if detail != "" {
 		g.logf("%s: %s", reason, detail)
+	}
+	if !g.deadline.IsZero() {
+		// Whatever began it, the SIGKILL comes before the deadline:
+		// no renewal counts once the teardown has begun.
+		timeout = max(min(timeout, g.deadline.Sub(seen)-wire.KillMargin), 0)
 	}
 	g.readiness.close()
 	return g.teardown(reason, seen, timeout, exit, detail)

@@ -138,6 +138,14 @@ func (g *spawned) handshake(ctx context.Context, spec Spec, req *request) (*Sess
 		}
 		return se
 	}
+	if !spec.Deadline.IsZero() {
+		// Counted as late as can be: the guardian counts from its read.
+		d := wire.Duration(time.Until(spec.Deadline))
+		if d <= 0 {
+			return nil, handshakeFailed(fmt.Errorf("the lease's deadline passed before the start request was sent"))
+		}
+		req.Deadline = &d
+	}
 	if err := s.write(message{Type: wire.MsgStart, Version: wire.Version, Start: req}); err != nil {
 		return nil, handshakeFailed(fmt.Errorf("sending the start request: %w", err))
 	}

@@ -81,6 +81,10 @@ type request struct {
 	// what it asked to run, given back in every Ready (see Spec).
 	Agent       string `json:"agent,omitempty"`
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// Deadline, when set, is the time left, as the request is sent,
+	// until the tree must be dead unless a deadline message renews it:
+	// the agent's identity is held under a lease (see Spec.Deadline).
+	Deadline *wire.Duration `json:"deadline,omitempty"`
 }
 
 // message is one line on the tether. Only the fields of its Type are set.
@@ -111,6 +115,9 @@ type message struct {
 	Profile string `json:"profile,omitempty"`
 	// Waiting describes a guardian waiting to be adopted (waiting).
 	Waiting *wire.Waiting `json:"waiting,omitempty"`
+	// Deadline is the time left, as the message is sent, until the tree
+	// must be dead unless another deadline comes (deadline).
+	Deadline *wire.Duration `json:"deadline,omitempty"`
 }
 
 // lineReader reads protocol lines. A read that fails on a deadline (one
@@ -148,7 +155,7 @@ func newLineReaderAfter(pending []byte, r io.Reader) *lineReader {
 // message.
 func warmCodecs() {
 	m := message{
-		Start: &request{Readiness: &Readiness{Ready: &probe.Spec{}, Health: &HealthCheck{}}}, Timeout: new(wire.Duration),
+		Start: &request{Readiness: &Readiness{Ready: &probe.Spec{}, Health: &HealthCheck{}}, Deadline: new(wire.Duration)}, Timeout: new(wire.Duration), Deadline: new(wire.Duration),
 		Ready: &wire.Ready{TookOver: &wire.Holder{}}, Failure: &wire.Failure{Holder: &wire.Holder{}}, Exit: &wire.Exit{}, Cleanup: &wire.Cleanup{}, Retry: new(wire.Duration),
 	}
 	if b, err := json.Marshal(m); err == nil {

@@ -145,6 +145,24 @@ func (s *Session) RequestStop(timeout time.Duration) error {
 	return s.write(m)
 }
 
+// Renew tells the guardian that its tree must now be dead by deadline
+// (a time on this process's monotonic clock), unless renewed again: the
+// lease of the agent's identity was renewed. It is a no-op once the
+// session has ended, and an error when the deadline has passed: then the
+// guardian is stopping the tree already.
+func (s *Session) Renew(deadline time.Time) error {
+	select {
+	case <-s.stopped:
+		return nil
+	default:
+	}
+	d := wire.Duration(time.Until(deadline))
+	if d <= 0 {
+		return fmt.Errorf("the lease's deadline passed %v ago", -time.Duration(d))
+	}
+	return s.write(message{Type: wire.MsgDeadline, Deadline: &d})
+}
+
 // Err returns the outcome of the latest report that carries one: a
 // cleanup failure stays here, through any number of retries, until a
 // newer outcome (a clean stop, or a different failure) replaces it. An

@@ -66,6 +66,14 @@ type Spec struct {
 	Agent       string
 	Fingerprint string
 
+	// Deadline, when not zero, is when the tree must be dead unless the
+	// owner renews it (Session.Renew): the agent's identity is held
+	// under a lease that may expire then. The guardian stops the tree at
+	// Deadline less StopTimeout and wire.KillMargin, counted on its own
+	// monotonic clock from when it read the request, so that SIGKILL
+	// comes before the deadline.
+	Deadline time.Time
+
 	// Executable is the tether binary whose guardian to run (see
 	// ProgramFor): the guardian's own executable beside it, else itself;
 	// empty means os.Executable().
@@ -107,6 +115,9 @@ func (r *request) validate() error {
 	}
 	if r.SurviveCrash > 0 && r.AdoptPath == "" {
 		return fmt.Errorf("survive_crash %v: needs an adopt_path", time.Duration(r.SurviveCrash))
+	}
+	if r.Deadline != nil && *r.Deadline <= 0 {
+		return fmt.Errorf("deadline %v: already passed", time.Duration(*r.Deadline))
 	}
 	if r.StopTimeout <= 0 {
 		return fmt.Errorf("stop_timeout %v: must be positive", time.Duration(r.StopTimeout))

@@ -11,6 +11,7 @@ import (
 	"github.com/tether-dev/tether/internal/human"
 	"github.com/tether-dev/tether/platform"
 	"github.com/tether-dev/tether/service/config"
+	"github.com/tether-dev/tether/service/lease"
 	"github.com/tether-dev/tether/service/state"
 	"github.com/tether-dev/tether/wire"
 )
@@ -105,12 +106,19 @@ type actor struct {
 	startWait  []startWaiter     // answered when a start settles
 	stopWait   []chan error      // answered when a stop settles
 	held       *guardian.Holding // see watchHeld
-	heldWait   time.Duration
-	heldTimer  *time.Timer
-	heldC      <-chan time.Time
-	offline    context.CancelFunc // waiting for what it needs (see goOffline)
-	reachc     <-chan struct{}    // and hears here that it is reachable
-	freeSleep  int                // the suspend whose free restart it had (see excused)
+	// elsewhere is the holder of the identity in etcd, another host or
+	// profile, while the agent waits for it to let go (elsewhereC); see
+	// waitElsewhere.
+	elsewhere     *lease.HeldElsewhere
+	elsewhereC    <-chan struct{}
+	elsewhereStop context.CancelFunc
+	leaseDelay    time.Duration // the pause before the next try when etcd could not be reached
+	heldWait      time.Duration
+	heldTimer     *time.Timer
+	heldC         <-chan time.Time
+	offline       context.CancelFunc // waiting for what it needs (see goOffline)
+	reachc        <-chan struct{}    // and hears here that it is reachable
+	freeSleep     int                // the suspend whose free restart it had (see excused)
 }
 
 // newActor makes the actor of a. An agent parked by an earlier run of
@@ -187,6 +195,7 @@ var errEnded = &api.Error{Code: api.CodeInternal, Message: "the agent was remove
 func (a *actor) run() {
 	defer close(a.done)
 	defer a.stopHeldTimer()
+	defer a.stopElsewhere()
 	a.c.awaitSweep(a.id)
 	from := a.state()
 	a.awaitSession()
@@ -226,6 +235,9 @@ func (a *actor) run() {
 		case <-a.reachc:
 			step = "what it needs is reachable"
 			a.reachable()
+		case <-a.elsewhereC:
+			step = "the holder elsewhere let go"
+			a.elsewhereGone()
 		}
 		a.moved(from, step, ended)
 		if ended {
@@ -275,6 +287,7 @@ func (a *actor) handle(cmd command) bool {
 			a.unpark()
 		}
 		a.depWait = false
+		a.stopElsewhere()
 		if cmd.kind == cmdDepStop && a.session != nil {
 			a.depErr = cmd.cause
 		}
@@ -546,6 +559,7 @@ func (a *actor) start() {
 		}
 		a.leftover = false
 	}
+	a.stopElsewhere()
 	a.row.Status, a.restartWhy = a.restartWhy, ""
 	a.setState(api.StateStarting, a.row.Error)
 	env, err := a.cfg.Environ(a.c.opts.BaseEnv)
@@ -554,14 +568,29 @@ func (a *actor) start() {
 		return
 	}
 	spec := a.spec(env)
+	if a.leased() {
+		// Held here only once held in etcd too (I10).
+		fence, deadline, err := a.c.leases.acquire(a.id, a.cfg.Identity)
+		if err != nil {
+			a.leaseFailed(err)
+			return
+		}
+		spec.Env = append(spec.Env, "TETHER_FENCE="+fence.String())
+		spec.Deadline = deadline
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	s, err := a.c.pool.Start(ctx, spec)
 	cancel()
 	if err != nil {
+		a.releaseLease()
 		a.startFailed(err)
 		return
 	}
+	a.leaseDelay = 0
 	a.began(s, time.Now())
+	if a.leased() {
+		a.c.leases.run(a.id, s)
+	}
 }
 
 // began takes s, whose agent started at since (just now, or before an
@@ -691,6 +720,17 @@ func (a *actor) event(ev guardian.Event) bool {
 // guardian's tree is stopped here unless a start follows soon (which
 // takes the tree over).
 func (a *actor) sessionOver(ev guardian.Event, now time.Time) *api.Error {
+	e := a.sessionEnded(ev, now)
+	// In etcd the identity is let go once its tree is known dead: a
+	// teardown that finished, or a dead guardian's tree stopped here.
+	if ev.Type == guardian.EventStopped || (!a.unclaimed && !a.leftover) {
+		a.releaseLease()
+	}
+	return e
+}
+
+// sessionEnded is sessionOver, but for the lease.
+func (a *actor) sessionEnded(ev guardian.Event, now time.Time) *api.Error {
 	a.setSession(nil)
 	a.pending = false
 	a.row.PID, a.row.GuardianPID, a.row.Containment = 0, 0, ""
@@ -774,6 +814,18 @@ func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 		// tree until it is.
 		a.answerStarts(errOrNil(e))
 		a.setState(api.StateCleanupFailed, e)
+		return
+	}
+	if ev.Reason == wire.ReasonDeadline && e == nil {
+		// Not the agent's failure: its lease could not be renewed,
+		// and it is held again once etcd answers.
+		e = &api.Error{Code: api.CodeLease, Message: "the identity's lease in etcd could not be renewed in time: the tree was stopped before the lease could expire; " + ev.Detail}
+		a.answerStarts(e)
+		if a.want {
+			a.leaseRetry(e)
+		} else {
+			a.setState(api.StateStopped, e)
+		}
 		return
 	}
 	failed := ev.Type == guardian.EventLost || ev.Exit == nil || ev.Exit.Code != 0

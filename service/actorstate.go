@@ -34,6 +34,9 @@ const (
 	// stateHeld: the identity is held by a guardian that is not this
 	// service's, which could not confirm its tree dead (held).
 	stateHeld
+	// stateHeldElsewhere: the identity is held in etcd by another host
+	// or profile; a watch wakes the actor when it lets go (elsewhere).
+	stateHeldElsewhere
 	// stateStarting: a tree runs whose readiness check has not passed
 	// (pending).
 	stateStarting
@@ -52,7 +55,7 @@ const (
 
 var actorStateNames = [...]string{
 	stateIdle: "idle", stateWaitingDeps: "waiting-deps", stateRetrying: "retrying",
-	stateParked: "parked", stateHeld: "held", stateStarting: "starting",
+	stateParked: "parked", stateHeld: "held", stateHeldElsewhere: "held-elsewhere", stateStarting: "starting",
 	stateRunning: "running", stateStopping: "stopping", stateEnded: "ended",
 	stateOffline: "offline",
 }
@@ -66,10 +69,11 @@ func (s actorState) String() string {
 
 // fromNoTree is where one step may leave an actor that had no tree of
 // its own: a tree that runs (or an adopted one, stopped at once when its
-// entry changed), a wait for dependencies, a retry, a held identity,
+// entry changed), a wait for dependencies, a retry, a held identity
+// (here, or in etcd elsewhere),
 // nothing (a start that failed, a stop), or the end of a removed or shut
 // down actor.
-var fromNoTree = []actorState{stateIdle, stateWaitingDeps, stateRetrying, stateHeld, stateStarting, stateRunning, stateStopping, stateEnded,
+var fromNoTree = []actorState{stateIdle, stateWaitingDeps, stateRetrying, stateHeld, stateHeldElsewhere, stateStarting, stateRunning, stateStopping, stateEnded,
 	stateOffline}
 
 // transitions lists, for each state, the states that one step of the
@@ -88,6 +92,9 @@ var transitions = map[actorState][]actorState{
 	stateParked: besides(stateParked, fromNoTree),
 	// The holder let go: a start, or nothing; a stop.
 	stateHeld: besides(stateHeld, fromNoTree),
+	// The holder elsewhere let go: a start (which may find it held
+	// again); a stop.
+	stateHeldElsewhere: besides(stateHeldElsewhere, fromNoTree),
 	// Ready; a stop; the tree ended by itself: stopped, failed,
 	// restarted after a backoff, or parked as a crash loop.
 	stateStarting: {stateRunning, stateStopping, stateIdle, stateRetrying, stateParked, stateOffline},
@@ -124,6 +131,8 @@ func (a *actor) state() actorState {
 		return stateRunning
 	case a.held != nil:
 		return stateHeld
+	case a.elsewhere != nil:
+		return stateHeldElsewhere
 	case a.parked:
 		return stateParked
 	case a.depWait:

@@ -38,6 +38,9 @@ type Options struct {
 	// resumed is what an upgrade's successor takes over, by agent id:
 	// the agents start from it instead of from intent.
 	resumed map[string]resumedAgent
+	// leaseID is the etcd lease the service before renewed, for its
+	// successor to resume; zero for none.
+	leaseID int64
 }
 
 // resumedAgent is an agent handed over by the service before: what it
@@ -72,6 +75,10 @@ type Controller struct {
 	closing    bool
 	quitAsked  bool
 	sleep      sleepState // the machine's suspends (see Slept)
+
+	// leases holds the identities in etcd; nil without a lease section,
+	// and then no etcd code runs.
+	leases *leases
 
 	orphanMu sync.Mutex     // one stop of orphans at a time
 	pool     *guardian.Pool // a guardian started ahead of each start
@@ -144,6 +151,9 @@ func NewController(opts Options, cfg *config.Config, store *state.Store) *Contro
 
 		unsaved:     map[string]unsavedIntent{},
 		intentRetry: make(chan struct{}, 1),
+	}
+	if cfg.Lease != nil {
+		c.leases = newLeases(cfg.Lease, opts.Paths.Profile, opts.leaseID, opts.Logf)
 	}
 	go c.writeRuns()
 	go c.retryIntents()
@@ -426,6 +436,11 @@ func (c *Controller) Shutdown(ctx context.Context, force bool) error {
 		close(c.quit)
 	}
 	c.mu.Unlock()
+	if first && len(failed) == 0 && c.leases != nil {
+		// Every tree is dead: the identities are free at once, not when
+		// the lease expires.
+		c.leases.close()
+	}
 	<-c.runsDone
 	if first {
 		// One last try for what could not be saved; the retries end

@@ -132,6 +132,7 @@ func (a *actor) awaitSession() {
 		a.setSession(r.session)
 		tree := treeLed(r.session.Ready(), a.leader)
 		a.c.setTree(a.id, &tree)
+		a.holdAgain()
 		return
 	}
 	a.row.PID, a.row.GuardianPID = 0, 0

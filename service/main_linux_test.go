@@ -31,6 +31,7 @@ func init() {
 
 // agentMain is a test agent: "sleep" runs until SIGTERM, "exit N" exits
 // with N at once, "count DIR" writes a file per start and sleeps,
+// "fence DIR" writes its TETHER_FENCE to DIR/<pid> and sleeps,
 // "count-crash DIR" writes a file per start and exits 3 unless DIR/ok
 // exists, and then sleeps, "burn" holds 64 MiB and keeps a CPU busy.
 func agentMain(args []string) int {
@@ -55,6 +56,13 @@ func agentMain(args []string) int {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
+	case "fence":
+		// Writes its TETHER_FENCE to DIR/<pid>, then sleeps.
+		name := filepath.Join(args[1], strconv.Itoa(os.Getpid()))
+		_ = os.WriteFile(name+".tmp", []byte(os.Getenv("TETHER_FENCE")), 0o600)
+		_ = os.Rename(name+".tmp", name)
+		<-term
+		return 0
 	case "count":
 		_ = os.WriteFile(filepath.Join(args[1], strconv.Itoa(os.Getpid())), nil, 0o600)
 		<-term

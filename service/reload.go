@@ -106,6 +106,12 @@ func (c *Controller) Reload(ctx context.Context) (api.Reloaded, error) {
 		c.logf("reload: the config was not applied, the running one stays: %v", err)
 		return api.Reloaded{}, c.configErr
 	}
+	if !sameLease(c.cfg.Lease, cfg.Lease) {
+		c.configErr = &api.Error{Code: api.CodeConfig, Message: cfg.Path + ": the lease section changed, which takes effect only when the service starts again (tether service stop, then start); until then the running config stays in force"}
+		c.mu.Unlock()
+		c.logf("reload: the config was not applied, the running one stays: %s", c.configErr.Message)
+		return api.Reloaded{}, c.configErr
+	}
 	c.configErr = nil
 	plan := planReload(c.cfg, cfg)
 	done := api.Reloaded{Added: plan.added, Removed: plan.removed}
@@ -260,4 +266,15 @@ func (c *Controller) restartInto(ctx context.Context, act *actor, stopped chan s
 	}
 	close(stopped)
 	return wait()
+}
+
+// sameLease says whether two lease sections say the same, wherever they
+// are in their files.
+func sameLease(a, b *config.Lease) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	x, y := *a, *b
+	x.Line, y.Line = 0, 0
+	return reflect.DeepEqual(x, y)
 }

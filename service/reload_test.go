@@ -81,3 +81,21 @@ func TestPlanReload(t *testing.T) {
 		})
 	}
 }
+
+// A lease section is the same wherever it is in its file; any other
+// change, or its coming or going, is a change (which a reload refuses).
+func TestSameLease(t *testing.T) {
+	a := &config.Lease{Endpoints: []string{"http://127.0.0.1:2379"}, TTL: 4 * time.Second, Host: "laptop", Prefix: "/tether", Line: 1}
+	moved := *a
+	moved.Line = 9
+	other := *a
+	other.Host = "vps"
+	for _, c := range []struct {
+		a, b *config.Lease
+		same bool
+	}{{nil, nil, true}, {a, &moved, true}, {a, &other, false}, {a, nil, false}, {nil, a, false}} {
+		if got := sameLease(c.a, c.b); got != c.same {
+			t.Errorf("sameLease(%+v, %+v) = %v, want %v", c.a, c.b, got, c.same)
+		}
+	}
+}

@@ -95,7 +95,7 @@ func (r *runner) serve(b *beginning, started func(*Controller, *localapi.Server)
 	} else if orphans != nil {
 		defer orphans.Close()
 	}
-	c := NewController(Options{Paths: p, Executable: r.exe, Orphans: orphans, Logf: logf, resumed: b.resumed}, b.cfg, b.store)
+	c := NewController(Options{Paths: p, Executable: r.exe, Orphans: orphans, Logf: logf, resumed: b.resumed, leaseID: b.leaseID}, b.cfg, b.store)
 	c.service = ServiceInfo(r.exe, r.version)
 	var srv *localapi.Server
 	var served chan error
@@ -177,6 +177,7 @@ type beginning struct {
 	listener *apiListener
 	inherit  upgrade.Inheritance
 	resumed  map[string]resumedAgent
+	leaseID  int64                      // the etcd lease of the service before, for an upgrade's successor
 	tethers  map[string]*upgrade.Tether // by agent id, to attach once serving
 	// early, in an upgrade's successor, is its API, which answers
 	// before the controller runs.

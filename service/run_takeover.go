@@ -210,7 +210,7 @@ func (h *handover) begin() (*beginning, error) {
 		h.readState()
 		h.readConfig()
 	}
-	b := &beginning{lock: h.in.Lock(), listener: h.listener, inherit: h.in, resumed: map[string]resumedAgent{}}
+	b := &beginning{lock: h.in.Lock(), listener: h.listener, inherit: h.in, resumed: map[string]resumedAgent{}, leaseID: h.rec.Lease}
 	var err error
 	if b.cfg, err = h.parseConfig(); err != nil {
 		return nil, h.fail(err)

@@ -132,6 +132,9 @@ func (c *Controller) freeze(ctx context.Context) (*upgrade.Frozen, error) {
 	}
 	c.flushRuns()
 	f := &upgrade.Frozen{Config: cfg, Reap: reap, Thaw: func() { c.thaw(frozen, reap) }}
+	if c.leases != nil {
+		f.Lease = c.leases.handover()
+	}
 	for _, fa := range frozen {
 		f.Agents = append(f.Agents, fa.state)
 	}

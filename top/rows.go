@@ -18,7 +18,7 @@ func order(s api.State) int {
 		return 0
 	case api.StateBackoff, api.StateOffline:
 		return 1
-	case api.StateStarting, api.StateStopping, api.StateAdoptable:
+	case api.StateStarting, api.StateStopping, api.StateAdoptable, api.StateHeldElsewhere:
 		return 2
 	case api.StateRunning:
 		return 3
@@ -41,7 +41,7 @@ func stateColor(s api.State) string {
 	switch s {
 	case api.StateFailed:
 		return "31" // red
-	case api.StateBackoff, api.StateStarting, api.StateStopping, api.StateAdoptable, api.StateOffline:
+	case api.StateBackoff, api.StateStarting, api.StateStopping, api.StateAdoptable, api.StateHeldElsewhere, api.StateOffline:
 		return "33" // yellow
 	case api.StateRunning:
 		return "32" // green

@@ -118,6 +118,8 @@ func condition(a api.Agent) (kind string, cond string) {
 		return kindCrashLoop, kindCrashLoop
 	case e.Code == api.CodeContention && a.State == api.StateFailed:
 		return kindContention, kindContention + "/gave-up"
+	case e.Code == api.CodeContention && a.State == api.StateHeldElsewhere:
+		return kindContention, kindContention + "/elsewhere"
 	case e.Code == api.CodeContention:
 		return kindContention, kindContention + "/retrying"
 	case a.State == api.StateFailed:
@@ -196,6 +198,10 @@ func agentNotice(kind string, a api.Agent) notice {
 		n.Title = fmt.Sprintf("tether: %s could not get its identity", a.ID)
 		n.Body = fmt.Sprintf("%s\ntether has stopped retrying. Stop the other holder named above, then start %s again.", msg, a.ID)
 		n.Actions = []noticeAction{again, logs}
+	case kind == kindContention && a.State == api.StateHeldElsewhere:
+		n.Title = fmt.Sprintf("tether: %s runs on another machine", a.ID)
+		n.Body = fmt.Sprintf("%s: %s\nIt starts here by itself when that one lets go.", a.ID, a.Status)
+		n.Icon = assets.Busy
 	case kind == kindFailed:
 		n.Title = fmt.Sprintf("tether: %s failed", a.ID)
 		n.Body = fmt.Sprintf("%s: %s\nIt will not be restarted. Read its log (Open log, or `tether logs %s`), fix the cause, then start it again.", a.Error.Code, msg, a.ID)

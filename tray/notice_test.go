@@ -66,6 +66,8 @@ func TestDetector(t *testing.T) {
 
 // Every notice says what to do, and its key groups it by agent and kind.
 func TestNoticeTexts(t *testing.T) {
+	heldElsewhere := agent("a", api.StateHeldElsewhere, 0, &api.Error{Code: api.CodeContention, Message: "m"})
+	heldElsewhere.Status = "held by vps (profile default) since 10:02"
 	for _, c := range []struct {
 		row  api.Agent
 		key  string
@@ -75,6 +77,7 @@ func TestNoticeTexts(t *testing.T) {
 		{agent("a", api.StateFailed, 0, &api.Error{Code: api.CodeCrashLoop, Message: "m"}), "a/crash_loop", "tether logs a"},
 		{agent("a", api.StateBackoff, 0, &api.Error{Code: api.CodeContention, Message: "m"}), "a/contention", "Stop the other holder"},
 		{agent("a", api.StateFailed, 0, &api.Error{Code: api.CodeSpawn, Message: "m"}), "a/failed", "start it again"},
+		{heldElsewhere, "a/contention", "held by vps (profile default) since 10:02"},
 	} {
 		var d detector
 		n, ok := d.agent(c.row)

@@ -54,4 +54,7 @@ const (
 	ReasonWatchdog StopReason = "watchdog"
 	// ReasonUnhealthy: the health check failed too many times in a row.
 	ReasonUnhealthy StopReason = "unhealthy"
+	// ReasonDeadline: no renewal of the identity's lease came in time:
+	// the tree is stopped so that it is dead by the lease's deadline.
+	ReasonDeadline StopReason = "deadline"
 )

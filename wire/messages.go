@@ -28,7 +28,14 @@ const (
 	MsgAttached      MsgType = "attached"       // guardian -> new owner: the agent as it is now (Ready, Detail, MainPID)
 	MsgQuery         MsgType = "query"          // anyone of the user -> waiting guardian: who are you
 	MsgWaiting       MsgType = "waiting"        // waiting guardian -> asker: Waiting
+	MsgDeadline      MsgType = "deadline"       // owner -> guardian: the tree must be dead within Deadline, unless renewed
 )
+
+// KillMargin is the time a guardian leaves between the SIGKILL of its
+// stop and a lease's deadline (MsgDeadline): the kill, and the reaping.
+// It starts stopping the tree at the deadline less its stop timeout and
+// KillMargin.
+const KillMargin = 500 * time.Millisecond
 
 // Failure is the body of a failed answer.
 type Failure struct {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tether-dev/tether/wire"
 	"gopkg.in/yaml.v3"
 )
 
@@ -48,8 +49,9 @@ const (
 	// to reach etcd.
 	LeaseMargin = 500 * time.Millisecond
 	// KillMargin is the time a tree takes to die once its stop_timeout
-	// has passed: the SIGKILL, and its reaping.
-	KillMargin = 500 * time.Millisecond
+	// has passed: the SIGKILL, and its reaping. The guardian counts it
+	// (wire.KillMargin).
+	KillMargin = wire.KillMargin
 )
 
 // Lease is the validated lease section: the identities of the agents

@@ -84,6 +84,8 @@ type Session struct {
 	cancel  context.CancelFunc
 	stopped chan struct{} // closed when renew returns
 
+	renewed chan struct{} // a renewal etcd confirmed; see Renewed
+
 	mu       sync.Mutex
 	deadline time.Time
 	err      error         // why the session ended, once it has
@@ -103,6 +105,61 @@ func Open(ctx context.Context, cfg *config.Lease, profile string) (*Session, err
 	if cfg == nil {
 		return nil, ErrNotConfigured
 	}
+	cli, err := client(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sent := time.Now()
+	g, err := cli.Grant(ctx, int64(cfg.TTL/time.Second))
+	if err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("granting an etcd lease: %w", err)
+	}
+	return start(cli, cfg, profile, g.ID, sent), nil
+}
+
+// Resume takes over the lease id that another process of the profile
+// held (the service before an upgrade): it renews it at once and from
+// then on, and the identities bound to it stay held, with the same
+// fencing tokens. It fails with ErrLost when the lease is gone.
+func Resume(ctx context.Context, cfg *config.Lease, profile string, id int64) (*Session, error) {
+	if cfg == nil {
+		return nil, ErrNotConfigured
+	}
+	cli, err := client(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sent := time.Now()
+	r, err := cli.KeepAliveOnce(ctx, clientv3.LeaseID(id))
+	if err == nil && r.TTL <= 0 {
+		err = ErrLost
+	}
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		err = ErrLost
+	}
+	if err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("renewing etcd lease %x: %w", id, err)
+	}
+	return start(cli, cfg, profile, clientv3.LeaseID(id), sent), nil
+}
+
+// start is the session of lease id, last renewed at sent; it renews it
+// from now on.
+func start(cli *clientv3.Client, cfg *config.Lease, profile string, id clientv3.LeaseID, sent time.Time) *Session {
+	rctx, cancel := context.WithCancel(context.Background())
+	s := &Session{
+		cli: cli, cfg: *cfg, profile: profile, id: id, cancel: cancel,
+		stopped: make(chan struct{}), lost: make(chan struct{}), renewed: make(chan struct{}, 1),
+		deadline: deadline(sent, cfg.TTL),
+	}
+	go s.renew(rctx)
+	return s
+}
+
+// client is a client of cfg's etcd.
+func client(cfg *config.Lease) (*clientv3.Client, error) {
 	cc := clientv3.Config{Endpoints: cfg.Endpoints, DialTimeout: dialTimeout, Logger: zap.NewNop(), Context: context.Background()}
 	if cfg.TLS != nil {
 		t, err := tlsConfig(cfg.TLS)
@@ -115,20 +172,7 @@ func Open(ctx context.Context, cfg *config.Lease, profile string) (*Session, err
 	if err != nil {
 		return nil, fmt.Errorf("connecting to etcd: %w", err)
 	}
-	sent := time.Now()
-	g, err := cli.Grant(ctx, int64(cfg.TTL/time.Second))
-	if err != nil {
-		cli.Close()
-		return nil, fmt.Errorf("granting an etcd lease: %w", err)
-	}
-	rctx, cancel := context.WithCancel(context.Background())
-	s := &Session{
-		cli: cli, cfg: *cfg, profile: profile, id: g.ID, cancel: cancel,
-		stopped: make(chan struct{}), lost: make(chan struct{}),
-		deadline: deadline(sent, cfg.TTL),
-	}
-	go s.renew(rctx)
-	return s, nil
+	return cli, nil
 }
 
 // tlsConfig loads the CA and the client's certificate.
@@ -188,6 +232,10 @@ func (s *Session) renew(ctx context.Context) {
 			s.mu.Lock()
 			s.deadline = deadline(sent, s.cfg.TTL)
 			s.mu.Unlock()
+			select {
+			case s.renewed <- struct{}{}:
+			default: // one already waits: the reader reads Deadline
+			}
 			next = every - time.Since(sent)
 		case ctx.Err() != nil:
 			return
@@ -223,6 +271,10 @@ func (s *Session) Deadline() time.Time {
 	defer s.mu.Unlock()
 	return s.deadline
 }
+
+// Renewed receives after each renewal that etcd confirmed; several in a
+// row while nobody reads are one. Read Deadline then.
+func (s *Session) Renewed() <-chan struct{} { return s.renewed }
 
 // Lost is closed when the session has ended: its lease is gone (Err is
 // ErrLost) or it was closed.

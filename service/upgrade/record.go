@@ -64,6 +64,11 @@ type Record struct {
 	// Windows the pipe's listening instances.
 	Lock     uintptr   `json:"lock"`
 	Listener []uintptr `json:"listener"`
+	// Lease is the etcd lease that holds the profile's identities (a
+	// config with a lease section): the successor renews it by this ID,
+	// so that no identity is released and each keeps its fencing token.
+	// Zero: none.
+	Lease int64 `json:"lease,omitempty"`
 	// Agents are in the config's order.
 	Agents []Agent `json:"agents"`
 	// Steps is the timeline of the handover so far, for the log.

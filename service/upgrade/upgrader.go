@@ -41,6 +41,9 @@ type Frozen struct {
 	Config Config
 	Agents []Agent // in the config's order
 	Reap   []int   // warm guardians let go, for the successor to reap
+	// Lease is the etcd lease that holds the profile's identities, for
+	// the successor to renew; zero for none.
+	Lease int64
 	// Thaw lets every frozen actor go on: the handover failed.
 	Thaw func()
 }
@@ -140,7 +143,7 @@ func (u *Upgrader) handOver(target string, up api.Upgrade) (err error) {
 	}()
 	StopAt(StepFrozen)
 	rec := &Record{Version: Version, Written: time.Now().UTC(), PID: os.Getpid(),
-		Profile: u.Profile, Upgrade: up, Config: f.Config, Agents: f.Agents, Reap: f.Reap}
+		Profile: u.Profile, Upgrade: up, Config: f.Config, Agents: f.Agents, Reap: f.Reap, Lease: f.Lease}
 	return u.Inherit.TakeOver(target, u.Listener(), rec, u.Env, Path(u.StateDir))
 }
 
