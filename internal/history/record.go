@@ -36,7 +36,7 @@ type Record struct {
 	// Identity is the agent's identity (Start only).
 	Identity string `json:"identity,omitempty"`
 	// PID and Boot name the process: Boot is its start time as the
-	// kernel counts it (clock ticks since boot), which tells apart two
+	// kernel counts it (/proc/PID/stat's starttime), which tells apart two
 	// processes that had the same pid one after the other.
 	PID  int    `json:"pid"`
 	Boot uint64 `json:"boot"`
@@ -90,10 +90,11 @@ func ReadFile(path string) ([]Record, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return read(path, f)
+	return Read(path, f)
 }
 
-func read(name string, r io.Reader) ([]Record, error) {
+// Read reads every record of r, whose lines name calls name in errors.
+func Read(name string, r io.Reader) ([]Record, error) {
 	var out []Record
 	sc := bufio.NewScanner(r)
 	for n := 1; sc.Scan(); n++ {
