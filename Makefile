@@ -5,6 +5,7 @@
 # make soak   - every lifetime test 20 times over
 # make peers  - tether side by side with supervisord, s6, PM2 and process-compose (installs them, see .ci/peers-deps)
 # make torture - the crash-torture test, TORTURE_ROUNDS rounds (TORTURE_SEED=N replays)
+# make jepsen - JEPSEN_RUNS random fault schedules of hosts sharing identities on etcd (JEPSEN_SEED=N replays)
 # make fuzz   - every fuzz target for FUZZTIME (make fuzz FUZZTIME=10m), one at a time
 # make dist-test-windows - the Windows installer under Wine; dist-test-manifests - Scoop, Homebrew, Info.plist
 # make dist   - every release artifact in dist/ (make dist VERSION=x.y.z), see packaging/dist.sh
@@ -18,7 +19,7 @@ BENCHTIME   ?= 50x
 FUZZTIME    ?= 1m
 FUZZPARALLEL ?= 1
 
-.PHONY: build test commits deps fmt vet staticcheck unit fuzz-short cross wine bench soak peers torture fuzz dist dist-test
+.PHONY: build test commits deps fmt vet staticcheck unit fuzz-short cross wine bench soak peers torture jepsen fuzz dist dist-test
 
 # The version stamped into the binary (internal/buildinfo): git describe,
 # the commit and its date, so that a build without the toolchain's own
@@ -110,6 +111,17 @@ torture:
 	TETHER_TORTURE=1 TETHER_TORTURE_ROUNDS=$(TORTURE_ROUNDS) TETHER_TORTURE_BUDGET=$(TORTURE_BUDGET) \
 	TETHER_TORTURE_SEED=$(TORTURE_SEED) \
 		$(GO) test -count=1 -v -run '^TestCrashTorture$$' -timeout 50m ./tests/
+
+# Identities across machines (I10): JEPSEN_RUNS random schedules, each a
+# fault (a host that dies whole, a partition, etcd's leader killed, quorum
+# lost, a guardian paused, upgrades) with random timings, against two or
+# three tether hosts and a real three-member etcd cluster; it prints the
+# runs, the overlaps found and the failover times of docs/benchmarks.md.
+# make test runs each scenario once. JEPSEN_SEED=N replays a run.
+JEPSEN_RUNS ?= 40
+jepsen:
+	TETHER_JEPSEN_RUNS=$(JEPSEN_RUNS) TETHER_JEPSEN_SEED=$(JEPSEN_SEED) \
+		$(GO) test -count=1 -v -run '^TestJepsen$$' -timeout 60m ./tests/jepsen/
 
 # One table, a row per measure and a column per supervisor; each peer runs
 # under a temp dir with its own config, never as a system service. PM2 and

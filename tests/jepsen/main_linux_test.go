@@ -21,6 +21,9 @@ func TestMain(m *testing.M) {
 		// An agent may outlive a short run of its test only by this
 		// much: a long schedule keeps one agent up for minutes.
 		testproc.HelperLife(20*time.Minute),
+		// Every host, guardian and agent is waited for and gone when
+		// the tests end, or the run fails naming what was left.
+		testproc.Sweep(),
 		// A host that dies whole leaves its agents and guardians
 		// orphaned: as a subreaper this process adopts them (instead of
 		// PID 1, which may not reap), and the test reaps them.

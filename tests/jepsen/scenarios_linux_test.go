@@ -188,7 +188,7 @@ func (r *run) startAll() (history.Execution, *host) {
 		}
 	}
 	for _, h := range r.others(hh) {
-		r.waitWaiting(h, hh)
+		r.waitWaiting(h, hh, 10*time.Second)
 	}
 	return holder, hh
 }
@@ -196,10 +196,10 @@ func (r *run) startAll() (history.Execution, *host) {
 // waitWaiting waits until h's agent waits for the identity that holder
 // holds: in a state of its own, not running or failed, whose text names
 // the holder.
-func (r *run) waitWaiting(h, holder *host) {
+func (r *run) waitWaiting(h, holder *host, within time.Duration) {
 	r.t.Helper()
 	var a api.Agent
-	if !testproc.UntilEvery(10*time.Second, 10*time.Millisecond, func() bool {
+	if !testproc.UntilEvery(within, 10*time.Millisecond, func() bool {
 		a = h.agent()
 		text := a.Status
 		if a.Error != nil {
@@ -254,6 +254,11 @@ func bothStart(r *run, fig *figures) {
 	if d > handoff {
 		r.t.Errorf("%s started the identity %v after %s let it go; want within %v", next.Host, d, h.name, handoff)
 	}
+	for _, o := range r.others(r.host(next.Host)) {
+		if o != h {
+			r.waitWaiting(o, r.host(next.Host), 10*time.Second)
+		}
+	}
 }
 
 // hostDies: the holder's host dies whole (its service, guardians and
@@ -293,7 +298,7 @@ func partition(r *run, fig *figures) {
 	r.pause(0, 2*time.Second)
 	h.proxy.Restore()
 	// Healed, the old holder waits for the new one.
-	r.waitWaiting(h, r.host(next.Host))
+	r.waitWaiting(h, r.host(next.Host), settle)
 }
 
 // leaderKilled: etcd's leader is killed while an identity is held, and
@@ -404,7 +409,7 @@ func guardianPausedPartitioned(r *run, fig *figures) {
 		r.t.Errorf("the paused holder's tree ended %v after its guardian was continued; want within %v", seconds(old.End-cont), within)
 	}
 	h.proxy.Restore()
-	r.waitWaiting(h, r.host(next.Host))
+	r.waitWaiting(h, r.host(next.Host), settle)
 }
 
 // upgradeHolder: the holder's service is upgraded in place, several
