@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,7 +155,7 @@ func (r *run) waitHolder(within time.Duration) (history.Execution, *host) {
 		run = r.running()
 		return len(run) > 0
 	}) {
-		r.t.Fatalf("no execution of %s runs %v after: %v", r.identity, within, r.executions())
+		r.t.Fatalf("no execution of %s runs %v after: %v; the hosts' rows:%s", r.identity, within, r.executions(), r.rows())
 	}
 	requireLeases(r.t, run[0])
 	if len(run) > 1 {
@@ -177,9 +178,22 @@ func (r *run) waitStart(within time.Duration, after int64) history.Execution {
 		}
 		return false
 	}) {
-		r.t.Fatalf("no execution of %s started within %v: %v", r.identity, within, r.executions())
+		r.t.Fatalf("no execution of %s started within %v: %v; the hosts' rows:%s", r.identity, within, r.executions(), r.rows())
 	}
 	return got
+}
+
+// rows are the hosts' rows of the agent, for messages.
+func (r *run) rows() string {
+	var b strings.Builder
+	for _, h := range r.hosts {
+		a := h.agent()
+		fmt.Fprintf(&b, "\n\t%s: %s %q", h.name, a.State, a.Status)
+		if a.Error != nil {
+			fmt.Fprintf(&b, " (%s: %s)", a.Error.Code, a.Error.Message)
+		}
+	}
+	return b.String()
 }
 
 // execution is the execution of proc, as the histories say now.

@@ -57,7 +57,8 @@ var scenarios = []scenario{
 	{"QuorumLost", 2, false, quorumLost},
 	{"GuardianPaused", 2, false, guardianPaused},
 	{"GuardianPausedPartitioned", 2, true, guardianPausedPartitioned},
-	{"Upgrade", 2, false, upgradeHolder},
+	{"UpgradeHolder", 2, false, upgradeHolder},
+	{"UpgradeWaiting", 2, false, upgradeWaiting},
 }
 
 // figures are what a schedule measured.
@@ -267,13 +268,7 @@ func hostDies(r *run, fig *figures) {
 	holder, h := r.startAll()
 	r.maybeUpgrade(h, 0.5, fig)
 	r.pause(0, 2*time.Second)
-	died := h.die()
-	next := r.waitStart(deathFailover+10*time.Second, holder.Start)
-	d := seconds(next.Start - died)
-	fig.add(&fig.deathFailover, d)
-	if d > deathFailover {
-		r.t.Errorf("%s took over %v after %s died; want within %v", next.Host, d, h.name, deathFailover)
-	}
+	r.dieAndReplace(h, holder, fig)
 }
 
 // partition: the holder is cut from etcd; its tree is dead before its
@@ -412,26 +407,48 @@ func guardianPausedPartitioned(r *run, fig *figures) {
 	r.waitWaiting(h, r.host(next.Host), settle)
 }
 
-// upgradeHolder: the holder's service is upgraded in place, several
-// times, and so is a waiting one: no agent restarts, no identity is let
-// go, and the successor goes on renewing the lease, so that the identity
-// is still held a few ttls later and a host death is still seen.
+// upgradeHolder: the holder's service is upgraded in place, once or
+// more: no agent restarts, no identity is let go, and the successor goes
+// on renewing the lease, so that the identity is still held a ttl later;
+// when the host then dies, another takes over as after any death.
 func upgradeHolder(r *run, fig *figures) {
 	holder, h := r.startAll()
 	for range 1 + r.rng.IntN(3) {
 		r.pause(0, time.Second)
 		r.maybeUpgrade(h, 1, fig)
 	}
-	r.maybeUpgrade(r.others(h)[0], 1, fig)
 	// Longer than the ttl: the successor renews.
 	r.pause(ttl, ttl+time.Second)
 	if run := r.running(); len(run) != 1 || run[0].Proc != holder.Proc {
 		r.t.Fatalf("after the upgrades, %v run; want %v alone, as before", run, holder)
 	}
+	r.dieAndReplace(h, holder, fig)
+}
+
+// upgradeWaiting: a host that waits for the identity is upgraded in
+// place; its successor waits on, and takes over when the holder's host
+// dies.
+func upgradeWaiting(r *run, fig *figures) {
+	holder, h := r.startAll()
+	w := r.others(h)[0]
+	for range 1 + r.rng.IntN(2) {
+		r.pause(0, time.Second)
+		r.maybeUpgrade(w, 1, fig)
+	}
+	r.waitWaiting(w, h, 10*time.Second)
+	r.dieAndReplace(h, holder, fig)
+}
+
+// dieAndReplace kills the holder's host h whole, and checks that another
+// host takes over within ttl + 1 s.
+func (r *run) dieAndReplace(h *host, holder history.Execution, fig *figures) {
+	r.t.Helper()
 	died := h.die()
 	next := r.waitStart(deathFailover+10*time.Second, holder.Start)
-	if d := seconds(next.Start - died); d > deathFailover {
-		r.t.Errorf("%s took over %v after the upgraded %s died; want within %v", next.Host, d, h.name, deathFailover)
+	d := seconds(next.Start - died)
+	fig.add(&fig.deathFailover, d)
+	if d > deathFailover {
+		r.t.Errorf("%s took over %v after %s died; want within %v", next.Host, d, h.name, deathFailover)
 	}
 }
 
