@@ -118,7 +118,7 @@ torture:
 # three tether hosts and a real three-member etcd cluster; it prints the
 # runs, the overlaps found and the failover times of docs/benchmarks.md.
 # make test runs each scenario once. JEPSEN_SEED=N replays a run.
-JEPSEN_RUNS ?= 40
+JEPSEN_RUNS ?= 50
 jepsen:
 	TETHER_JEPSEN_RUNS=$(JEPSEN_RUNS) TETHER_JEPSEN_SEED=$(JEPSEN_SEED) \
 		$(GO) test -count=1 -v -run '^TestJepsen$$' -timeout 60m ./tests/jepsen/
