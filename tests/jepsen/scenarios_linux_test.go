@@ -184,7 +184,7 @@ func (r *run) startAll() (history.Execution, *host) {
 		switch {
 		case h == hh && res.code != 0:
 			r.t.Fatalf("%s holds the identity, and its start said: exit %d %s%s", h.name, res.code, res.stdout, res.stderr)
-		case h != hh && (res.code != exitHeld || !strings.Contains(res.stdout+res.stderr, hh.name)):
+		case h != hh && (res.code != exitHeld || !strings.Contains(res.stdout+res.stderr, "held by "+hh.name+" ")):
 			r.t.Fatalf("%s: start while %s holds the identity: exit %d %q%q; want exit %d naming %s", h.name, hh.name, res.code, res.stdout, res.stderr, exitHeld, hh.name)
 		}
 	}
@@ -195,22 +195,13 @@ func (r *run) startAll() (history.Execution, *host) {
 }
 
 // waitWaiting waits until h's agent waits for the identity that holder
-// holds: in a state of its own, not running or failed, whose text names
-// the holder.
+// holds: in state held_elsewhere, its status naming the holder.
 func (r *run) waitWaiting(h, holder *host, within time.Duration) {
 	r.t.Helper()
 	var a api.Agent
 	if !testproc.UntilEvery(within, 10*time.Millisecond, func() bool {
 		a = h.agent()
-		text := a.Status
-		if a.Error != nil {
-			text += " " + a.Error.Message
-		}
-		switch a.State {
-		case "", api.StateRunning, api.StateStarting, api.StateFailed, api.StateCleanupFailed, api.StateStopped:
-			return false
-		}
-		return strings.Contains(text, holder.name)
+		return a.State == api.StateHeldElsewhere && strings.Contains(a.Status, "held by "+holder.name+" ")
 	}) {
 		r.t.Fatalf("%s's agent does not wait naming %s: %+v", h.name, holder.name, a)
 	}
