@@ -10,13 +10,12 @@ import (
 	punix "github.com/tether-dev/tether/platform/unix"
 )
 
-// The harness's own tests, which need no identity held in etcd.
+// The harness's own tests.
 
 // startOne starts a run of one host whose agent runs, and returns both.
 func startOne(t *testing.T) (*run, *host, history.Execution) {
 	c := etcdtest.Start(t, 1)
 	r := newRun(t, c, seeded(t), 1)
-	r.unfenced = true
 	h := r.hosts[0]
 	h.start()
 	if res := h.run(time.Minute, "start", agentID); res.code != 0 {

@@ -27,10 +27,7 @@ type run struct {
 	// fenced lets an overlap pass when the later holder's token is
 	// higher: the case of a holder paused longer than the ttl.
 	fenced bool
-	// unfenced: the run's agents need no fencing token (the harness's
-	// own tests, which hold no identity in etcd).
-	unfenced bool
-	report   *history.Report
+	report *history.Report
 }
 
 // newRun lays out n hosts (h1, h2, ...) on the cluster c and watches
@@ -72,14 +69,14 @@ func (r *run) finish() {
 	for _, h := range r.hosts {
 		h.cleanup()
 	}
+	if r.w == nil {
+		return // the run failed before it watched anything
+	}
 	if err := r.w.close(30 * time.Second); err != nil {
 		r.t.Errorf("watching the agents: %v", err)
 	}
-	if r.t.Skipped() {
-		return
-	}
 	recs := r.records()
-	rep, err := history.Check(recs, history.Options{AllowFenced: r.fenced, RequireFence: !r.unfenced})
+	rep, err := history.Check(recs, history.Options{AllowFenced: r.fenced, RequireFence: true})
 	if err != nil {
 		r.t.Errorf("the histories: %v", err)
 		return
@@ -145,9 +142,7 @@ func (r *run) host(name string) *host {
 }
 
 // waitHolder waits, at most within, until an execution runs, and
-// returns it and its host; it fails the test if more than one runs. It
-// skips the test when the execution was given no fencing token: the
-// service does not hold identities in etcd.
+// returns it and its host; it fails the test if more than one runs.
 func (r *run) waitHolder(within time.Duration) (history.Execution, *host) {
 	r.t.Helper()
 	var run []history.Execution
@@ -157,7 +152,6 @@ func (r *run) waitHolder(within time.Duration) (history.Execution, *host) {
 	}) {
 		r.t.Fatalf("no execution of %s runs %v after: %v; the hosts' rows:%s", r.identity, within, r.executions(), r.rows())
 	}
-	requireLeases(r.t, run[0])
 	if len(run) > 1 {
 		r.t.Fatalf("%d executions of %s run at once: %v", len(run), r.identity, run)
 	}
@@ -217,16 +211,6 @@ func (r *run) others(h *host) []*host {
 		}
 	}
 	return out
-}
-
-// requireLeases skips the test when e was started without a fencing
-// token: the service does not hold its identities in etcd, and every
-// host would run the identity at once.
-func requireLeases(t testing.TB, e history.Execution) {
-	t.Helper()
-	if e.Fence == 0 {
-		t.Skipf("waiting on issue 27 part 1: the service holds no identity in etcd (%s started without %s)", e, fenceEnv)
-	}
 }
 
 // seconds is ns (a difference of monotonic times) as a duration.
