@@ -24,6 +24,7 @@ type run struct {
 	identity string
 	hosts    []*host
 	w        *watcher
+	keys     *keyWatch
 	// fenced lets an overlap pass when the later holder's token is
 	// higher: the case of a holder paused longer than the ttl.
 	fenced bool
@@ -53,9 +54,13 @@ func newRun(t testing.TB, c *etcdtest.Cluster, rng *rand.Rand, n int) *run {
 			}
 		}
 	})
+	prefix := "/jepsen-" + tag
+	if r.keys, err = watchKeys(c.Endpoints(), prefix+"/identities/"); err != nil {
+		t.Fatal(err)
+	}
 	var files []string
 	for i := range n {
-		h := newHost(t, c, dir, fmt.Sprintf("h%d", i+1), r.identity, "/jepsen-"+tag)
+		h := newHost(t, c, dir, fmt.Sprintf("h%d", i+1), r.identity, prefix)
 		r.hosts = append(r.hosts, h)
 		files = append(files, h.history)
 	}
@@ -68,6 +73,9 @@ func newRun(t testing.TB, c *etcdtest.Cluster, rng *rand.Rand, n int) *run {
 func (r *run) finish() {
 	for _, h := range r.hosts {
 		h.cleanup()
+	}
+	if r.keys != nil {
+		r.keys.close()
 	}
 	if r.w == nil {
 		return // the run failed before it watched anything

@@ -69,8 +69,11 @@ type figures struct {
 	fencedOverlaps    int // a paused holder's, each with a higher token after it
 	deathFailover     []time.Duration
 	partitionFailover []time.Duration
-	handoff           []time.Duration
-	upgrades          int
+	// expiry is how long after a death or a cut etcd let the key go;
+	// react, how long after that another host started the agent.
+	expiry, react []time.Duration
+	handoff       []time.Duration
+	upgrades      int
 }
 
 func (f *figures) add(list *[]time.Duration, d time.Duration) {
@@ -278,8 +281,10 @@ func partition(r *run, fig *figures) {
 	}
 	d := seconds(next.Start - cut)
 	fig.add(&fig.partitionFailover, d)
+	split := r.split(cut, next, fig)
+	r.t.Logf("%s cut off, %s took over %v later (%s)", h.name, next.Host, d, split)
 	if d > partitionFailover {
-		r.t.Errorf("%s took over %v after %s was cut off; want within %v", next.Host, d, h.name, partitionFailover)
+		r.t.Errorf("%s took over %v after %s was cut off (%s); want within %v", next.Host, d, h.name, split, partitionFailover)
 	}
 	r.pause(0, 2*time.Second)
 	h.proxy.Restore()
@@ -438,9 +443,24 @@ func (r *run) dieAndReplace(h *host, holder history.Execution, fig *figures) {
 	next := r.waitStart(deathFailover+10*time.Second, holder.Start)
 	d := seconds(next.Start - died)
 	fig.add(&fig.deathFailover, d)
+	split := r.split(died, next, fig)
+	r.t.Logf("%s died, %s took over %v later (%s)", h.name, next.Host, d, split)
 	if d > deathFailover {
-		r.t.Errorf("%s took over %v after %s died; want within %v", next.Host, d, h.name, deathFailover)
+		r.t.Errorf("%s took over %v after %s died (%s); want within %v", next.Host, d, h.name, split, deathFailover)
 	}
+}
+
+// split says how a failover from the fault at t to the start of next
+// divides between etcd letting the key go and the start after it, and
+// counts both.
+func (r *run) split(t int64, next history.Execution, fig *figures) string {
+	gone, ok := r.keys.goneAfter(t)
+	if !ok || gone > next.Start {
+		return "the test's watch of the key saw no deletion before the start"
+	}
+	fig.add(&fig.expiry, seconds(gone-t))
+	fig.add(&fig.react, seconds(next.Start-gone))
+	return fmt.Sprintf("etcd let the key go after %v, the start came %v later", seconds(gone-t).Round(time.Millisecond), seconds(next.Start-gone).Round(time.Millisecond))
 }
 
 // String is the figures, as make jepsen prints them.
@@ -448,9 +468,10 @@ func (f *figures) String() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return fmt.Sprintf("runs %d, overlaps found %d (and %d of paused holders, each fenced), upgrades %d\n"+
-		"failover after a host's death: %s\nfailover after a partition: %s\nstart after a release: %s",
+		"failover after a host's death: %s\nfailover after a partition: %s\n"+
+		"of both, etcd letting the key go: %s; then the start: %s\nstart after a release: %s",
 		f.runs, f.overlaps, f.fencedOverlaps, f.upgrades,
-		spread(f.deathFailover), spread(f.partitionFailover), spread(f.handoff))
+		spread(f.deathFailover), spread(f.partitionFailover), spread(f.expiry), spread(f.react), spread(f.handoff))
 }
 
 // spread is the median and the worst of ds.
