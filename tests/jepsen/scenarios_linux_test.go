@@ -210,20 +210,33 @@ func (r *run) waitWaiting(h, holder *host, within time.Duration) {
 	}
 }
 
-// maybeUpgrade hot-upgrades h's service, with probability p: no agent
-// restarts and no identity is let go.
-func (r *run) maybeUpgrade(h *host, p float64, fig *figures) {
+// upgradeMode says what an upgrade may change.
+type upgradeMode int
+
+const (
+	// keep: nothing else happens meanwhile, so no agent restarts and no
+	// identity is let go.
+	keep upgradeMode = iota
+	// amidFault: a fault is under way, which may stop the tree by its
+	// deadline whatever the upgrade does; only the histories judge.
+	amidFault
+)
+
+// maybeUpgrade hot-upgrades h's service, with probability p.
+func (r *run) maybeUpgrade(h *host, p float64, mode upgradeMode, fig *figures) {
 	r.t.Helper()
 	if r.rng.Float64() >= p {
 		return
 	}
 	before := r.running()
+	began := time.Now()
 	h.upgrade()
+	took := time.Since(began)
 	fig.mu.Lock()
 	fig.upgrades++
 	fig.mu.Unlock()
-	if after := r.running(); !slices.Equal(before, after) {
-		r.t.Fatalf("the upgrade of %s changed what runs: %v, then %v", h.name, before, after)
+	if after := r.running(); mode == keep && !slices.Equal(before, after) {
+		r.t.Fatalf("the upgrade of %s (%v) changed what runs: %v, then %v", h.name, took, before, after)
 	}
 }
 
@@ -260,7 +273,7 @@ func bothStart(r *run, fig *figures) {
 // agents SIGKILLed at once); another takes over within ttl + 1 s.
 func hostDies(r *run, fig *figures) {
 	holder, h := r.startAll()
-	r.maybeUpgrade(h, 0.5, fig)
+	r.maybeUpgrade(h, 0.5, keep, fig)
 	r.pause(0, 2*time.Second)
 	r.dieAndReplace(h, holder, fig)
 }
@@ -270,7 +283,7 @@ func hostDies(r *run, fig *figures) {
 // does another host start.
 func partition(r *run, fig *figures) {
 	holder, h := r.startAll()
-	r.maybeUpgrade(h, 0.3, fig)
+	r.maybeUpgrade(h, 0.3, keep, fig)
 	r.pause(0, 2*time.Second)
 	cut := history.Now()
 	h.proxy.Cut()
@@ -300,7 +313,7 @@ func leaderKilled(r *run, fig *figures) {
 	r.pause(0, time.Second)
 	leader := r.c.Leader()
 	leader.Kill()
-	r.maybeUpgrade(h, 0.3, fig)
+	r.maybeUpgrade(h, 0.3, amidFault, fig)
 	r.pause(0, 3*time.Second)
 	leader.Restart()
 	r.waitHolder(settle)
@@ -352,7 +365,7 @@ func guardianPaused(r *run, fig *figures) {
 		r.t.Fatal(err)
 	}
 	r.pause(ttl+500*time.Millisecond, ttl+2*time.Second)
-	r.maybeUpgrade(h, 0.3, fig)
+	r.maybeUpgrade(h, 0.3, amidFault, fig)
 	if err := unix.Kill(g, unix.SIGCONT); err != nil {
 		r.t.Fatal(err)
 	}
@@ -411,7 +424,7 @@ func upgradeHolder(r *run, fig *figures) {
 	holder, h := r.startAll()
 	for range 1 + r.rng.IntN(3) {
 		r.pause(0, time.Second)
-		r.maybeUpgrade(h, 1, fig)
+		r.maybeUpgrade(h, 1, keep, fig)
 	}
 	// Longer than the ttl: the successor renews.
 	r.pause(ttl, ttl+time.Second)
@@ -429,7 +442,7 @@ func upgradeWaiting(r *run, fig *figures) {
 	w := r.others(h)[0]
 	for range 1 + r.rng.IntN(2) {
 		r.pause(0, time.Second)
-		r.maybeUpgrade(w, 1, fig)
+		r.maybeUpgrade(w, 1, keep, fig)
 	}
 	r.waitWaiting(w, h, 10*time.Second)
 	r.dieAndReplace(h, holder, fig)
