@@ -310,3 +310,15 @@ func TestPackageUpgradeIsHotAndRemoveStops(t *testing.T) {
 		t.Errorf("the user's drop-in after purge: %v", err)
 	}
 }
+
+// The tray at login from the package: Start at login writes an entry
+// that runs /usr/bin/tether, and a systemd session's login starts that
+// tray through systemd's generator (TestTrayStartsAtLoginUnderSystemd
+// with the package's binary).
+func TestPackageTrayStartsAtLogin(t *testing.T) {
+	installDeb(t)
+	needGenerator(t)
+	r := newLoginRig(t)
+	r.exe = "/usr/bin/tether"
+	trayStartsAtLogin(t, r)
+}
