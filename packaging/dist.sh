@@ -112,6 +112,8 @@ done
 # --- Linux packages ---
 linux=$stage/linux
 mkdir -p "$linux"
+# The default takes no mail: a release for others sets MAINTAINER.
+echo "dist: the packages' maintainer: $(bash packaging/maintainer.sh)${MAINTAINER:+ (MAINTAINER)}"
 sed -e "s/@VERSION@/$VERSION/" -e "s/@DATE@/$DATE/" packaging/linux/tether.metainfo.xml >"$linux/tether.metainfo.xml"
 {
 	printf 'tether (%s-1) unstable; urgency=medium\n\n' "$PKGVERSION"
