@@ -75,6 +75,7 @@ const (
 	kindFailed     = string(api.StateFailed)
 	kindLost       = "lost"
 	kindBack       = "back"
+	kindUpdated    = "updated"
 	kindAction     = "action"
 	kindConfig     = "config"
 	kindNoTray     = "no_tray"
@@ -258,6 +259,25 @@ func backNotice(profile string, st api.Status) notice {
 		Subject: subjectService,
 		Title:   "tether: service is back",
 		Body:    fmt.Sprintf("%s is running again (pid %d): %s.", who, st.ServicePID, strings.ToLower(aggregate(st.Agents))),
+		Urgency: urgencyLow,
+		Icon:    assets.Mark,
+	}
+}
+
+// updatedNotice says the service now runs another binary: an upgrade (a
+// package's, an installer's, tether service upgrade) kept it, and every
+// agent, running (I9).
+func updatedNotice(profile, was string, now api.Service) notice {
+	who, _ := serviceWho(profile)
+	body := fmt.Sprintf("%s was updated to tether %s", who, now.Version)
+	if was != "" && was != now.Version {
+		body += " (from " + was + ")"
+	}
+	return notice{
+		Key:     subjectService + "/" + kindUpdated,
+		Subject: subjectService,
+		Title:   "tether: updated",
+		Body:    body + "; its agents kept running.",
 		Urgency: urgencyLow,
 		Icon:    assets.Mark,
 	}
