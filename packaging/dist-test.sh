@@ -5,13 +5,17 @@
 #   2. The dist binary for this machine says its version, commit and date.
 #   3. The .deb passes lintian (no error, no warning that is not
 #      overridden with a reason), its desktop entry desktop-file-validate,
-#      its metainfo appstreamcli validate; the .rpm holds the same files.
+#      its metainfo appstreamcli validate; the .rpm holds the same files
+#      and passes rpmlint (packaging/linux/rpmlint.toml says what it
+#      lets pass, and why).
 #   The Scoop and Homebrew manifests' and the Windows installer's own
 #   tests (packaging/manifests-test.sh, packaging/windows/wine-test.sh),
 #   where they exist, on this dist.
 #   4. As root with apt-get: apt-get install ./dist/tether_<v>_amd64.deb
 #      installs every file, starts nothing, and is removed again; then
-#      the package tests (tests/ TestPackage*, TETHER_PACKAGE_DEB) use it.
+#      the package tests (tests/ TestPackage*, TETHER_PACKAGE_DEB) use it;
+#      the .rpm is installed with rpm -i --nodeps into a database of its
+#      own, upgraded with rpm -U and erased (TETHER_PACKAGE_RPM).
 # A check whose tool is missing skips with a line saying so; with
 # CI=true that is a failure.
 set -euo pipefail
@@ -112,6 +116,20 @@ if command -v rpm >/dev/null; then
 else
 	skip "no rpm"
 fi
+if command -v rpmlint >/dev/null; then
+	# Errors and warnings fail; packaging/linux/rpmlint.toml filters
+	# those that have a reason, and says it.
+	for r in "$rpm" "$DISTDIR/tether-${PKGVERSION}-1.aarch64.rpm"; do
+		if out=$(rpmlint -c packaging/linux/rpmlint.toml "$r" 2>&1) && ! grep -qE '^tether[^ ]*: [EW]: ' <<<"$out"; then
+			echo "ok: rpmlint $r"
+		else
+			echo "$out"
+			fail "rpmlint: $r"
+		fi
+	done
+else
+	skip "no rpmlint (Debian 12 packages it: rpmlint)"
+fi
 
 # --- the other packagers' checks, on this dist ---
 # The Scoop manifest, the Homebrew formula and the tray's Info.plist
@@ -130,6 +148,7 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 	TARGETS=linux/amd64 HOOKS=0 GO=$GO bash packaging/dist.sh "$VERSION.1" "$next" >/dev/null
 	TETHER_PACKAGE_DEB=$(realpath "$deb") TETHER_PACKAGE_VERSION=$VERSION \
 		TETHER_PACKAGE_DEB_NEXT=$(ls "$next"/tether_*_amd64.deb) TETHER_PACKAGE_VERSION_NEXT=$VERSION.1 \
+		TETHER_PACKAGE_RPM=$(realpath "$rpm") TETHER_PACKAGE_RPM_NEXT=$(ls "$next"/tether-*.x86_64.rpm) \
 		"$GO" test -count=1 -v -timeout 15m -run '^TestPackage' ./tests/ || fail "the package tests"
 	rm -rf "$next"
 else

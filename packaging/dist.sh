@@ -112,6 +112,8 @@ done
 # --- Linux packages ---
 linux=$stage/linux
 mkdir -p "$linux"
+# The default takes no mail: a release for others sets MAINTAINER.
+echo "dist: the packages' maintainer: $(bash packaging/maintainer.sh)${MAINTAINER:+ (MAINTAINER)}"
 sed -e "s/@VERSION@/$VERSION/" -e "s/@DATE@/$DATE/" packaging/linux/tether.metainfo.xml >"$linux/tether.metainfo.xml"
 {
 	printf 'tether (%s-1) unstable; urgency=medium\n\n' "$PKGVERSION"
@@ -120,8 +122,9 @@ sed -e "s/@VERSION@/$VERSION/" -e "s/@DATE@/$DATE/" packaging/linux/tether.metai
 } | gzip -9 -n >"$linux/changelog.Debian.gz"
 for script in postinst prerm; do
 	{
-		# rpm runs its scriptlets with /bin/sh, whatever the first line says.
-		printf '#!/bin/bash\n[ -n "${BASH_VERSION:-}" ] || exec /bin/bash "$0" "$@"\nset -e\n\n'
+		# POSIX sh: rpm runs its scriptlets with /bin/sh, whatever the
+		# first line says (and rpmlint checks them with it).
+		printf '#!/bin/sh\nset -e\n\n'
 		cat packaging/linux/services.sh "packaging/linux/$script.tail"
 	} >"$linux/$script"
 done

@@ -8,9 +8,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-file() { # SRC DST MODE [PACKAGER]
+file() { # SRC DST MODE [PACKAGER] [TYPE]
 	printf '  - src: %s\n    dst: %s\n    file_info: {mode: %s}\n' "$1" "$2" "$3"
 	[ -z "${4:-}" ] || printf '    packager: %s\n' "$4"
+	[ -z "${5:-}" ] || printf '    type: %s\n' "$5"
+}
+# docfile SRC DST: the man page and what is in /usr/share/doc are the
+# rpm's %doc, as rpmbuild marks them; nfpm leaves a "doc" file out of a
+# .deb, which has no such mark, so the .deb gets it as a plain file.
+docfile() {
+	file "$1" "$2" 0644 deb
+	file "$1" "$2" 0644 rpm doc
 }
 
 cat <<YAML
@@ -43,6 +51,8 @@ scripts:
   preremove: $LINUX/prerm
 rpm:
   summary: Keeps local agent processes on a leash
+  # openSUSE still requires one (rpmlint's no-group-tag); Fedora ignores it.
+  group: Applications/System
   # Not the building machine's name: the package is the same wherever
   # it is built.
   buildhost: tether
@@ -59,10 +69,10 @@ for d in "$FILES"/icons/hicolor/*/; do
 		file "$f" "/usr/share/icons/hicolor/$size/apps/$(basename "$f")" 0644
 	done
 done
-file "$FILES/tether.1.gz" /usr/share/man/man1/tether.1.gz 0644
+docfile "$FILES/tether.1.gz" /usr/share/man/man1/tether.1.gz
 file "$FILES/completions/tether.bash" /usr/share/bash-completion/completions/tether 0644
 file "$FILES/completions/tether.zsh" /usr/share/zsh/vendor-completions/_tether 0644
 file "$FILES/completions/tether.fish" /usr/share/fish/vendor_completions.d/tether.fish 0644
-file packaging/linux/copyright /usr/share/doc/tether/copyright 0644
-file "$LINUX/changelog.Debian.gz" /usr/share/doc/tether/changelog.Debian.gz 0644
+docfile packaging/linux/copyright /usr/share/doc/tether/copyright
+docfile "$LINUX/changelog.Debian.gz" /usr/share/doc/tether/changelog.Debian.gz
 file "$LINUX/lintian-overrides" /usr/share/lintian/overrides/tether 0644 deb

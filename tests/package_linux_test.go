@@ -224,66 +224,10 @@ func TestPackageUpgradeIsHotAndRemoveStops(t *testing.T) {
 	ids := r.writeAgents(20)
 	r.must(true, "service", "install")
 	before := r.waitRunning(ids...)
-	servicePID := r.unit("MainPID")
 	if v := r.serviceVersion(); v != version {
 		t.Fatalf("service version %q, want %q", v, version)
 	}
-
-	// Requests all along the upgrade, as a client would make them.
-	stop := make(chan struct{})
-	done := make(chan [2]int)
-	go func() {
-		var asked, refused int
-		for {
-			select {
-			case <-stop:
-				done <- [2]int{asked, refused}
-				return
-			default:
-			}
-			asked++
-			if res := r.tether(false, "status"); res.code != 0 {
-				refused++
-				t.Logf("status refused: exit %d: %s", res.code, res.stderr)
-			}
-		}
-	}()
-	began := time.Now()
-	out, err := exec.Command("dpkg", "-i", next).CombinedOutput()
-	if err != nil {
-		close(stop)
-		<-done
-		t.Fatalf("dpkg -i %s: %v\n%s", next, err, out)
-	}
-	installed := time.Since(began)
-	t.Logf("dpkg -i:\n%s", out)
-	var serving time.Duration
-	served := testproc.UntilEvery(5*time.Second, 20*time.Millisecond, func() bool {
-		serving = time.Since(began)
-		return r.serviceVersion() == nextVersion
-	})
-	if !served {
-		close(stop)
-		<-done
-		t.Fatalf("the service is not %s 5 s after the package landed\n%s", nextVersion, r.tail())
-	}
-	close(stop)
-	counts := <-done
-	after := r.waitRunning(ids...)
-	restarted := 0
-	for _, id := range ids {
-		if after[id].PID != before[id].PID {
-			restarted++
-		}
-	}
-	t.Logf("package upgrade with %d agents: dpkg -i took %v, the new version served %v after dpkg began; agents restarted %d; requests refused %d of %d",
-		len(ids), installed.Round(time.Millisecond), serving.Round(time.Millisecond), restarted, counts[1], counts[0])
-	if restarted != 0 || counts[1] != 0 {
-		t.Errorf("%d agents restarted, %d requests refused; want 0 and 0", restarted, counts[1])
-	}
-	if pid := r.unit("MainPID"); pid != servicePID {
-		t.Errorf("the service's pid went from %s to %s", servicePID, pid)
-	}
+	hotUpgrade(t, r, ids, before, exec.Command("dpkg", "-i", next), nextVersion)
 
 	// apt-get remove: the service and every agent stop, cleanly.
 	cfg := filepath.Join(r.m.Home, ".config", "tether", "agents.yaml")
@@ -308,5 +252,176 @@ func TestPackageUpgradeIsHotAndRemoveStops(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(r.m.Home, ".config", "systemd", "user", "tether.service.d", "tether.conf")); err != nil {
 		t.Errorf("the user's drop-in after purge: %v", err)
+	}
+}
+
+// hotUpgrade runs upgrade, a package tool that lands a newer package of
+// tether, while the rig's service runs the agents ids (their rows before
+// it in before), with status requests all along, as a client would make
+// them. The service must become nextVersion by itself within 5 s of the
+// package tool's start, in the same process, with no agent restarted
+// (the same pids) and no request refused.
+func hotUpgrade(t *testing.T, r *loginRig, ids []string, before map[string]statusRow, upgrade *exec.Cmd, nextVersion string) {
+	t.Helper()
+	servicePID := r.unit("MainPID")
+	// Requests all along the upgrade, as a client would make them.
+	stop := make(chan struct{})
+	done := make(chan [2]int)
+	go func() {
+		var asked, refused int
+		for {
+			select {
+			case <-stop:
+				done <- [2]int{asked, refused}
+				return
+			default:
+			}
+			asked++
+			if res := r.tether(false, "status"); res.code != 0 {
+				refused++
+				t.Logf("status refused: exit %d: %s", res.code, res.stderr)
+			}
+		}
+	}()
+	began := time.Now()
+	tool := strings.Join(upgrade.Args, " ")
+	out, err := upgrade.CombinedOutput()
+	if err != nil {
+		close(stop)
+		<-done
+		t.Fatalf("%s: %v\n%s", tool, err, out)
+	}
+	installed := time.Since(began)
+	t.Logf("%s:\n%s", tool, out)
+	var serving time.Duration
+	served := testproc.UntilEvery(5*time.Second, 20*time.Millisecond, func() bool {
+		serving = time.Since(began)
+		return r.serviceVersion() == nextVersion
+	})
+	if !served {
+		close(stop)
+		<-done
+		t.Fatalf("the service is not %s 5 s after the package landed\n%s", nextVersion, r.tail())
+	}
+	close(stop)
+	counts := <-done
+	after := r.waitRunning(ids...)
+	restarted := 0
+	for _, id := range ids {
+		if after[id].PID != before[id].PID {
+			restarted++
+		}
+	}
+	t.Logf("package upgrade with %d agents: %s took %v, the new version served %v after it began; agents restarted %d; requests refused %d of %d",
+		len(ids), upgrade.Args[0], installed.Round(time.Millisecond), serving.Round(time.Millisecond), restarted, counts[1], counts[0])
+	if restarted != 0 || counts[1] != 0 {
+		t.Errorf("%d agents restarted, %d requests refused; want 0 and 0", restarted, counts[1])
+	}
+	if pid := r.unit("MainPID"); pid != servicePID {
+		t.Errorf("the service's pid went from %s to %s", servicePID, pid)
+	}
+}
+
+// The tray at login from the package: Start at login writes an entry
+// that runs /usr/bin/tether, and a systemd session's login starts that
+// tray through systemd's generator (TestTrayStartsAtLoginUnderSystemd
+// with the package's binary).
+func TestPackageTrayStartsAtLogin(t *testing.T) {
+	installDeb(t)
+	needGenerator(t)
+	r := newLoginRig(t)
+	r.exe = "/usr/bin/tether"
+	trayStartsAtLogin(t, r)
+}
+
+// installRPM installs the .rpm of TETHER_PACKAGE_RPM onto this machine
+// with rpm itself, into an rpm database of the test's own (this Debian
+// machine's packages are dpkg's: rpm -i --nodeps, as on a Debian
+// machine rpm must be told), and erases it when the test ends,
+// removing the directories it made. It returns the database's path.
+func installRPM(t *testing.T, pkg string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		skipOrFail(t, "installing a package needs root")
+	}
+	needTools(t, "rpm", "dpkg")
+	if out, err := exec.Command("dpkg", "-s", "tether").CombinedOutput(); err == nil {
+		t.Fatalf("tether is installed by dpkg; the .rpm's files would replace its:\n%s", out)
+	}
+	if _, err := os.Lstat("/usr/bin/tether"); err == nil {
+		t.Fatal("/usr/bin/tether exists: the .rpm would replace it")
+	}
+	list, err := exec.Command("rpm", "-qlp", pkg).Output()
+	if err != nil {
+		t.Fatalf("rpm -qlp %s: %v", pkg, err)
+	}
+	var made []string // directories the package will make, deepest first
+	for _, f := range strings.Fields(string(list)) {
+		for d := filepath.Dir(f); d != "/"; d = filepath.Dir(d) {
+			if _, err := os.Lstat(d); err == nil || slices.Contains(made, d) {
+				break
+			}
+			made = append(made, d)
+		}
+	}
+	slices.SortFunc(made, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	db := t.TempDir()
+	t.Cleanup(func() {
+		if exec.Command("rpm", "-q", "--dbpath", db, "tether").Run() == nil {
+			if out, err := exec.Command("rpm", "-e", "--nodeps", "--dbpath", db, "tether").CombinedOutput(); err != nil {
+				t.Errorf("rpm -e tether: %v\n%s", err, out)
+			}
+		}
+		for _, d := range made {
+			os.Remove(d) // only where the package left it empty
+		}
+	})
+	if out, err := exec.Command("rpm", "-i", "--nodeps", "--dbpath", db, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("rpm -i %s: %v\n%s", pkg, err, out)
+	}
+	return db
+}
+
+// The .rpm's upgrade is as hot as the .deb's: rpm -U of a newer .rpm
+// over a running service with 20 agents makes it the new version by
+// itself, the same pids, no request refused (the package's %post with
+// 2, "a second package installed"); then rpm -e stops the service and
+// its agents before the binary goes (%preun with 0) and leaves the
+// user's config.
+func TestPackageRPMUpgradeIsHotAndEraseStops(t *testing.T) {
+	pkg, next := os.Getenv("TETHER_PACKAGE_RPM"), os.Getenv("TETHER_PACKAGE_RPM_NEXT")
+	version, nextVersion := os.Getenv("TETHER_PACKAGE_VERSION"), os.Getenv("TETHER_PACKAGE_VERSION_NEXT")
+	if pkg == "" || next == "" || version == "" || nextVersion == "" {
+		t.Skip("TETHER_PACKAGE_RPM, TETHER_PACKAGE_RPM_NEXT and their versions are not set (make dist-test sets them)")
+	}
+	db := installRPM(t, pkg)
+	r := newLoginRig(t)
+	r.exe = "/usr/bin/tether"
+	ids := r.writeAgents(20)
+	r.must(true, "service", "install")
+	if got := r.unit("FragmentPath"); got != "/usr/lib/systemd/user/tether.service" {
+		t.Errorf("the unit runs from %s, want the packaged one", got)
+	}
+	before := r.waitRunning(ids...)
+	if v := r.serviceVersion(); v != version {
+		t.Fatalf("service version %q, want %q", v, version)
+	}
+	hotUpgrade(t, r, ids, before, exec.Command("rpm", "-U", "--nodeps", "--dbpath", db, next), nextVersion)
+
+	cfg := filepath.Join(r.m.Home, ".config", "tether", "agents.yaml")
+	if out, err := exec.Command("rpm", "-e", "--nodeps", "--dbpath", db, "tether").CombinedOutput(); err != nil {
+		t.Fatalf("rpm -e: %v\n%s", err, out)
+	}
+	if pids := runningPackaged(); len(pids) > 0 {
+		t.Errorf("the packaged tether still runs after its removal: pids %v", pids)
+	}
+	if left := procsWith(r.marker); len(left) > 0 {
+		t.Errorf("agents left running after the removal: %v", left)
+	}
+	if _, err := os.Stat("/usr/bin/tether"); err == nil {
+		t.Error("rpm -e left /usr/bin/tether")
+	}
+	if _, err := os.Stat(cfg); err != nil {
+		t.Errorf("the user's config after rpm -e: %v", err)
 	}
 }

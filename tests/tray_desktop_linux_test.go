@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 	"github.com/tether-dev/tether/internal/testproc"
+	"github.com/tether-dev/tether/internal/usermanager"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
 )
@@ -50,6 +53,7 @@ type desktop struct {
 	env     []string // what a program on this desktop gets, besides its own
 	marker  string   // in the environment of everything started here
 	conn    *dbus.Conn
+	user    *usermanager.Manager // see deskOptions.user
 }
 
 // deskProc is a program the desktop started and waits for.
@@ -155,6 +159,12 @@ grep -m1 -F -e "$(cat %[1]s/dunst-pick)" %[1]s/dunst-menu.txt
 type deskOptions struct {
 	panel    bool   // the Xfce panel, a tray host
 	notifier string // "dunst", "xfce4-notifyd", or "" for none
+	// user, where set, makes the desktop a login of a real systemd user
+	// manager's user: the panel runs as that user, in the manager's
+	// mount namespace, on the manager's session bus (the one its units
+	// get), with the user's own XDG directories, as on a systemd login.
+	// Only the X server is the test's. It takes no notifier.
+	user *usermanager.Manager
 }
 
 // newDesktop starts the desktop; a missing program skips the test (fails
@@ -179,11 +189,21 @@ func newDesktopWith(t *testing.T, o deskOptions) *desktop {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &desktop{t: t, dir: dir, marker: uniqueMarker()}
-	for _, sub := range []string{"config/xfce4/xfconf/xfce-perchannel-xml", "config/dunst", "cache", "data", "run"} {
+	d := &desktop{t: t, dir: dir, marker: uniqueMarker(), user: o.user}
+	config := filepath.Join(dir, "config")
+	if o.user != nil {
+		if o.notifier != "" {
+			t.Fatal("a user's desktop takes no notifier")
+		}
+		config = filepath.Join(o.user.Home, ".config")
+	}
+	for _, sub := range []string{"config/dunst", "cache", "data", "run"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := os.MkdirAll(filepath.Join(config, "xfce4/xfconf/xfce-perchannel-xml"), 0o700); err != nil {
+		t.Fatal(err)
 	}
 	// Registered first, so it runs last: whatever this desktop started
 	// that is still there (programs the bus activated, the panel's plugin
@@ -196,13 +216,23 @@ func newDesktopWith(t *testing.T, o deskOptions) *desktop {
 		"TETHER_E2E_DESKTOP=" + d.marker,
 		"NO_AT_BRIDGE=1", // no accessibility bus
 		"GTK_A11Y=none",
-		"XDG_CONFIG_HOME=" + filepath.Join(dir, "config"),
-		"XDG_CACHE_HOME=" + filepath.Join(dir, "cache"),
-		"XDG_DATA_HOME=" + filepath.Join(dir, "data"),
-		"XDG_RUNTIME_DIR=" + filepath.Join(dir, "run"),
 	}
-	if err := os.WriteFile(filepath.Join(dir, "config/xfce4/xfconf/xfce-perchannel-xml/xfce4-panel.xml"), []byte(panelXML), 0o600); err != nil {
+	if o.user != nil {
+		d.env = append(o.user.Env(), d.env...)
+	} else {
+		d.env = append(d.env,
+			"XDG_CONFIG_HOME="+config,
+			"XDG_CACHE_HOME="+filepath.Join(dir, "cache"),
+			"XDG_DATA_HOME="+filepath.Join(dir, "data"),
+			"XDG_RUNTIME_DIR="+filepath.Join(dir, "run"))
+	}
+	if err := os.WriteFile(filepath.Join(config, "xfce4/xfconf/xfce-perchannel-xml/xfce4-panel.xml"), []byte(panelXML), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if o.user != nil {
+		if err := chownAll(config, o.user.UID, o.user.GID); err != nil {
+			t.Fatal(err)
+		}
 	}
 	picker := filepath.Join(dir, "dunst-picker")
 	if err := os.WriteFile(picker, []byte(fmt.Sprintf(dunstPicker, dir)), 0o700); err != nil {
@@ -217,6 +247,17 @@ func newDesktopWith(t *testing.T, o deskOptions) *desktop {
 	d.display = ":" + x
 	d.env = append(d.env, "DISPLAY="+d.display)
 
+	if o.user != nil {
+		d.bus = o.user.Bus()
+		if d.conn, err = connectAs(o.user.UID, o.user.GID, o.user.HostPath(o.user.RunUserDir()+"/bus")); err != nil {
+			t.Fatalf("connecting to the user's session bus: %v", err)
+		}
+		t.Cleanup(func() { d.conn.Close() })
+		if o.panel {
+			d.startPanel()
+		}
+		return d
+	}
 	sock := filepath.Join(dir, "bus")
 	conf := filepath.Join(dir, "bus.conf")
 	if err := os.WriteFile(conf, []byte(fmt.Sprintf(busConfig, sock)), 0o600); err != nil {
@@ -245,6 +286,63 @@ func newDesktopWith(t *testing.T, o deskOptions) *desktop {
 	return d
 }
 
+// connectAs connects to the session bus at the socket path as the user
+// uid, whose bus lets in no one else (root neither): the socket is
+// connected from a thread of this process that has taken the user's
+// ids, and that thread ends with it (a goroutine that exits locked to
+// its thread takes the thread along), so no other code runs as the user.
+func connectAs(uid, gid int, path string) (*dbus.Conn, error) {
+	type dialed struct {
+		fd  int
+		err error
+	}
+	ch := make(chan dialed, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
+		// Raw system calls change this thread's ids only (Go's own
+		// Setresuid changes every thread's).
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(gid), uintptr(gid), uintptr(gid)); e != 0 {
+			ch <- dialed{-1, fmt.Errorf("setresgid: %w", e)}
+			return
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(uid), uintptr(uid), uintptr(uid)); e != 0 {
+			ch <- dialed{-1, fmt.Errorf("setresuid: %w", e)}
+			return
+		}
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err == nil {
+			if err = unix.Connect(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+				unix.Close(fd)
+			}
+		}
+		ch <- dialed{fd, err}
+	}()
+	d := <-ch
+	if d.err != nil {
+		return nil, fmt.Errorf("connecting to %s as uid %d: %w", path, uid, d.err)
+	}
+	f := os.NewFile(uintptr(d.fd), path)
+	nc, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := dbus.NewConn(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	if err := conn.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(uid))}); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if err := conn.Hello(); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
 // startPanel starts the Xfce panel and waits for its tray host.
 func (d *desktop) startPanel() {
 	d.t.Helper()
@@ -271,9 +369,13 @@ func (d *desktop) pickAction(pick string) {
 	d.run(10*time.Second, "dunstctl", "context")
 }
 
-// start runs a program of the desktop until the test ends.
+// start runs a program of the desktop until the test ends (as the
+// desktop's user, where it has one).
 func (d *desktop) start(name string, env []string, argv ...string) *deskProc {
 	d.t.Helper()
+	if d.user != nil {
+		return d.startCmd(name, d.user.Command(argv[0], argv[1:]...), env)
+	}
 	return d.startCmd(name, exec.Command(argv[0], argv[1:]...), env)
 }
 
@@ -284,7 +386,10 @@ func (d *desktop) startCmd(name string, cmd *exec.Cmd, env []string) *deskProc {
 		d.t.Fatal(err)
 	}
 	defer logf.Close()
-	cmd.Env = append(os.Environ(), env...)
+	if cmd.Env == nil { // else the environment its maker chose
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		d.t.Fatalf("starting %s: %v", name, err)
@@ -406,14 +511,9 @@ func (d *desktop) waitItem(pid int, within time.Duration) sniItem {
 	d.t.Helper()
 	var found sniItem
 	if !testproc.UntilEvery(within, 10*time.Millisecond, func() bool {
-		for _, it := range d.items() {
-			var owner uint32
-			if err := d.conn.BusObject().Call("org.freedesktop.DBus.GetConnectionUnixProcessID", 0, it.service).Store(&owner); err == nil && int(owner) == pid {
-				found = it
-				return true
-			}
-		}
-		return false
+		var ok bool
+		found, ok = d.itemOf(pid)
+		return ok
 	}) {
 		d.t.Fatalf("no tray item of pid %d registered within %v; registered: %+v", pid, within, d.items())
 	}
@@ -423,6 +523,17 @@ func (d *desktop) waitItem(pid int, within time.Duration) sniItem {
 	}
 	found.menu, _ = v.Value().(dbus.ObjectPath)
 	return found
+}
+
+// itemOf returns the tray host's registered item of the process pid.
+func (d *desktop) itemOf(pid int) (sniItem, bool) {
+	for _, it := range d.items() {
+		var owner uint32
+		if err := d.conn.BusObject().Call("org.freedesktop.DBus.GetConnectionUnixProcessID", 0, it.service).Store(&owner); err == nil && int(owner) == pid {
+			return it, true
+		}
+	}
+	return sniItem{}, false
 }
 
 // items are the host's registered items: "busname/object/path" entries of

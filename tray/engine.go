@@ -147,6 +147,9 @@ type engine struct {
 	// lostPIDs are the pids of the agents that ran when the service was
 	// last seen, to tell which ones its return restarted.
 	lostPIDs map[string]int
+	// build and version are the binary the service last said it runs
+	// (api.Service): a hello from another one says it was updated.
+	build, version string
 
 	dirty chan struct{} // buffer 1: the menu must be rebuilt
 	poke  chan struct{} // buffer 1: try to connect now
@@ -438,6 +441,12 @@ func (e *engine) hello(st api.Status) {
 		notes = append(notes, backNotice(e.opts.Profile, st))
 	}
 	e.in.Conn, e.in.ConnErr, e.in.StartingService, e.in.Waiting = connected, "", false, nil
+	if st.Service != nil {
+		if e.build != "" && st.Service.Build != e.build {
+			notes = append(notes, updatedNotice(e.opts.Profile, e.version, *st.Service))
+		}
+		e.build, e.version = st.Service.Build, st.Service.Version
+	}
 	e.in.Status = st
 	e.noteServiceLocked(st)
 	e.in.Slots = growSlots(e.in.Slots, len(st.Agents))

@@ -138,6 +138,35 @@ func TestEngineServiceBack(t *testing.T) {
 	}
 }
 
+// TestEngineServiceUpdated: a service that hands over to another binary
+// (an upgrade, as a package's) is announced as updated, once, with the
+// new version; a reload of the same binary is not.
+func TestEngineServiceUpdated(t *testing.T) {
+	dir := shortDir(t)
+	sock := filepath.Join(dir, "s.sock")
+	f := startFake(t, sock, agent("a", api.StateRunning, time.Minute, nil))
+	f.mu.Lock()
+	f.status.Service = &api.Service{Version: "1.2.3", Build: "b1"}
+	f.mu.Unlock()
+	u, o := &fakeUI{}, &fakeOS{}
+	newTestEngine(t, dir, u, o)
+	u.waitMenu(t, "1 running", firstLine("1 running"))
+	f.reload(agent("a", api.StateRunning, time.Minute, nil))
+	f.handover(api.Service{Version: "1.2.4", Build: "b2"})
+	n := o.waitNotice(t, "updated")
+	if !strings.Contains(n.Body, "tether 1.2.4 (from 1.2.3)") || n.Urgency != urgencyLow {
+		t.Errorf("updated notice %+v, want tether 1.2.4 (from 1.2.3), informational", n)
+	}
+	for _, n := range o.allNotices() {
+		if strings.Contains(n.Title, "stopped") || strings.Contains(n.Title, "is back") {
+			t.Errorf("a handover announced as %q", n.Title)
+		}
+	}
+	if got := len(slices.DeleteFunc(o.allNotices(), func(n notice) bool { return !strings.Contains(n.Title, "updated") })); got != 1 {
+		t.Errorf("%d updated notices, want 1", got)
+	}
+}
+
 // TestEngineSleep: while the machine suspends and resumes, a lost service
 // that comes back is not announced at all, and an agent's failure that
 // outlasts the resume is announced after it.

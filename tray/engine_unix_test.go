@@ -155,6 +155,20 @@ func (f *fakeService) reload(agents ...api.Agent) {
 	}
 }
 
+// handover ends every event stream with a handover event, as a service
+// does when its successor takes over, and answers from then on as the
+// successor that runs s.
+func (f *fakeService) handover(s api.Service) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.status.Service = &s
+	for ch := range f.subs {
+		ch <- api.Event{Type: api.EventHandover}
+		close(ch)
+		delete(f.subs, ch)
+	}
+}
+
 func (f *fakeService) stop() {
 	f.srv.Close()
 	<-f.done

@@ -77,6 +77,7 @@ const (
 	kindLost       = "lost"
 	kindBack       = "back"
 	kindRestarted  = "restarted"
+	kindUpdated    = "updated"
 	kindAction     = "action"
 	kindConfig     = "config"
 	kindNoTray     = "no_tray"
@@ -299,6 +300,25 @@ func restartedNotice(profile string, restarted []string) notice {
 		Subject: subjectService,
 		Title:   "tether: service restarted",
 		Body:    body,
+		Urgency: urgencyLow,
+		Icon:    assets.Mark,
+	}
+}
+
+// updatedNotice says the service now runs another binary: an upgrade (a
+// package's, an installer's, tether service upgrade) kept it, and every
+// agent, running (I9).
+func updatedNotice(profile, was string, now api.Service) notice {
+	who, _ := serviceWho(profile)
+	body := fmt.Sprintf("%s was updated to tether %s", who, now.Version)
+	if was != "" && was != now.Version {
+		body += " (from " + was + ")"
+	}
+	return notice{
+		Key:     subjectService + "/" + kindUpdated,
+		Subject: subjectService,
+		Title:   "tether: updated",
+		Body:    body + "; its agents kept running.",
 		Urgency: urgencyLow,
 		Icon:    assets.Mark,
 	}

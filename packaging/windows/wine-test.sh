@@ -112,16 +112,20 @@ printf '#include <windows.h>\nint main(void) { Sleep(INFINITE); return 0; }\n' >
 x86_64-w64-mingw32-gcc -O2 -s -o "$tmp/sleeper.exe" "$tmp/sleeper.c"
 echo "wine prefix ready in $(($(date +%s) - begin))s"
 
-# The first program of a prefix starts Wine's own services; on a busy
-# machine that start can fail once ("ShellExecuteEx failed: Internal
-# error") and succeed the next time, so the first read is polled.
-eventually 120 w cmd /c echo '%LOCALAPPDATA%' || {
+# Wine's own programs by their full paths: `wine cmd` is run through
+# start.exe, whose ShellExecuteEx can fail ("Internal error") while the
+# prefix's services (services.exe, plugplay, winedevice), which the first
+# program of a fresh server starts, are still coming up on a busy
+# machine; a full path is loaded directly. The first read is polled all
+# the same: it is the one that waits for those services.
+syscmd='C:\windows\system32\cmd.exe' sysreg='C:\windows\system32\reg.exe'
+eventually 120 w "$syscmd" /c echo '%LOCALAPPDATA%' || {
 	echo "  wineboot's output:" >&2
 	sed 's/^/  | /' "$tmp/boot.log" >&2
 	fail "reading %LOCALAPPDATA%"
 }
 localw=$(cat "$tmp/out")
-w cmd /c echo '%APPDATA%' || fail "reading %APPDATA%"
+w "$syscmd" /c echo '%APPDATA%' || fail "reading %APPDATA%"
 roamingw=$(cat "$tmp/out")
 instw="$localw\\Programs\\tether"
 exew="$instw\\tether.exe"
@@ -134,7 +138,7 @@ runKey='HKCU\Software\Microsoft\Windows\CurrentVersion\Run'
 
 # regval KEY NAME: the value's data, as reg query prints it.
 regval() {
-	w reg query "$1" /v "$2" || return 1
+	w "$sysreg" query "$1" /v "$2" || return 1
 	awk -v n="$2" '$1 == n { $1 = ""; $2 = ""; sub(/^ +/, ""); print; found = 1 } END { exit !found }' "$tmp/out"
 }
 
@@ -224,7 +228,7 @@ HOME="$winehome" wine "$exew" --profile held service run >"$tmp/held.log" 2>&1 &
 eventually 60 w "$exew" --profile held status || fail "the held profile's service did not answer"
 if w "$inst/uninstall.exe" /S "_?=$instw"; then fail "the uninstaller removed tether while it ran"; fi
 [ -f "$inst/tether.exe" ] || fail "the uninstaller removed tether.exe while it ran"
-w reg query "$uninstKey" || fail "the uninstaller dropped its uninstall key while tether ran"
+w "$sysreg" query "$uninstKey" || fail "the uninstaller dropped its uninstall key while tether ran"
 ok "the uninstaller waits, then leaves a tether.exe that still runs, and its uninstall key"
 w "$exew" --profile held service stop || fail "stopping the held profile's service"
 # The default profile's service, which that run stopped, and its agent
@@ -234,7 +238,7 @@ HOME="$winehome" wine "$exew" service run >"$tmp/service.log" 2>&1 &
 eventually 60 w "$exew" status || fail "the service did not answer again"
 w "$exew" start sleeper || fail "tether.exe start sleeper, again"
 eventually 30 agentpid >/dev/null || fail "the service did not run its agent again"
-w reg add "$runKey" /v keep /d 'C:\other.exe' /f || fail "writing another Run value"
+w "$sysreg" add "$runKey" /v keep /d 'C:\other.exe' /f || fail "writing another Run value"
 w "$inst/uninstall.exe" /S "_?=$instw" || fail "the uninstaller exited $?"
 # It returned once the service and its guardians had exited.
 if agentpid >/dev/null; then fail "the service still answers after the uninstall"; fi
@@ -244,7 +248,7 @@ done
 [ -z "$(find "$inst" -name '*.old*')" ] || fail "binaries set aside by the upgrade are left: $(ls "$inst")"
 [ -z "$(ours)" ] || fail "tether or its agent still runs after the uninstall: $(ours)"
 [ ! -e "$lnk" ] || fail "the Start-menu entry is left"
-if w reg query "$uninstKey"; then fail "the uninstall key is left"; fi
+if w "$sysreg" query "$uninstKey"; then fail "the uninstall key is left"; fi
 if regval "$runKey" tether >/dev/null; then fail "the Run value is left"; fi
 regval "$runKey" keep >/dev/null || fail "the uninstaller removed a Run value that was not tether's"
 [ -f "$roaming/tether/agents.yaml" ] || fail "the uninstaller removed the user's config"
