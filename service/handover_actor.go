@@ -89,7 +89,7 @@ func (a *actor) handover() upgrade.Agent {
 		StartedAt: a.startedAt, Contention: a.contention, ContDelay: a.contDelay,
 		DepWait: a.depWait, Pending: a.pending, StopAsked: a.stopAsked, StopSince: a.stopSince,
 		RestartArm: a.restartArm, DepErr: a.depErr, Leftover: a.leftover, Unclaimed: a.unclaimed,
-		Offline: a.offline != nil,
+		Offline: a.offline != nil, Elsewhere: a.elsewhere != nil,
 	}
 	if a.timerC != nil {
 		st.Due = a.timerDue
@@ -116,6 +116,12 @@ func (a *actor) resume(st upgrade.Agent, session chan attachResult) {
 	}
 	if st.Offline {
 		a.goOffline()
+	}
+	if st.Elsewhere {
+		// The watch on the holder's key was the service before's: a
+		// start now takes the key if the holder let go meanwhile, or
+		// waits for it again on a watch of this process.
+		a.schedule(0)
 	}
 }
 

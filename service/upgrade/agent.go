@@ -17,9 +17,10 @@ type Agent struct {
 	Row api.Agent `json:"row"`
 
 	Want       bool          `json:"want"`
-	Parked     bool          `json:"parked,omitempty"`   // a crash loop parked it
-	Failures   []time.Time   `json:"failures,omitempty"` // those that may make a crash loop
-	Offline    bool          `json:"offline,omitempty"`  // waiting for what it needs
+	Parked     bool          `json:"parked,omitempty"`    // a crash loop parked it
+	Failures   []time.Time   `json:"failures,omitempty"`  // those that may make a crash loop
+	Offline    bool          `json:"offline,omitempty"`   // waiting for what it needs
+	Elsewhere  bool          `json:"elsewhere,omitempty"` // waiting for a holder in etcd to let go
 	Backoff    time.Duration `json:"backoff,omitempty"`
 	StartedAt  time.Time     `json:"started_at,omitzero"`
 	Due        time.Time     `json:"due,omitzero"` // a start is scheduled then (backoff, contention retry)
