@@ -126,9 +126,14 @@ func TestTopInTmux(t *testing.T) {
 	}
 
 	p.keys("u")
-	p.waitFor("CPU and MEM measured", func(s string) bool {
+	measured := p.waitFor("CPU and MEM measured", func(s string) bool {
 		return strings.Contains(s, " CPU ") && strings.Contains(s, " MEM ") && strings.Contains(s, "measured at")
 	})
+	// With $TETHER_TOP_SCREENSHOT set, the screen rendered to a PNG
+	// there (docs/top.png is one).
+	if path := os.Getenv("TETHER_TOP_SCREENSHOT"); path != "" {
+		screenshotText(t, measured, path)
+	}
 
 	p.keys("?")
 	p.waitFor("the keys", func(s string) bool { return strings.Contains(s, "q          quit") && row(s, "alpha") == "" })
@@ -139,7 +144,8 @@ func TestTopInTmux(t *testing.T) {
 	// stop it.
 	p.keys("Down", "l")
 	p.waitFor("alpha's log", func(s string) bool {
-		return strings.Contains(s, "log of alpha") && strings.Contains(s, "\nstarted")
+		// Each line as the log has it: after its time.
+		return strings.Contains(s, "log of alpha") && strings.Contains(s, "Z started\n")
 	})
 	p.keys("l")
 	p.waitFor("the log pane closed", func(s string) bool { return !strings.Contains(s, "log of alpha") })
@@ -180,4 +186,17 @@ func TestTopNeedsTerminal(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "needs a terminal") || r.stdout != "" {
 		t.Fatalf("top without a terminal: exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
 	}
+}
+
+// screenshotText renders a terminal's text, light on dark in a monospaced
+// font, to the PNG at path, with ImageMagick.
+func screenshotText(t *testing.T, screen, path string) {
+	t.Helper()
+	needTools(t, "convert")
+	out, err := exec.Command("convert", "-background", "#1e1e1e", "-fill", "#d8d8d8", "-font", "DejaVu-Sans-Mono",
+		"-pointsize", "14", "-bordercolor", "#1e1e1e", "-border", "12", "label:"+strings.TrimRight(screen, "\n"), path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("rendering the screen to %s: %v\n%s", path, err, out)
+	}
+	t.Logf("the screen, rendered: %s", path)
 }
