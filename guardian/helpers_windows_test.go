@@ -59,9 +59,11 @@ func runHelper(args []string) int {
 		<-intr
 		return 0
 	case "pipes":
-		// Lists the pipe handles it inherited: an agent must have none.
+		// Lists the pipe handles it inherited besides its standard
+		// ones (its output goes to its guardian's log pipes): an agent
+		// must have none.
 		signal.Notify(intr, os.Interrupt)
-		_ = os.WriteFile(filepath.Join(os.Getenv("HELPER_DIR"), "pipes"), []byte(fmt.Sprint(pipeHandles())), 0o600)
+		_ = os.WriteFile(filepath.Join(os.Getenv("HELPER_DIR"), "pipes"), []byte(fmt.Sprint(nonStdPipes())), 0o600)
 		announce("leader")
 		<-intr
 		return 0
@@ -90,6 +92,24 @@ func pipeHandles() []uintptr {
 			continue
 		}
 		if t, err := windows.GetFileType(windows.Handle(h)); err == nil && t == windows.FILE_TYPE_PIPE {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// nonStdPipes is pipeHandles without the process's standard input,
+// output and error.
+func nonStdPipes() []uintptr {
+	std := map[uintptr]bool{}
+	for _, n := range []uint32{windows.STD_INPUT_HANDLE, windows.STD_OUTPUT_HANDLE, windows.STD_ERROR_HANDLE} {
+		if h, err := windows.GetStdHandle(n); err == nil {
+			std[uintptr(h)] = true
+		}
+	}
+	out := []uintptr{}
+	for _, h := range pipeHandles() {
+		if !std[h] {
 			out = append(out, h)
 		}
 	}

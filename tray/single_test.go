@@ -10,7 +10,13 @@ import (
 )
 
 func TestOneTrayPerProfileAndDisplay(t *testing.T) {
-	dir := t.TempDir()
+	// Not t.TempDir: under Wine a lock file once locked may not be
+	// removable at the test's end.
+	dir, err := os.MkdirTemp("", "tether-tray-lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	t.Setenv("WAYLAND_DISPLAY", "")
 	t.Setenv("DISPLAY", ":7.0")
 	path := trayLockPath(dir)
