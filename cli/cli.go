@@ -128,11 +128,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	default:
 		if strings.HasPrefix(cmd, "-") {
 			// A global flag mistyped, before the command.
-			names := make([]string, len(globalFlags))
-			for i, g := range globalFlags {
-				names[i] = strings.TrimLeft(g, "-")
-			}
-			return inv.usage(&unknownFlagError{Flag: cmd, Meant: suggest.Best(strings.TrimLeft(cmd, "-"), names)})
+			return inv.usage(&unknownFlagError{Flag: cmd, Meant: suggest.Best(strings.TrimLeft(cmd, "-"), globalFlagNames())})
 		}
 		return inv.usage(unknownCommand("unknown command", cmd))
 	}

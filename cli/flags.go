@@ -15,6 +15,15 @@ type unknownFlagError struct {
 	Flag, Meant string
 }
 
+// globalFlagNames are the global flags' names, without their dashes.
+func globalFlagNames() []string {
+	names := make([]string, len(globalFlags))
+	for i, g := range globalFlags {
+		names[i] = strings.TrimLeft(g, "-")
+	}
+	return names
+}
+
 func (e *unknownFlagError) Error() string {
 	if e.Meant == "" {
 		return fmt.Sprintf("unknown flag %s", e.Flag)
@@ -51,9 +60,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		if f == nil {
 			var names []string
 			fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-			for _, g := range globalFlags {
-				names = append(names, strings.TrimLeft(g, "-"))
-			}
+			names = append(names, globalFlagNames()...)
 			return &unknownFlagError{Flag: a, Meant: suggest.Best(name, names)}
 		}
 		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !hasValue && (!ok || !b.IsBoolFlag()) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/assets"
+	"github.com/tether-dev/tether/internal/human"
 )
 
 // coalescer keeps a burst of agents' notices from becoming a storm
@@ -134,7 +135,7 @@ func summarize(ns []notice, burst int) notice {
 	for _, k := range kinds {
 		slices.Sort(byKind[k])
 		names = append(names, byKind[k]...)
-		lines = append(lines, fmt.Sprintf("%s %s: %s", plural(len(byKind[k]), "agent", "agents"), phrase(k), strings.Join(byKind[k], ", ")))
+		lines = append(lines, fmt.Sprintf("%s %s: %s", human.Count(len(byKind[k]), "agent", "agents"), phrase(k), strings.Join(byKind[k], ", ")))
 	}
 	slices.Sort(names)
 	head := fmt.Sprintf("tether: %d more agents failed: ", len(names))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/assets"
+	"github.com/tether-dev/tether/internal/human"
 	"github.com/tether-dev/tether/wire"
 )
 
@@ -144,7 +145,7 @@ func waitingItem(in input) item {
 	for _, w := range in.Waiting {
 		lines = append(lines, fmt.Sprintf("%s (pid %d): %s until %s", w.Identity, w.AgentPID, api.StateAdoptable, w.Until.Local().Format("15:04:05")))
 	}
-	title := plural(len(in.Waiting), "agent waits", "agents wait") + " for the service"
+	title := human.Count(len(in.Waiting), "agent waits", "agents wait") + " for the service"
 	return item{Title: title, Tooltip: "They outlived the service (survive_service_crash) and keep running until a service of this profile adopts them, or the time shown:\n" + strings.Join(lines, "\n")}
 }
 
@@ -357,7 +358,7 @@ func infoLine(a api.Agent, cost map[string]api.Usage) string {
 		info += fmt.Sprintf(", %s CPU, %s", u.CPUText(), u.MemoryText())
 	}
 	if a.Restarts > 0 {
-		info += ", " + plural(a.Restarts, "restart", "restarts")
+		info += ", " + human.Count(a.Restarts, "restart", "restarts")
 	}
 	return info
 }
@@ -380,12 +381,6 @@ func copyText(a api.Agent, e api.Error, at time.Time) string {
 }
 
 // plural is "1 restart", "2 restarts".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
 
 // shape is the structure of items, without their titles and flags: what
 // the binding must find unchanged to apply a menu in place.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/assets"
+	"github.com/tether-dev/tether/internal/human"
 )
 
 // urgency is how insistently a notice asks for attention.
@@ -293,7 +294,7 @@ func restartedNotice(profile string, restarted []string) notice {
 	body := fmt.Sprintf("%s stopped unexpectedly, and its service manager started it again; every agent kept running.", who)
 	if len(restarted) > 0 {
 		body = fmt.Sprintf("%s stopped unexpectedly, and its service manager started it again; %s restarted with it: %s.",
-			who, plural(len(restarted), "agent was", "agents were"), nameList(restarted, maxNoticeMessage))
+			who, human.Count(len(restarted), "agent was", "agents were"), nameList(restarted, maxNoticeMessage))
 	}
 	return notice{
 		Key:     subjectService + "/" + kindRestarted,
