@@ -85,18 +85,25 @@ const (
 	// (an upgrade under way) before it could take this request: ask
 	// again once it answers, and its successor will.
 	CodeHandingOver Code = "handing_over"
+	// CodeSecret: a secret of the agent's could not be read when it was
+	// to start: its keychain entry is missing, the keychain could not be
+	// reached or unlocked, or its command failed, timed out or printed
+	// nothing. Nothing was started; the row is failed, and the restart
+	// policy does not retry it. The message names the variable, its
+	// reference and why, never a value.
+	CodeSecret Code = "secret"
 )
 
 // Codes returns every error code.
 func Codes() []Code {
 	return []Code{CodeNotFound, CodeBadRequest, CodeContention, CodeCleanupFailed, CodeSpawn, CodeConfig,
 		CodeState, CodeForbidden, CodeLock, CodePrivateDir, CodeInternal, CodeExited, CodeCrashLoop, CodeNotReady,
-		CodeWatchdog, CodeUnhealthy, CodeDependency, CodeUpgrade, CodeHandingOver}
+		CodeWatchdog, CodeUnhealthy, CodeDependency, CodeUpgrade, CodeHandingOver, CodeSecret}
 }
 
 // AgentCodes returns the codes an Agent row's Error can carry: why its
 // last start failed, how it last ended, or what its cleanup left.
 func AgentCodes() []Code {
 	return []Code{CodeContention, CodeCleanupFailed, CodeSpawn, CodeConfig, CodeLock, CodePrivateDir, CodeInternal,
-		CodeExited, CodeCrashLoop, CodeNotReady, CodeWatchdog, CodeUnhealthy, CodeDependency}
+		CodeExited, CodeCrashLoop, CodeNotReady, CodeWatchdog, CodeUnhealthy, CodeDependency, CodeSecret}
 }

@@ -251,6 +251,7 @@ var codeHelp = []struct {
 	{api.CodeWatchdog, "it missed its watchdog ping (or sent WATCHDOG=trigger): restarted by its policy"},
 	{api.CodeUnhealthy, "its health check failed too often in a row: restarted by its policy"},
 	{api.CodeDependency, "an agent it requires could not run, or stopped; the message names which"},
+	{api.CodeSecret, "a secret could not be read from the keychain or its command: not started, not retried"},
 }
 
 // statusHelp is the help of "tether status": the columns, the JSON, and
