@@ -125,6 +125,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return inv.reload(rest)
 	case "config":
 		return inv.configCmd(rest)
+	case "secret":
+		return inv.secretCmd(rest)
 	default:
 		if strings.HasPrefix(cmd, "-") {
 			// A global flag mistyped, before the command.
