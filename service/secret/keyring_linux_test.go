@@ -3,18 +3,14 @@ package secret
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tether-dev/tether/internal/keyringtest"
-	"github.com/tether-dev/tether/service/config"
 )
-
-func keyringAgent(key string) config.Agent {
-	return config.Agent{ID: "alice", Secrets: map[string]config.SecretRef{"TOKEN": {Keyring: key}}}
-}
 
 // Against a real Secret Service (GNOME Keyring on a private bus): Set
 // stores a value under the profile's service name, where another client
@@ -73,8 +69,10 @@ func TestKeychain(t *testing.T) {
 		if err != nil || string(out) != value {
 			t.Errorf("secret-tool lookup service tether/default username alice-token: %q, %v", out, err)
 		}
+	} else if os.Getenv("CI") == "true" {
+		t.Errorf("CI=true: no secret-tool (libsecret-tools) to check the naming with another client")
 	} else {
-		t.Logf("no secret-tool (libsecret-tools): the naming is not checked with another client")
+		t.Logf("SKIP part: no secret-tool (libsecret-tools): the naming is not checked with another client")
 	}
 	// Another profile has its own entries.
 	if _, err := Resolve(ctx, "work", keyringAgent("alice-token"), nil); !errors.Is(err, ErrNotFound) {
