@@ -17,8 +17,8 @@ import (
 	"github.com/tether-dev/tether/service/secret"
 )
 
-// secretUsage is the usage of "tether secret".
-var secretUsage = errors.New("usage: tether secret set ID NAME (the value on standard input) | tether secret ls ID")
+// errSecretUsage is the usage of "tether secret".
+var errSecretUsage = errors.New("usage: tether secret set ID NAME (the value on standard input) | tether secret ls ID")
 
 // secretCmd runs "tether secret set|ls". Both work from the config: NAME
 // is a variable of agent ID's secrets, and its {keyring: KEY} names the
@@ -30,7 +30,7 @@ func (inv *invocation) secretCmd(args []string) int {
 	case len(args) == 2 && args[0] == "ls":
 		return inv.secretLs(args[1])
 	}
-	return inv.usage(secretUsage)
+	return inv.usage(errSecretUsage)
 }
 
 // secretAgent loads the config and returns agent id's entry and the

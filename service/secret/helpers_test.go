@@ -1,3 +1,5 @@
+//go:build linux || windows
+
 package secret
 
 import "github.com/tether-dev/tether/service/config"
