@@ -371,3 +371,77 @@ func TestSecretsAsAnUnprivilegedUser(t *testing.T) {
 	}
 	_ = svc.cmd.Process.Signal(syscall.SIGTERM)
 }
+
+// On a terminal, tether secret set asks for the value and does not echo
+// it: the terminal's output (what script(1) records of it) has the
+// prompt and the answer, never the value typed.
+func TestSecretSetOnATerminalDoesNotEcho(t *testing.T) {
+	needTools(t, "script")
+	w := newWorld(t)
+	w.withKeyring()
+	value := randomSecret(t)
+	w.writeConfig("agents:\n" + dumpingAgent("x", uniqueMarker(), filepath.Join(w.dir, "dump"), `    secrets:
+      TOKEN: {keyring: x-token}
+`))
+	// script(1) runs the command on a pseudo-terminal of its own and
+	// passes its own standard input to it.
+	cmd := exec.Command("script", "-qec", tether+" secret set x TOKEN", os.DevNull)
+	cmd.Env = w.env
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var screen bytes.Buffer
+	prompted := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		asked := false
+		for {
+			n, err := out.Read(buf)
+			screen.Write(buf[:n])
+			if !asked && strings.Contains(screen.String(), "(not shown): ") {
+				asked = true
+				close(prompted)
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-prompted:
+	case <-done:
+	case <-time.After(30 * time.Second):
+	}
+	// Typed only once it asked: the terminal echoes what comes before.
+	if _, err := stdin.Write([]byte(value + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+	err = cmd.Wait()
+	text := screen.String()
+	if err != nil || !strings.Contains(text, "value of TOKEN for agent \"x\" (not shown): ") || !strings.Contains(text, "stored TOKEN") {
+		t.Fatalf("secret set on a terminal: %v\n%s", err, text)
+	}
+	if strings.Contains(text, value) {
+		t.Errorf("the terminal shows the value typed:\n%s", text)
+	}
+	if ls := w.mustRun("secret", "ls", "x"); !strings.Contains(ls.stdout, "yes") {
+		t.Errorf("not stored:\n%s", ls.stdout)
+	}
+}
