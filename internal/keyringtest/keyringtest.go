@@ -11,7 +11,6 @@
 package keyringtest
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -21,7 +20,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -124,14 +122,25 @@ func Start(t testing.TB, opts Options) *Keyring {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	// A file, not a pipe: the daemon inherits it, and may outlive the
+	// session until the cleanup ends it.
+	logPath := filepath.Join(home, "session.log")
+	out, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("dbus-run-session: %v", err)
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() { stop(t, cmd, stdin, done, marker, &out) })
+	output := func() string {
+		b, _ := os.ReadFile(logPath)
+		return string(b)
+	}
+	t.Cleanup(func() { stop(t, cmd, stdin, done, marker, output) })
 
 	deadline := time.Now().Add(startWithin)
 	var addr []byte
@@ -142,11 +151,11 @@ func Start(t testing.TB, opts Options) *Keyring {
 		}
 		select {
 		case <-done:
-			t.Fatalf("the keyring's session ended at start: %s", out.String())
+			t.Fatalf("the keyring's session ended at start: %s", output())
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no keyring within %v: %s", startWithin, out.String())
+			t.Fatalf("no keyring within %v: %s", startWithin, output())
 		}
 	}
 	k := &Keyring{Address: strings.TrimSpace(string(addr))}
@@ -159,17 +168,21 @@ func Start(t testing.TB, opts Options) *Keyring {
 	return k
 }
 
-// stop ends the session (its cat reads end of file), which ends the bus,
-// which ends the daemon; whatever of it is still there after stopWithin
-// is killed, and the test fails.
-func stop(t testing.TB, cmd *exec.Cmd, stdin io.Closer, done chan struct{}, marker string, out *lockedBuffer) {
+// stop ends the session (its cat reads end of file), which ends the bus;
+// the daemon, which does not always end with its bus, is sent SIGTERM,
+// and whatever of it is still there after stopWithin is killed, and the
+// test fails.
+func stop(t testing.TB, cmd *exec.Cmd, stdin io.Closer, done chan struct{}, marker string, output func() string) {
 	stdin.Close()
 	select {
 	case <-done:
 	case <-time.After(stopWithin):
 		_ = cmd.Process.Kill()
 		<-done
-		t.Errorf("the keyring's session did not end within %v: %s", stopWithin, out.String())
+		t.Errorf("the keyring's session did not end within %v: %s", stopWithin, output())
+	}
+	for _, pid := range marked(marker) {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
 	}
 	var left []int
 	if testproc.UntilEvery(stopWithin, 10*time.Millisecond, func() bool { left = marked(marker); return len(left) == 0 }) {
@@ -178,26 +191,7 @@ func stop(t testing.TB, cmd *exec.Cmd, stdin io.Closer, done chan struct{}, mark
 	for _, pid := range left {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	t.Errorf("processes of the keyring outlived its session by %v: %v (killed)", stopWithin, left)
-}
-
-// lockedBuffer collects the session's output, written by os/exec's
-// copier while the test may read it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	t.Errorf("processes of the keyring outlived SIGTERM by %v: %v (killed)", stopWithin, left)
 }
 
 // marked lists the live processes whose environment holds marker.

@@ -38,7 +38,13 @@ func runCommand(ctx context.Context, argv []string, dir string, env []string) (s
 	stdout := &capped{max: MaxValue + 2} // room for the newline dropped
 	stderr := &capped{max: maxStderr}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	err := cmd.Run()
+	// Started and waited for as the service's own child: the service
+	// reaps every other child it has (the orphans it adopts), and would
+	// take this one's exit status.
+	err := platform.StartChild(cmd)
+	if err == nil {
+		err = platform.WaitChild(cmd)
+	}
 	out := stdout.b.Bytes()
 	defer clear(out)
 	switch {
