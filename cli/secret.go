@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/x/term"
 
@@ -72,8 +73,7 @@ func (inv *invocation) secretSet(id, name string, in *os.File) int {
 	}
 	var value string
 	if term.IsTerminal(in.Fd()) {
-		fmt.Fprintf(inv.stderr, "value of %s for agent %q (not shown): ", name, id)
-		b, err := term.ReadPassword(in.Fd())
+		b, err := readHidden(in, func() { fmt.Fprintf(inv.stderr, "value of %s for agent %q (not shown): ", name, id) })
 		fmt.Fprintln(inv.stderr)
 		if err != nil {
 			return inv.fail("reading the value: %v", err)
@@ -134,4 +134,52 @@ func (inv *invocation) secretLs(id string) int {
 	}
 	tw.Flush()
 	return code
+}
+
+// errInterrupted: Ctrl-C or Ctrl-D at the prompt.
+var errInterrupted = errors.New("interrupted")
+
+// readHidden reads one line from the terminal in, echoing nothing. The
+// terminal is put in raw mode before prompt writes the prompt, so that
+// nothing typed after the prompt is shown, however soon it comes (a
+// terminal that echoes until the read begins would show what is typed
+// ahead). Backspace deletes a character, Ctrl-U the line; Ctrl-C, and
+// Ctrl-D on an empty line, give up.
+func readHidden(in *os.File, prompt func()) ([]byte, error) {
+	st, err := term.MakeRaw(in.Fd())
+	if err != nil {
+		return nil, err
+	}
+	defer term.Restore(in.Fd(), st)
+	prompt()
+	var line []byte
+	var b [1]byte
+	for {
+		n, err := in.Read(b[:])
+		if n == 0 {
+			if err == nil {
+				continue
+			}
+			clear(line)
+			return nil, err
+		}
+		switch c := b[0]; c {
+		case '\r', '\n':
+			return line, nil
+		case 0x7f, 0x08: // backspace, delete: the last character
+			_, size := utf8.DecodeLastRune(line)
+			line = line[:len(line)-size]
+		case 0x15: // Ctrl-U
+			clear(line)
+			line = line[:0]
+		case 0x03, 0x04: // Ctrl-C, Ctrl-D
+			if c == 0x04 && len(line) > 0 {
+				continue
+			}
+			clear(line)
+			return nil, errInterrupted
+		default:
+			line = append(line, c)
+		}
+	}
 }

@@ -21,10 +21,11 @@ const waitDelay = 2 * time.Second
 const maxStderr = 4 << 10
 
 // runCommand runs argv without a shell, in dir with env, for at most
-// Timeout (it and what it forked are killed then), and returns what it printed on standard output without one
-// trailing newline. It reads nothing: its standard input is empty. A
-// failure's reason quotes the last line of its standard error, which
-// says why (not signed in, no such entry), never its standard output.
+// Timeout (it and what it forked are killed then), and returns what it
+// printed on standard output without one trailing newline. It reads
+// nothing: its standard input is empty. A failure's reason quotes the
+// last line of its standard error, which says why (not signed in, no such
+// entry), never its standard output.
 func runCommand(ctx context.Context, argv []string, dir string, env []string) (string, *Error) {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
