@@ -42,9 +42,11 @@ const (
 const markerVar = "TETHER_KEYRINGTEST"
 
 // script unlocks the keyring (its password on the daemon's standard
-// input), writes the bus address to $1 and holds the session open until
-// its standard input closes.
+// input), stores an item in it (so that the login keyring is made and
+// answers before a test's first request), writes the bus address to $1
+// and holds the session open until its standard input closes.
 const script = `eval "$(printf '%s' "$2" | gnome-keyring-daemon --unlock --components=secrets)" || exit 1
+printf ready | secret-tool store --label=ready keyringtest ready || exit 1
 printf '%s\n' "$DBUS_SESSION_BUS_ADDRESS" > "$1.tmp" && mv "$1.tmp" "$1" || exit 1
 exec cat >/dev/null
 `
@@ -73,12 +75,12 @@ type Keyring struct {
 // Skip skips t when a tool is missing, and fails it under CI=true.
 func Skip(t testing.TB) {
 	t.Helper()
-	for _, tool := range []string{"dbus-run-session", "gnome-keyring-daemon", "sh"} {
+	for _, tool := range []string{"dbus-run-session", "gnome-keyring-daemon", "secret-tool", "sh"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") == "true" {
-				t.Fatalf("CI=true: the keyring tests need %s (Debian's dbus and gnome-keyring): %v", tool, err)
+				t.Fatalf("CI=true: the keyring tests need %s (Debian's dbus, gnome-keyring and libsecret-tools): %v", tool, err)
 			}
-			t.Skipf("SKIP: the keyring tests need %s (apt-get install dbus gnome-keyring)", tool)
+			t.Skipf("SKIP: the keyring tests need %s (apt-get install dbus gnome-keyring libsecret-tools)", tool)
 		}
 	}
 }
