@@ -8,11 +8,13 @@ require (
 	github.com/Microsoft/go-winio v0.6.4
 	github.com/charmbracelet/bubbletea v1.3.10
 	github.com/charmbracelet/x/term v0.2.1
+	github.com/danieljoos/wincred v1.2.3
 	github.com/ebitengine/purego v0.10.2
 	github.com/esiqveland/notify v0.13.3
 	github.com/gen2brain/beeep v0.12.0
 	github.com/godbus/dbus/v5 v5.2.4
 	github.com/kardianos/service v1.2.4
+	github.com/zalando/go-keyring v0.2.8
 	go.etcd.io/etcd/api/v3 v3.5.21
 	go.etcd.io/etcd/client/v3 v3.5.21
 	go.uber.org/goleak v1.3.0

@@ -96,18 +96,25 @@ const (
 	// offline and the message says what was tried. The ending does not
 	// count toward a crash loop.
 	CodeUnreachable Code = "unreachable"
+	// CodeSecret: a secret of the agent's could not be read when it was
+	// to start: its keychain entry is missing, the keychain could not be
+	// reached or unlocked, or its command failed, timed out or printed
+	// nothing. Nothing was started; the row is failed, and the restart
+	// policy does not retry it. The message names the variable, its
+	// reference and why, never a value.
+	CodeSecret Code = "secret"
 )
 
 // Codes returns every error code.
 func Codes() []Code {
 	return []Code{CodeNotFound, CodeBadRequest, CodeContention, CodeCleanupFailed, CodeSpawn, CodeConfig,
 		CodeState, CodeForbidden, CodeLock, CodePrivateDir, CodeInternal, CodeExited, CodeCrashLoop, CodeNotReady,
-		CodeWatchdog, CodeUnhealthy, CodeDependency, CodeLease, CodeUpgrade, CodeHandingOver, CodeUnreachable}
+		CodeWatchdog, CodeUnhealthy, CodeDependency, CodeLease, CodeUpgrade, CodeHandingOver, CodeUnreachable, CodeSecret}
 }
 
 // AgentCodes returns the codes an Agent row's Error can carry: why its
 // last start failed, how it last ended, or what its cleanup left.
 func AgentCodes() []Code {
 	return []Code{CodeContention, CodeCleanupFailed, CodeSpawn, CodeConfig, CodeLock, CodePrivateDir, CodeInternal,
-		CodeExited, CodeCrashLoop, CodeNotReady, CodeWatchdog, CodeUnhealthy, CodeDependency, CodeLease, CodeUnreachable}
+		CodeExited, CodeCrashLoop, CodeNotReady, CodeWatchdog, CodeUnhealthy, CodeDependency, CodeLease, CodeUnreachable, CodeSecret}
 }

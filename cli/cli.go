@@ -11,7 +11,9 @@
 // "service stop" where no OS service manager can stop it). Package service
 // is used in this process for what needs no running service: the profile's
 // paths, "check" (the config loaded as the service loads it), and
-// "service run", which becomes the service. Package install registers the
+// "service run", which becomes the service; package service/secret for
+// "secret set" and "secret ls", which store and look up the agents'
+// keychain entries without the service. Package install registers the
 // service with the OS, package config writes the default config, and
 // "guardian", "demo" and "tray" are handed to their packages whole.
 //
@@ -125,6 +127,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return inv.reload(rest)
 	case "config":
 		return inv.configCmd(rest)
+	case "secret":
+		return inv.secretCmd(rest)
 	default:
 		if strings.HasPrefix(cmd, "-") {
 			// A global flag mistyped, before the command.

@@ -169,6 +169,13 @@ func (inv *invocation) candidates(done []string, cur string) []string {
 		if len(args) == 0 {
 			out = append(out, commandNames()...)
 		}
+	case "secret":
+		switch {
+		case len(args) == 0:
+			out = append(out, "set", "ls")
+		case len(args) == 1 && !flagsToo:
+			out = append(out, inv.agentIDs()...)
+		}
 	case "start", "stop", "restart":
 		if !flagsToo {
 			// Each id once.

@@ -94,6 +94,15 @@ is refused and the running one stays in force.`,
 from; a config already there is never overwritten. --print writes it to
 standard output instead, to compare with or copy from.`,
 		example: "tether config init && $EDITOR ~/.config/tether/agents.yaml\ntether config init --print | less"},
+	{name: "secret", usage: "secret set ID NAME | secret ls ID", summary: "store an agent's secret in the OS keychain, or list its secrets",
+		text: `set stores the value of secret NAME of agent ID (a secrets: {NAME:
+{keyring: KEY}} of its entry) in the OS keychain, as the entry KEY of
+service tether/PROFILE. It reads the value from standard input: on a
+terminal it asks without echoing it, otherwise it takes everything,
+without one trailing newline. Never give a value as an argument.
+ls lists the agent's secrets: each name, where it is read from, and
+whether its keychain entry is there; never a value.`,
+		example: "tether secret set alice TOKEN                 # asks for it\nop read op://vault/alice/token | tether secret set alice TOKEN\ntether secret ls alice"},
 	{name: "completion", usage: "completion bash|zsh|fish|powershell", summary: "print a shell completion script",
 		text: `Prints a script that completes tether's commands, flags and agent ids
 (those of the running service, else those of the config).`,

@@ -255,6 +255,7 @@ var codeHelp = []struct {
 	{api.CodeDependency, "an agent it requires could not run, or stopped; the message names which"},
 	{api.CodeLease, "its lease in etcd could not be had or renewed in time (its tree was stopped first): retried"},
 	{api.CodeUnreachable, "what it needs (needs:) was unreachable: it waits offline, not counted as a crash"},
+	{api.CodeSecret, "a secret could not be read from the keychain or its command: not started, not retried"},
 }
 
 // statusHelp is the help of "tether status": the columns, the JSON, and

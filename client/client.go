@@ -226,10 +226,13 @@ func (c *Client) events(ctx context.Context, tail int, logs []string) (iter.Seq2
 				// there, from its hello (the logs from their new
 				// lines).
 				resp.Body.Close()
-				if resp, err = c.do(ctx, http.MethodGet, eventsPath(0, logs), nil); err != nil {
+				next, err := c.do(ctx, http.MethodGet, eventsPath(0, logs), nil)
+				if err != nil {
+					// resp stays the closed one, for the deferred Close.
 					yield(api.Event{}, fmt.Errorf("reconnecting after the service's handover: %w", err))
 					return
 				}
+				resp = next
 				dec = json.NewDecoder(resp.Body)
 				continue
 			}

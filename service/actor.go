@@ -562,9 +562,9 @@ func (a *actor) start() {
 	a.stopElsewhere()
 	a.row.Status, a.restartWhy = a.restartWhy, ""
 	a.setState(api.StateStarting, a.row.Error)
-	env, err := a.cfg.Environ(a.c.opts.BaseEnv)
-	if err != nil {
-		a.fail(&api.Error{Code: api.CodeConfig, Message: err.Error()})
+	env, e := a.environ()
+	if e != nil {
+		a.fail(e)
 		return
 	}
 	spec := a.spec(env)

@@ -9,9 +9,11 @@
 // and takes back, run_takeover.go: the successor's start), the adoption
 // of trees that outlived a crash of the service before (adopt.go), the
 // notifications to a service manager and the stop budget a manager must
-// allow (budget.go). Its subpackages hold the config (config), the
-// durable state (state), the API server (localapi) and the upgrade's own
-// steps, record and check (upgrade).
+// allow (budget.go), and the reading of an agent's environment at each
+// start (secrets.go). Its subpackages hold the config (config), the
+// durable state (state), the API server (localapi), the upgrade's own
+// steps, record and check (upgrade), and the reading of secrets from the
+// keychain or a command (secret).
 //
 // It never touches an agent's processes itself: every start, stop and
 // cleanup goes through the agent's guardian, and when the service dies its

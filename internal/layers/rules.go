@@ -48,11 +48,13 @@ var rules = []rule{
 		Why: "only the command line starts the service, the tray, the terminal view and the demo"},
 	{Who: []string{"service/lease/..."}, By: []string{"service"},
 		Why: "the etcd client is the service's: the guardian and the rest link none of it"},
+	{Who: []string{"service/secret/..."}, By: []string{"service", "cli"},
+		Why: "the keychain's library is the service's, which reads secrets, and the command line's, which stores them: the guardian links none of it"},
 }
 
 // GuardianNever are the modules the guardian's executable must never
 // link, directly or not: what the service alone pays for.
-var GuardianNever = []string{"go.etcd.io/", "google.golang.org/grpc", "go.uber.org/zap"}
+var GuardianNever = []string{"go.etcd.io/", "google.golang.org/grpc", "go.uber.org/zap", "github.com/zalando/go-keyring", "github.com/danieljoos/wincred"}
 
 // exempt are the packages a rule with Who "..." leaves out: the command
 // line and the binary's main.

@@ -49,6 +49,12 @@ type Agent struct {
 	// EnvFile is the absolute path of a KEY=VALUE file read by Environ;
 	// empty when unset.
 	EnvFile string
+	// Secrets maps variable names to where their values are read at
+	// each start (the keychain, a command); nil when unset. The service
+	// sets them over Environ's. Left out of the Fingerprint when unset,
+	// so that entries without it keep the fingerprint they had before
+	// the key existed (an adopted tree's, a parked agent's).
+	Secrets map[string]SecretRef `json:",omitempty"`
 	// Autostart starts the agent when the service starts.
 	Autostart bool
 	// Restart is the restart policy; DefaultRestart when unset.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -167,6 +168,17 @@ func TestParseErrors(t *testing.T) {
 			map[string]string{"a.env": "\n\nA='1\"\n"}, []want{{"a.env", 3, "agents[0].env_file", ""}}},
 		{"env_file NUL value", "agents:\n  - id: a\n    command: [x]\n    env_file: a.env\n",
 			map[string]string{"a.env": "A=x\x00y\n"}, []want{{"a.env", 1, "agents[0].env_file", "NUL"}}},
+
+		// secrets.
+		{"secret a plain value", "agents:\n  - id: a\n    command: [x]\n    secrets:\n      TOKEN: hunter2\n", nil, []want{{"cfg", 5, "agents[0].secrets.TOKEN", "never written in the config"}}},
+		{"secret bad name", "agents:\n  - id: a\n    command: [x]\n    secrets:\n      1T: {keyring: k}\n", nil, []want{{"cfg", 5, "agents[0].secrets.1T", "variable name"}}},
+		{"secret also in env", "agents:\n  - id: a\n    command: [x]\n    env: {T: x}\n    secrets:\n      T: {keyring: k}\n", nil, []want{{"cfg", 6, "agents[0].secrets.T", "env too"}}},
+		{"secret two kinds", "agents:\n  - id: a\n    command: [x]\n    secrets:\n      T: {keyring: k, exec: [x]}\n", nil, []want{{"cfg", 5, "agents[0].secrets.T", "exactly one"}}},
+		{"secret unknown kind", "agents:\n  - id: a\n    command: [x]\n    secrets:\n      T:\n        vault: k\n", nil, []want{{"cfg", 6, "agents[0].secrets.T.vault", "keyring"}}},
+		{"secret empty keyring", "agents:\n  - id: a\n    command: [x]\n    secrets:\n      T: {keyring: \"\"}\n", nil, []want{{"cfg", 5, "agents[0].secrets.T.keyring", "keychain entry"}}},
+		{"secret keyring too long", "agents:\n  - id: a\n    command: [x]\n    secrets:\n      T: {keyring: " + strings.Repeat("k", 129) + "}\n", nil, []want{{"cfg", 5, "agents[0].secrets.T.keyring", "128"}}},
+		{"secret exec a string", "agents:\n  - id: a\n    command: [x]\n    secrets:\n      T: {exec: \"op read x\"}\n", nil, []want{{"cfg", 5, "agents[0].secrets.T.exec", "without a shell"}}},
+		{"secrets a list", "agents:\n  - id: a\n    command: [x]\n    secrets: [T]\n", nil, []want{{"cfg", 4, "agents[0].secrets", "mapping"}}},
 
 		// Several at once, reported in line order.
 		{"several", "agents:\n  - id: ../x\n    command: [x]\n    restart: sometimes\n  - id: b\n    stop_timeout: 0s\nextra: 1\n",
@@ -677,5 +689,66 @@ func TestParseManyMerges(t *testing.T) {
 	}
 	if a := cfg.Agents[agents-1]; a.Restart != api.RestartAlways || len(a.Env) != 9 || a.Env["V7"] != "x" {
 		t.Errorf("last agent: %+v", a)
+	}
+}
+
+// secrets parse into references, and the config holds no value.
+func TestParseSecrets(t *testing.T) {
+	cfg, err := Parse("agents.yaml", []byte(`agents:
+  - id: a
+    command: [x]
+    env: {PLAIN: p}
+    secrets:
+      TOKEN: {keyring: alice-token}
+      API_KEY: {exec: [op, read, "op://vault/item/field"]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.Agents[0]
+	want := map[string]SecretRef{
+		"TOKEN":   {Keyring: "alice-token"},
+		"API_KEY": {Exec: []string{"op", "read", "op://vault/item/field"}},
+	}
+	if !reflect.DeepEqual(a.Secrets, want) {
+		t.Errorf("secrets %#v, want %#v", a.Secrets, want)
+	}
+	if got := a.SecretNames(); !reflect.DeepEqual(got, []string{"API_KEY", "TOKEN"}) {
+		t.Errorf("SecretNames %v", got)
+	}
+	for ref, want := range map[string]SecretRef{
+		`keyring "alice-token"`:                  want["TOKEN"],
+		`exec [op read "op://vault/item/field"]`: want["API_KEY"],
+		`exec [pass show "a b"]`:                 {Exec: []string{"pass", "show", "a b"}},
+	} {
+		if got := want.String(); got != ref {
+			t.Errorf("String() = %s, want %s", got, ref)
+		}
+	}
+	// Without secrets, the field stays nil: the fingerprint of an entry
+	// that does not use them does not change.
+	cfg, err = Parse("agents.yaml", []byte("agents:\n  - id: a\n    command: [x]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Agents[0].Secrets != nil {
+		t.Errorf("secrets %#v without the key", cfg.Agents[0].Secrets)
+	}
+	if b, _ := json.Marshal(cfg.Agents[0]); bytes.Contains(b, []byte("Secrets")) {
+		t.Errorf("an entry without secrets is fingerprinted with them: %s", b)
+	}
+}
+
+// Overlay sets variables over an environment, replacing those of the
+// same name, in name order.
+func TestOverlay(t *testing.T) {
+	base := []string{"A=1", "TOKEN=old", "B=2"}
+	got := Overlay(base, map[string]string{"TOKEN": "new", "C": "3"})
+	want := []string{"A=1", "B=2", "C=3", "TOKEN=new"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Overlay = %v, want %v", got, want)
+	}
+	if base[1] != "TOKEN=old" {
+		t.Errorf("Overlay changed its argument: %v", base)
 	}
 }

@@ -81,7 +81,7 @@ const (
 )
 
 var agentKeys = []string{keyID, keyIdentity, keyCommand, keyDir, keyEnv, keyEnvFile, keyAutostart, keyRestart, keyStopTimeout,
-	keyReady, keyStartTimeout, keyWatchdog, keyHealth, keyAfter, keyRequires, keySurvive, keyLease, keyNeeds, keyLogs}
+	keyReady, keyStartTimeout, keyWatchdog, keyHealth, keyAfter, keyRequires, keySurvive, keyLease, keyNeeds, keyLogs, keySecrets}
 
 // rootKeys are the keys at the top of the config.
 var rootKeys = []string{"agents", keyLease, keyRestart, keyLogs}
@@ -387,6 +387,7 @@ func (p *parser) agent(n *yaml.Node, key string) (a parsedAgent, ok bool) {
 	p.agentDir(&a, e)
 	p.agentEnv(&a, e)
 	p.agentEnvFile(&a, e)
+	p.agentSecrets(&a, e)
 	p.agentAutostart(&a, e)
 	p.agentRestart(&a, e)
 	p.agentStopTimeout(&a, e)

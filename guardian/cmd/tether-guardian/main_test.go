@@ -13,8 +13,9 @@ import (
 )
 
 // forbidden are the packages no guardian may link: tether's service, tray,
-// command line and clients, and the libraries only they need. Each is a
-// path and everything below it. Of what the guardian does link, godbus
+// command line and clients, and the libraries only they need (the
+// keychain's too: the service reads secrets, never the guardian). Each is
+// a path and everything below it. Of what the guardian does link, godbus
 // is for the transient scope it puts itself in (one package initializer
 // of a few allocations); crypto/tls for the https readiness checks.
 var forbidden = []string{
@@ -32,6 +33,8 @@ var forbidden = []string{
 	"gopkg.in/yaml.v3",
 	"go.etcd.io",
 	"google.golang.org/grpc",
+	"github.com/zalando/go-keyring",
+	"github.com/danieljoos/wincred",
 	"net/http",
 }
 
