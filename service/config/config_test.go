@@ -634,29 +634,23 @@ func TestParseRefusesAliasBombs(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			type result struct {
-				err     error
-				elapsed time.Duration
-			}
-			done := make(chan result, 1)
+			done := make(chan error, 1)
 			go func() {
-				start := time.Now()
 				_, err := Parse("agents.yaml", []byte(tc.text))
-				done <- result{err, time.Since(start)}
+				done <- err
 			}()
-			var r result
+			var err error
 			select {
-			case r = <-done:
-			case <-time.After(5 * time.Second):
-				t.Fatalf("a %d-byte config still parsing after 5 s", len(tc.text))
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				// Unbounded, the merge bomb takes over a minute; refused,
+				// every case takes milliseconds on an idle machine.
+				t.Fatalf("a %d-byte config still parsing after 30 s", len(tc.text))
 			}
-			if r.elapsed > time.Second {
-				t.Errorf("refused after %v, want well under a second", r.elapsed)
-			}
-			p := problems(t, r.err)
+			p := problems(t, err)
 			if len(p) != 1 || p[0].File != "agents.yaml" || p[0].Line != tc.line || p[0].Key != tc.key ||
-				!errors.Is(r.err, ErrExpansion) {
-				t.Fatalf("got %v, want one ErrExpansion at agents.yaml:%d %s", r.err, tc.line, tc.key)
+				!errors.Is(err, ErrExpansion) {
+				t.Fatalf("got %v, want one ErrExpansion at agents.yaml:%d %s", err, tc.line, tc.key)
 			}
 		})
 	}
