@@ -164,7 +164,10 @@ func check(ctx context.Context, exe string, globalArgs []string, offer Offer) (A
 		if msg == "" {
 			msg = strings.TrimSpace(out.String())
 		}
-		if runErr == nil {
+		switch {
+		case ctx.Err() != nil:
+			runErr = fmt.Errorf("no answer within %v", checkTimeout)
+		case runErr == nil:
 			runErr = errors.New("it answered no handover check")
 		}
 		return ans, fmt.Errorf("%s cannot take over (is it a tether that knows handover-check?): %v: %.300s", exe, runErr, msg)
