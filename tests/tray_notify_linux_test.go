@@ -568,6 +568,113 @@ func TestTraySuspendResume(t *testing.T) {
 	t.Logf("awake: %q, then %q", n, b)
 }
 
+// TestTrayResumeOneNotice: agents die while the machine sleeps (logind's
+// PrepareForSleep on a stand-in system bus, heard by the service and the
+// tray alike). Those the service restarts after the resume are never
+// announced, and the three that may not be restarted make one notice
+// between them on a real notification server (dunst), naming each. When
+// the restarts mend everything, nothing is said at all.
+func TestTrayResumeOneNotice(t *testing.T) {
+	d := newDesktop(t, true)
+	notes := d.monitorNotify()
+	logind := d.startFakeLogind()
+	w := newWorld(t)
+	w.env = append(w.env, "DBUS_SYSTEM_BUS_ADDRESS="+logind.addr)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	mended := []string{"m1", "m2", "m3"}
+	broken := []string{"r1", "r2", "r3"}
+	var b strings.Builder
+	b.WriteString("agents:\n")
+	for _, id := range append(slices.Clone(mended), broken...) {
+		restart := "on-failure"
+		if id[0] == 'r' {
+			restart = "never"
+		}
+		fmt.Fprintf(&b, "  - id: %s\n    command: [/bin/sh, -c, 'sleep 1000 & wait', %s]\n    autostart: true\n    restart: %s\n    stop_timeout: 300ms\n", id, m, restart)
+	}
+	w.writeConfig(b.String())
+	svc := w.startService("default")
+	logind.waitSubscribed(t)
+	tr := d.startTrayEnv(w, "default", "DBUS_SYSTEM_BUS_ADDRESS="+logind.addr)
+	logind.waitSubscribed(t)
+	item := d.waitItem(tr.pid, 15*time.Second)
+	d.waitMenu(item, "6 running", func(n menuNode) bool { return n.children[0].label == "6 running" })
+
+	// sleep announces a suspend, and waits until the service and the
+	// tray have both heard it, the nth time.
+	sleep := func(n int) {
+		logind.prepareForSleep(t, true)
+		testproc.Eventually(t, 15*time.Second, func() bool {
+			return strings.Count(svc.output(), "the machine suspends") >= n && strings.Count(tr.output(), "the machine suspends") >= n
+		}, "the suspend was not heard:\nservice:\n%s\ntray:\n%s", svc.output(), tr.output())
+	}
+	// kill ends ids' agents, as a suspend that cut their connections
+	// would, and returns their pids.
+	kill := func(ids []string) map[string]int {
+		rows := w.status("default")
+		pids := map[string]int{}
+		for _, id := range ids {
+			pids[id] = rows[id].PID
+			if err := syscallKill(rows[id].PID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return pids
+	}
+	restarted := func(pids map[string]int) {
+		for id, pid := range pids {
+			testproc.Eventually(t, 30*time.Second, func() bool {
+				a := w.status("default")[id]
+				return a.State == api.StateRunning && a.PID != pid
+			}, "%s was not restarted after the resume: %+v", id, w.status("default")[id])
+		}
+	}
+
+	// Every agent dies in the sleep: three are restarted, three fail.
+	sleep(1)
+	pids := kill(append(slices.Clone(mended), broken...))
+	for _, id := range broken {
+		w.waitState("default", id, api.StateFailed)
+	}
+	logind.prepareForSleep(t, false)
+	resumed := time.Now()
+	for _, id := range broken {
+		delete(pids, id)
+	}
+	restarted(pids)
+	n := notes.wait(t, 30*time.Second, "3 agents failed")
+	t.Logf("%v after the resume: %q / %q", time.Since(resumed).Round(time.Millisecond), n.summary, n.body)
+	for _, id := range broken {
+		if !strings.Contains(n.summary, id) {
+			t.Errorf("the notice %q does not name %s", n.summary, id)
+		}
+	}
+	if strings.Contains(n.summary+n.body, "m1") || strings.Contains(n.summary, "more") {
+		t.Errorf("the notice %q / %q names a mended agent, or more than the failed", n.summary, n.body)
+	}
+	// Nothing more comes: past the tray's last wakeup, one notice in all.
+	waitStill(t, tr.pid, 500*time.Millisecond, 15*time.Second)
+	if all := notes.all(); len(all) != 1 {
+		t.Errorf("%d notices for one suspend, want 1: %+v", len(all), all)
+	}
+
+	// The mended agents die in the next sleep too: nothing at all is said,
+	// past the settling after the resume.
+	sleep(2)
+	pids = kill(mended)
+	logind.prepareForSleep(t, false)
+	resumed = time.Now()
+	restarted(pids)
+	testproc.Eventually(t, 30*time.Second, func() bool {
+		return strings.Count(tr.output(), "the machine resumed") >= 2
+	}, "the tray did not hear the resume:\n%s", tr.output())
+	if testproc.UntilEvery(15*time.Second, 100*time.Millisecond, func() bool { return len(notes.all()) > 1 }) {
+		t.Errorf("a notice for what the restarts mended: %+v", notes.all()[1:])
+	}
+	t.Logf("nothing said within %v of the second resume", time.Since(resumed).Round(time.Second))
+}
+
 // notifydBubbles is the geometry of xfce4-notifyd's bubbles on screen
 // now. It is read again with each screenshot: a bubble's window exists
 // (at 0,0) before the server places it, and a bubble of normal urgency

@@ -109,10 +109,18 @@ var summaryPhrases = map[string]string{
 	kindContention: "cannot get their identity",
 }
 
-// summarize is the bubble that names every agent of ns, grouped by what
-// happened to them. It is as urgent as the most urgent of them, and
-// offers to start again the ones that can be.
+// summarize is the bubble that names every agent of ns gathered after
+// the burst's own bubbles.
 func summarize(ns []notice, burst int) notice {
+	subject := fmt.Sprintf("summary/%d", burst)
+	return gather(ns, subject, "more ")
+}
+
+// gather is the one bubble of subject that names every agent of ns,
+// grouped by what happened to them ("tether: 3 <more >agents failed: a,
+// b, c"). It is as urgent as the most urgent of them, and offers to start
+// again the ones that can be.
+func gather(ns []notice, subject, more string) notice {
 	var kinds []string
 	byKind := map[string][]string{}
 	var again []string
@@ -138,14 +146,14 @@ func summarize(ns []notice, burst int) notice {
 		lines = append(lines, fmt.Sprintf("%s %s: %s", human.Count(len(byKind[k]), "agent", "agents"), phrase(k), strings.Join(byKind[k], ", ")))
 	}
 	slices.Sort(names)
-	head := fmt.Sprintf("tether: %d more agents failed: ", len(names))
+	head := fmt.Sprintf("tether: %d %sagents failed: ", len(names), more)
 	if len(names) == 1 {
-		head = "tether: 1 more agent failed: "
+		head = fmt.Sprintf("tether: 1 %sagent failed: ", more)
 	}
 	slices.Sort(again)
 	n := notice{
-		Key:     fmt.Sprintf("summary/%d", burst),
-		Subject: fmt.Sprintf("summary/%d", burst),
+		Key:     subject,
+		Subject: subject,
 		Title:   head + nameList(names, maxSummaryTitle-len(head)),
 		Body:    strings.Join(lines, "\n") + "\nThe tray's menu shows each one's error.",
 		Urgency: urgency,

@@ -16,7 +16,8 @@
 //     subject whose older bubble it replaces); a coalescer that turns a
 //     burst into a few notices and one summary naming every agent, never
 //     dropping one; and a gate that holds notices while the machine
-//     suspends and resumes.
+//     suspends and resumes, and makes one notice of what is still true
+//     once it has settled.
 //   - engine.go: the runtime. It watches the service's event stream
 //     (reconnecting with backoff), coalesces bursts of changes through a
 //     buffer-1 channel and rebuilds the whole menu under a fresh context

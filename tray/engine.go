@@ -664,16 +664,22 @@ func (e *engine) notifyLoop() {
 			}
 			if asleep {
 				gate.sleep()
+				e.logf("the machine suspends: notices are held until %s after it resumes", human.Duration(e.settle))
 			} else if gate.resume(); gate.holding() {
+				e.logf("the machine resumed: notices are held for %s more", human.Duration(e.settle))
 				settle = time.NewTimer(e.settle)
 				settleC = settle.C
 			}
 		case <-settleC:
 			settleC = nil
+			var still []notice
 			for _, n := range gate.release() {
 				if e.stillTrue(n) {
-					deliver(n)
+					still = append(still, n)
 				}
+			}
+			for _, n := range gate.afterResume(still) {
+				deliver(n)
 			}
 		}
 	}

@@ -221,6 +221,76 @@ func TestEngineSleep(t *testing.T) {
 	o.waitNotice(t, "b keeps crashing")
 }
 
+// TestEngineSleepOneNotice: agents that fail while the machine sleeps,
+// and still fail once it has settled, make one notice between them, that
+// names each; the one that recovered is not named; one alone keeps its
+// own notice. A bubble whose problem ended while the machine slept is
+// taken down.
+func TestEngineSleepOneNotice(t *testing.T) {
+	dir := shortDir(t)
+	ids := []string{"a", "b", "c", "d"}
+	var rows []api.Agent
+	for _, id := range ids {
+		rows = append(rows, agent(id, api.StateRunning, time.Minute, nil))
+	}
+	f := startFake(t, filepath.Join(dir, "s.sock"), rows...)
+	u, o := &fakeUI{}, &fakeOS{}
+	sleeps := make(chan chan<- bool, 1)
+	d := o.deps()
+	d.watchSleep = func(ctx context.Context, ev chan<- bool) { sleeps <- ev; <-ctx.Done() }
+	var withdrawn []string
+	var mu sync.Mutex
+	d.withdraw = func(subject string) error { mu.Lock(); withdrawn = append(withdrawn, subject); mu.Unlock(); return nil }
+	startEngine(t, dir, u, d, func(e *engine) { e.settle = 300 * time.Millisecond })
+	ev := <-sleeps
+	u.waitMenu(t, "4 running", firstLine("4 running"))
+	count := func() int { return len(o.allNotices()) }
+
+	// Awake, d fails: its own notice.
+	f.send(failedRow("d"))
+	o.waitNotice(t, "d failed")
+
+	ev <- true // suspending
+	for _, id := range []string{"a", "b", "c"} {
+		f.send(failedRow(id))
+	}
+	recovered := agent("d", api.StateRunning, 0, nil)
+	recovered.Since = time.Now()
+	f.send(recovered)
+	u.waitMenu(t, "3 failed", firstLine("1 running, 3 failed"))
+	testproc.Eventually(t, 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(withdrawn, "agent/d")
+	}, "d runs again during the sleep, and its bubble stays up")
+	ev <- false // resumed
+	n := o.waitNotice(t, "3 agents failed")
+	if missing := named([]notice{n}, []string{"a", "b", "c"}); len(missing) > 0 || strings.Contains(n.Title, "more") {
+		t.Errorf("the notice after the resume %q / %q: not named %v", n.Title, n.Body, missing)
+	}
+	if named([]notice{n}, []string{"d"}) == nil {
+		t.Errorf("the notice after the resume names d, which recovered: %q", n.Title)
+	}
+	if !slices.Equal(labels(n), []string{labelStartAgain}) || !slices.Equal(n.Actions[0].Do.IDs, []string{"a", "b", "c"}) {
+		t.Errorf("its actions %+v, want Start again for a, b and c", n.Actions)
+	}
+	// d's notice from before the sleep, and this one: no other comes.
+	if testproc.UntilEvery(time.Second, 10*time.Millisecond, func() bool { return count() > 2 }) {
+		t.Errorf("notices after the resume: %+v", o.allNotices()[2:])
+	}
+
+	// One agent alone keeps its own notice.
+	ev <- true
+	f.send(failedRow("d"))
+	ev <- false
+	if n := o.waitNotice(t, "d failed"); n.Agent != "d" || !slices.Equal(labels(n), []string{labelOpenLog, labelStartAgain, labelOpenConfig}) {
+		t.Errorf("d alone after a resume: %+v", n)
+	}
+	if testproc.UntilEvery(time.Second, 10*time.Millisecond, func() bool { return count() > 3 }) {
+		t.Errorf("notices after the second resume: %+v", o.allNotices()[3:])
+	}
+}
+
 // TestEngineReloadAndCopy: Reload config asks the service, and a rejected
 // config is announced by its cause; Copy error copies, or says why not.
 func TestEngineReloadAndCopy(t *testing.T) {

@@ -99,7 +99,8 @@ func TestBackAndConfigNotices(t *testing.T) {
 }
 
 // The sleep gate holds agent and service notices while the machine
-// suspends and settles, never the results of the user's clicks.
+// suspends and settles, never the results of the user's clicks nor the
+// taking down of a bubble.
 func TestSleepGate(t *testing.T) {
 	var g sleepGate
 	if g.holding() {
@@ -121,6 +122,9 @@ func TestSleepGate(t *testing.T) {
 	}
 	if gated(click) {
 		t.Error("the answer to a click is gated")
+	}
+	if gated(withdrawal("a")) {
+		t.Error("the taking down of a bubble is gated")
 	}
 	g.resume()
 	if !g.holding() {

@@ -1,6 +1,7 @@
 package tray
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -18,6 +19,7 @@ type sleepGate struct {
 	asleep   bool
 	settling bool
 	held     []notice // one per Key, the newest, in order of arrival
+	resumes  int      // resumes so far, for the subject of what follows one
 }
 
 // sleep: the machine is about to suspend.
@@ -27,6 +29,7 @@ func (g *sleepGate) sleep() { g.asleep, g.settling = true, false }
 func (g *sleepGate) resume() {
 	if g.asleep {
 		g.asleep, g.settling = false, true
+		g.resumes++
 	}
 }
 
@@ -35,9 +38,10 @@ func (g *sleepGate) holding() bool { return g.asleep || g.settling }
 
 // gated reports whether n is one a suspend may have caused: about an
 // agent, or about the service going and coming back. The results of the
-// user's own clicks are never held.
+// user's own clicks are never held, nor the taking down of a bubble whose
+// problem has ended: that puts nothing new in front of the person.
 func gated(n notice) bool {
-	return n.Agent != "" || n.Subject == subjectService
+	return !n.withdraw && (n.Agent != "" || n.Subject == subjectService)
 }
 
 // hold keeps n until release; a newer notice of the same Key replaces an
@@ -54,5 +58,34 @@ func (g *sleepGate) release() []notice {
 	}
 	out := g.held
 	g.held, g.settling = nil, false
+	return out
+}
+
+// afterResume is what the person is told of the held notices still true
+// once the machine has settled: the agents' become one notice, the
+// agent's own when there is one, else one that names them all; a
+// service still gone is said alone, its agents being gone with it. The
+// service's other notices keep their one bubble, each replacing the last.
+// A notice that names several agents has a subject of its own for each
+// resume, so that it never takes the place of an earlier one.
+func (g *sleepGate) afterResume(still []notice) []notice {
+	var agents, out []notice
+	for _, n := range still {
+		switch {
+		case n.Key == lostKey:
+			return []notice{n}
+		case n.Agent != "":
+			agents = append(agents, n)
+		default:
+			out = append(out, n)
+		}
+	}
+	switch len(agents) {
+	case 0:
+	case 1:
+		out = append(out, agents[0])
+	default:
+		out = append(out, gather(agents, fmt.Sprintf("summary/resume/%d", g.resumes), ""))
+	}
 	return out
 }
