@@ -422,6 +422,76 @@ func TestDefaultConfig(t *testing.T) {
 	}
 }
 
+// example is the example of key that the default config gives, commented
+// out at indent, uncommented: its line and the deeper lines under it.
+func example(t *testing.T, indent, key string) string {
+	t.Helper()
+	var out []string
+	for _, line := range strings.Split(string(Default()), "\n") {
+		switch {
+		case strings.HasPrefix(line, indent+"# "+key+":"):
+			if out != nil {
+				t.Fatalf("the default config gives two examples of %s", key)
+			}
+			out = []string{indent + strings.TrimPrefix(line, indent+"# ")}
+		case out != nil && strings.HasPrefix(line, indent+"#   "):
+			out = append(out, indent+"  "+strings.TrimPrefix(line, indent+"#   "))
+		case out != nil:
+			return strings.Join(out, "\n") + "\n"
+		}
+	}
+	if out == nil {
+		t.Fatalf("the default config gives no example of %s", key)
+	}
+	return strings.Join(out, "\n") + "\n"
+}
+
+// The default config's examples of the keys of a long day (restart's
+// numbers, needs, logs, secrets, for an agent and for every agent) are
+// valid as written, and say what they seem to; each is explained.
+func TestDefaultConfigExamples(t *testing.T) {
+	agent := "agents:\n  - id: demo\n    command: [tether, demo-agent]\n"
+	parse := func(top, own string) Agent {
+		t.Helper()
+		src := agent + own + top
+		cfg, err := Parse("default.yaml", []byte(src))
+		if err != nil {
+			t.Fatalf("the example does not parse: %v\n%s", err, src)
+		}
+		return cfg.Agents[0]
+	}
+	if a := parse("", example(t, "    ", keyRestart)); a.Restart != api.RestartAlways || a.Retry.MaxBackoff != 5*time.Minute || a.Retry.CrashLoop != (CrashLoop{Failures: 5, Within: 10 * time.Minute}) {
+		t.Errorf("an agent's restart example: %+v %+v", a.Restart, a.Retry)
+	}
+	if a := parse(example(t, "", keyRestart), ""); a.Retry != DefaultRetry() {
+		t.Errorf("the top restart example, the defaults written out: %+v, want %+v", a.Retry, DefaultRetry())
+	}
+	if a := parse("", example(t, "    ", keyNeeds)); a.Needs == nil || len(a.Needs.TCP) != 1 || a.Needs.TCP[0] != "relay.example:443" {
+		t.Errorf("the needs example: %+v", a.Needs)
+	}
+	if a := parse("", example(t, "    ", keyLogs)); a.Logs == nil || a.Logs.MaxSize != 1<<20 || a.Logs.Keep != 2 || !a.Logs.Timestamps {
+		t.Errorf("an agent's logs example: %+v", a.Logs)
+	}
+	if a := parse(example(t, "", keyLogs), ""); a.Logs == nil || a.Logs.MaxSize != 10<<20 || a.Logs.Keep != 5 || !a.Logs.Timestamps {
+		t.Errorf("the top logs example: %+v", a.Logs)
+	}
+	a := parse("", example(t, "    ", keySecrets))
+	if len(a.Secrets) != 2 || a.Secrets["TOKEN"].Keyring != "demo-token" || len(a.Secrets["API_KEY"].Exec) != 3 {
+		t.Errorf("the secrets example: %+v", a.Secrets)
+	}
+	// What each form and number means is said, not only shown.
+	for _, words := range []string{
+		"#   " + keyMaxSize + " ", "#   " + keyKeep + " ", "#   " + keyTimestamps + " ",
+		"[stderr]", crashLoopNever + " (the default)", keyFailures + ": 5, " + keyWithin + ": 10m",
+		needsNetwork + " (an interface", "{" + needsTCP + ": ", "{" + keyKeyring + ": ", "{" + keyExec + ": [",
+		"# " + keyRestart + " here", "# " + keyLogs + " is every agent's default",
+	} {
+		if !bytes.Contains(Default(), []byte(words)) {
+			t.Errorf("the default config does not say %q", words)
+		}
+	}
+}
+
 func TestWriteDefault(t *testing.T) {
 	dir := testdir.Temp(t)
 	path := filepath.Join(dir, "a", "b", "tether", "agents.yaml")
