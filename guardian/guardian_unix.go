@@ -112,10 +112,16 @@ func tetherPresent() bool {
 }
 
 func run() int {
-	// Signals meant for someone else must not kill the guardian: its
-	// death would orphan the tree with the lock still held.
-	signal.Ignore(syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM,
-		syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGVTALRM, syscall.SIGPROF)
+	// Signals meant for someone else must not kill or stop the guardian:
+	// its death would orphan the tree with the lock still held. They are
+	// caught and dropped (a channel nobody reads: Notify never blocks),
+	// not ignored: an ignored signal stays ignored across exec, and the
+	// agent starts with every signal at its default action, SIGPIPE
+	// ending a writer whose reader is gone. Caught, SIGPIPE also makes a
+	// write to a broken standard descriptor fail with EPIPE, as ignored
+	// did. SIGPROF is the runtime's own, and harmless.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM,
+		syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGVTALRM)
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 

@@ -241,6 +241,29 @@ func waitState(t *testing.T, pid int, state byte) {
 	}
 }
 
+// The agent starts with every signal at its default action, as it would
+// from a shell: none of those its guardian shrugs off is ignored in the
+// agent (an ignored signal stays ignored across exec), so that SIGPIPE
+// ends a writer whose reader is gone and SIGUSR1 or SIGALRM do what the
+// program expects.
+func TestAgentSignalsAtDefault(t *testing.T) {
+	e := newWorld(t)
+	spec := e.spec("signals@default")
+	spec.Argv = []string{"sleep", "1000"}
+	s := e.start(spec)
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.Ready().AgentPID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, _ := strings.Cut(line, ":"); k == "SigIgn" || k == "SigBlk" {
+			if v = strings.TrimSpace(v); strings.Trim(v, "0") != "" {
+				t.Errorf("the agent starts with %s %s, want none", k, v)
+			}
+		}
+	}
+}
+
 // I7: stops, continues and harmless signals are not owner death.
 func TestI7SignalsAreNotOwnerDeath(t *testing.T) {
 	e := newWorld(t)
@@ -255,7 +278,8 @@ func TestI7SignalsAreNotOwnerDeath(t *testing.T) {
 		if err := syscall.Kill(g, syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
-		for _, sig := range []syscall.Signal{syscall.SIGCHLD, syscall.SIGWINCH, syscall.SIGURG, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM} {
+		for _, sig := range []syscall.Signal{syscall.SIGCHLD, syscall.SIGWINCH, syscall.SIGURG, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM,
+			syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGVTALRM, syscall.SIGPROF} {
 			if err := syscall.Kill(g, sig); err != nil {
 				t.Fatal(err)
 			}

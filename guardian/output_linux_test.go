@@ -2,6 +2,7 @@ package guardian
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -132,21 +133,17 @@ func TestOutputBackPressure(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(e.helper, "go"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// seq, the shell's child, waits in the kernel's pipe_write
-	// (anon_pipe_write on newer kernels).
+	// seq, the shell's child, waits in the kernel's pipe_write.
 	blocked := func() bool {
-		ms, _ := filepath.Glob("/proc/[0-9]*/wchan")
+		ms, _ := filepath.Glob("/proc/[0-9]*/stat")
 		for _, m := range ms {
-			dir := filepath.Dir(m)
-			stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+			stat, err := os.ReadFile(m)
 			if err != nil || !strings.Contains(string(stat), ") ") {
 				continue
 			}
 			f := strings.Fields(string(stat)[strings.LastIndexByte(string(stat), ')')+2:])
-			if len(f) > 1 && f[1] == strconv.Itoa(apid) {
-				if w, _ := os.ReadFile(m); strings.HasSuffix(string(w), "pipe_write") {
-					return true
-				}
+			if pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(m))); len(f) > 1 && f[1] == strconv.Itoa(apid) && inPipeWrite(pid) {
+				return true
 			}
 		}
 		return false
@@ -162,4 +159,63 @@ func TestOutputBackPressure(t *testing.T) {
 	stopSession(t, s)
 	stdout, _ := readLog(t, spec.LogPath, 256<<10, true)
 	checkNumbered(t, stdout, 200000)
+}
+
+// inPipeWrite reports whether process pid waits in the kernel's
+// pipe_write (anon_pipe_write on newer kernels): its pipe is full.
+func inPipeWrite(pid int) bool {
+	w, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", pid))
+	return strings.HasSuffix(string(w), "pipe_write")
+}
+
+// A guardian killed (SIGKILL) while its agent waits on a full pipe: the
+// agent's write fails at once, SIGPIPE ending it, or EPIPE where it
+// ignores the signal; nothing of the log is written twice or out of
+// order: what reached the file before the kill is lines 1 to n.
+func TestOutputGuardianKilled(t *testing.T) {
+	for _, c := range []struct {
+		name, trap string
+		ended      func(unix.WaitStatus) bool
+	}{
+		{"sigpipe", "", func(ws unix.WaitStatus) bool { return ws.Signaled() && ws.Signal() == unix.SIGPIPE }},
+		{"epipe", `trap "" PIPE; `, func(ws unix.WaitStatus) bool { return ws.Exited() && ws.ExitStatus() != 0 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newWorld(t)
+			spec := e.spec("log@killed-" + c.name)
+			// exec: the agent's pid is seq's, which writes.
+			spec.Argv = []string{"sh", "-c", c.trap + `while [ ! -e "$HELPER_DIR/go" ]; do sleep 0.01; done; exec seq 1 100000000`}
+			spec.Logs = &logfile.Policy{MaxSize: 1 << 20, Keep: 100}
+			s := e.start(spec)
+			gpid, apid := s.Ready().GuardianPID, s.Ready().AgentPID
+			if err := os.WriteFile(filepath.Join(e.helper, "go"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			testproc.Eventually(t, 30*time.Second, func() bool { fi, err := os.Stat(spec.LogPath + ".1"); return err == nil && fi.Size() > 0 }, "the log never rotated")
+			if err := unix.Kill(gpid, unix.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			testproc.Eventually(t, 10*time.Second, func() bool { return inPipeWrite(apid) }, "the writer never blocked on the full pipe")
+			// This process is a subreaper: the agent, orphaned, is its
+			// child, and its end is read here.
+			if err := unix.Kill(gpid, unix.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			<-s.Done()
+			var ws unix.WaitStatus
+			testproc.Eventually(t, 10*time.Second, func() bool {
+				pid, err := unix.Wait4(apid, &ws, unix.WNOHANG, nil)
+				return pid == apid || err != nil
+			}, "the agent still writes, or waits, with its guardian killed")
+			if !c.ended(ws) {
+				t.Errorf("the agent ended with %v (signaled %v, exit %d)", ws.Signal(), ws.Signaled(), ws.ExitStatus())
+			}
+			stdout, _ := readLog(t, spec.LogPath, 1<<20, false)
+			if len(stdout) == 0 {
+				t.Fatal("nothing reached the log before the guardian was stopped")
+			}
+			checkNumbered(t, stdout, len(stdout))
+			t.Logf("%d lines in the log, the rest lost with the guardian", len(stdout))
+		})
+	}
 }
