@@ -172,7 +172,8 @@ func inPipeWrite(pid int) bool {
 // agent's write fails at once, SIGPIPE ending it, or EPIPE where it
 // ignores the signal; nothing of the log is written twice or out of
 // order: what reached the file before the kill is lines 1 to n, the
-// last of them cut where the kill interrupted the guardian's write.
+// last of them cut where the kill interrupted the guardian's write; the
+// next guardian of the identity writes its lines whole after them.
 func TestOutputGuardianKilled(t *testing.T) {
 	for _, c := range []struct {
 		name, trap string
@@ -211,10 +212,14 @@ func TestOutputGuardianKilled(t *testing.T) {
 			if !c.ended(ws) {
 				t.Errorf("the agent ended with %v (signaled %v, exit %d)", ws.Signal(), ws.Signaled(), ws.ExitStatus())
 			}
+			next := spec
+			next.Argv = []string{"echo", "after"}
+			waitStopped(t, e, e.start(next), 30*time.Second)
 			stdout, _ := readLog(t, spec.LogPath, 1<<20, false)
-			if len(stdout) == 0 {
-				t.Fatal("nothing reached the log before the guardian was stopped")
+			if len(stdout) < 2 || stdout[len(stdout)-1] != "after" {
+				t.Fatalf("the log's lines end with %q, want the numbers, then the next guardian's agent's", stdout[max(0, len(stdout)-2):])
 			}
+			stdout = stdout[:len(stdout)-1]
 			n := len(stdout)
 			if last := stdout[n-1]; last != strconv.Itoa(n) && strings.HasPrefix(strconv.Itoa(n), last) {
 				t.Logf("the last line, %q, was cut by the kill", last)

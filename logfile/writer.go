@@ -43,7 +43,8 @@ type Writer struct {
 }
 
 // Open opens the log at path for appending; one already past the policy's
-// size is rotated first. onOpen, when not nil, is told of each file the
+// size is rotated first, and one whose last line was cut (its writer
+// killed in the middle of a write) is ended with a newline. onOpen, when not nil, is told of each file the
 // writer opens (the guardian points its own output at it); its error
 // fails the Open, not a rotation. An empty path discards every line.
 func Open(path string, p Policy, open Opener, onOpen func(*os.File) error) (*Writer, error) {
@@ -61,8 +62,36 @@ func Open(path string, p Policy, open Opener, onOpen func(*os.File) error) (*Wri
 		if err := w.rotate(); err != nil {
 			return nil, err
 		}
+	} else if w.size > 0 && endsCut(path, w.f, w.size) {
+		// The writer before was killed in the middle of a write: its cut
+		// line stays as it is, and the lines from here start whole.
+		w.write([]byte{'\n'})
 	}
 	return w, nil
+}
+
+// endsCut reports whether f, the file of size bytes at path, ends in the
+// middle of a line. f is open for appending only, so its last byte is
+// read through another descriptor, of the same file.
+func endsCut(path string, f *os.File, size int64) bool {
+	r, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	ri, err := r.Stat()
+	if err != nil {
+		return false
+	}
+	fi, err := f.Stat()
+	if err != nil || !os.SameFile(ri, fi) {
+		return false
+	}
+	var b [1]byte
+	if _, err := r.ReadAt(b[:], size-1); err != nil {
+		return false
+	}
+	return b[0] != '\n'
 }
 
 // reopen opens path and takes its size. Once the file is open, it is the

@@ -144,3 +144,28 @@ func TestCopyLongAndUnfinished(t *testing.T) {
 		t.Errorf("each saw %d lines", len(seen))
 	}
 }
+
+// A log whose last line was cut (its writer killed in the middle of a
+// write) is ended with a newline before the next writer's first line:
+// the cut line stays as it was, and the new lines are whole.
+func TestOpenEndsACutLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.log")
+	if err := os.WriteFile(path, []byte("line 1\nline 2\nli"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second open finds the log whole
+		w, err := Open(path, Policy{MaxSize: 1 << 20, Keep: 1}, openAppend, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.lines(Stdout, []byte("next\n"))
+		w.Close()
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "line 1\nline 2\nli\nnext\nnext\n"; string(b) != want {
+		t.Errorf("the log is %q, want %q", b, want)
+	}
+}
