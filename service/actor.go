@@ -653,13 +653,27 @@ func (a *actor) startFailed(err error) {
 	a.fail(&api.Error{Code: code, Message: err.Error()})
 }
 
-// fail parks the agent in failed with its reason.
+// fail leaves the agent failed with its reason: parked (see settle),
+// since starting it again would fail the same way.
 func (a *actor) fail(e *api.Error) {
-	a.setState(api.StateFailed, e)
-	a.answerStarts(e)
 	a.recordRun(func(run *state.Run) {
 		run.Error = &state.RunError{Code: e.Code, Message: e.Message}
 	})
+	a.settle(api.StateFailed, e)
+	a.answerStarts(e)
+}
+
+// settle leaves an agent that has no tree in state s with e. A wanted
+// agent left failed is parked, durably, whatever the failure: failed
+// says it is not started again until someone starts it, and a restart
+// of the service (or its relaunch by its manager, or an upgrade) is no
+// one starting it (D204).
+func (a *actor) settle(s api.State, e *api.Error) {
+	if s == api.StateFailed && a.want {
+		a.park(e)
+		return
+	}
+	a.setState(s, e)
 }
 
 func (a *actor) recordRun(f func(*state.Run)) {
@@ -851,7 +865,7 @@ func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 	a.answerStarts(errOrNil(e))
 	if !a.want || !a.cfg.Restart.Restarts(failed) {
 		if failed {
-			a.setState(api.StateFailed, e)
+			a.settle(api.StateFailed, e)
 		} else {
 			a.setState(api.StateStopped, e)
 		}
@@ -911,7 +925,8 @@ func errOrNil(e *api.Error) error {
 	return e
 }
 
-// park leaves the agent failed with e, not to be started again until
+// park leaves the agent failed with e (a crash loop, or any failure
+// settle parks), not to be started again until
 // someone starts, restarts or stops it or its config entry changes, and
 // keeps that across restarts of the service (state.Parked). The record
 // is on disk before the row says failed, so a service killed at any
