@@ -137,6 +137,7 @@ func newActor(c *Controller, a config.Agent, parked *state.Parked) *actor {
 		act.want, act.parked = true, true
 		act.row.State, act.row.Enabled, act.row.Since = api.StateFailed, true, parked.Since
 		act.row.Error = &api.Error{Code: parked.Code, Message: parked.Message, Last: parked.Last}
+		c.logf("agent %q: parked since %s (%s): not started until someone starts it", a.ID, parked.Since.Local().Format(time.DateTime), parked.Code)
 	}
 	return act
 }
@@ -457,10 +458,14 @@ func (a *actor) setState(s api.State, err *api.Error) { a.setStateAt(s, err, tim
 
 // setStateAt is setState with the time the row says it changed.
 func (a *actor) setStateAt(s api.State, err *api.Error, at time.Time) {
+	prev := a.row
 	a.row.State = s
 	a.row.Since = at
 	a.row.Error = err
 	a.row.Enabled = a.want
+	if line := rowEvent(prev, a.row); line != "" {
+		a.c.logf("%s", line)
+	}
 	a.c.publish(a.row)
 }
 
