@@ -172,3 +172,72 @@ func TestStopCleanupFailedExits5(t *testing.T) {
 		}
 	}
 }
+
+// A process that could not be killed and dies at last (thawed) is seen
+// at once: the row leaves cleanup_failed within about a second of the
+// thaw, not at the guardian's next retry (4 s after its second one), and
+// the service's log says when the cleanup failure began and when it
+// ended, once each, whatever the retries between.
+func TestCleanupFailureEndsAtOnce(t *testing.T) {
+	fz := newFreezer(t)
+	w := newWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	w.writeConfig(fmt.Sprintf(`agents:
+  - id: x
+    command: [/bin/sh, -c, 'sleep 1000 & wait', %s]
+    autostart: true
+    stop_timeout: 200ms
+`, m))
+	svc := w.startService("default")
+	t.Cleanup(func() { _ = fz.write("freezer.state", "THAWED") })
+	x := w.waitState("default", "x", api.StateRunning)
+	var child int
+	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
+		procs, _ := punix.Processes()
+		for _, p := range procs {
+			if p.PPid == x.PID && !p.Zombie() {
+				child = p.Pid
+			}
+		}
+		return child != 0
+	}) {
+		t.Fatalf("agent %d never started its child", x.PID)
+	}
+	fz.freeze(child)
+	if r := w.run(60*time.Second, "stop", "x"); r.code != 5 {
+		t.Fatalf("stop with a frozen member: exit %d (want 5)\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	// Each retry's report renews the row's since: wait for two retries
+	// (1 s and 2 s after the first report), so that the next is 4 s away.
+	row := w.status("default")["x"]
+	for retries := 0; retries < 2; {
+		since := row.Since
+		if !testproc.UntilEvery(15*time.Second, 10*time.Millisecond, func() bool {
+			row = w.status("default")["x"]
+			return !row.Since.Equal(since)
+		}) {
+			t.Fatalf("no retry of the cleanup within 15 s: %+v %+v", row, row.Error)
+		}
+		if row.State != api.StateCleanupFailed {
+			t.Fatalf("before the thaw: %s %+v, want cleanup_failed", row.State, row.Error)
+		}
+		retries++
+	}
+	thawed := time.Now()
+	fz.thaw()
+	row = w.waitState("default", "x", api.StateStopped)
+	took := time.Since(thawed)
+	t.Logf("stopped %v after the thaw (error %+v)", took, row.Error)
+	if took > 1500*time.Millisecond {
+		t.Errorf("the row left cleanup_failed %v after the thaw, want within about a second", took)
+	}
+
+	log := svc.output()
+	for _, line := range []string{`agent "x": cleanup failed: `, `agent "x": the cleanup failure is over`} {
+		if n := strings.Count(log, line); n != 1 {
+			t.Errorf("%d lines with %q in the service's log, want 1:\n%s", n, line, log)
+		}
+	}
+}
