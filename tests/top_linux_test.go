@@ -116,7 +116,8 @@ func TestTopInTmux(t *testing.T) {
 	if strings.Index(scr, "\nbroken ") > strings.Index(scr, "\nalpha ") {
 		t.Errorf("the failed agent is not first:\n%s", scr)
 	}
-	if !strings.Contains(row(scr, "broken"), `command "/nonexistent/tether-top-test"`) {
+	// The cause first, cut to the width of the pane.
+	if !strings.Contains(row(scr, "broken"), `command "/nonexistent/tether-top`) {
 		t.Errorf("the failed row does not say why:\n%s", scr)
 	}
 	for i, l := range strings.Split(strings.TrimRight(scr, "\n"), "\n") {
@@ -177,6 +178,112 @@ func TestTopInTmux(t *testing.T) {
 	if code != "0" {
 		t.Fatalf("tether top exited %s on q", code)
 	}
+}
+
+// written is how many bytes the pane's program has written since
+// pipe began.
+func (p *pane) written(pipe string) int64 {
+	fi, err := os.Stat(pipe)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// quiet checks that the view writes nothing to its terminal for a while.
+func (p *pane) quiet(pipe, why string) {
+	p.t.Helper()
+	before := p.written(pipe)
+	if testproc.UntilEvery(3*time.Second, 50*time.Millisecond, func() bool { return p.written(pipe) != before }) {
+		b, _ := os.ReadFile(pipe)
+		p.t.Errorf("%s: the view wrote %d bytes while nothing changed:\n%s\n%q", why, p.written(pipe)-before, p.screen(), b[before:])
+	}
+}
+
+// settle waits until the view has written nothing for 1.5 s: the
+// costs of a tree just started settle after its first second.
+func (p *pane) settle(pipe string) {
+	p.t.Helper()
+	last, since := p.written(pipe), time.Now()
+	if !testproc.UntilEvery(20*time.Second, 50*time.Millisecond, func() bool {
+		if n := p.written(pipe); n != last {
+			last, since = n, time.Now()
+		}
+		return time.Since(since) > 1500*time.Millisecond
+	}) {
+		p.t.Fatalf("the view never stopped writing:\n%s", p.screen())
+	}
+}
+
+// usageOf returns the CPU and MEM cells of id's row, when shown: after
+// its id, state, pid, containment, since and restarts.
+func usageOf(screen, id string) (cpu, mem string) {
+	f := strings.Fields(row(screen, id))
+	if len(f) < 8 {
+		return "", ""
+	}
+	return f[6], f[7]
+}
+
+// TestTopContainmentAndRefresh: tether top shows each agent's
+// containment as status does; CPU and memory are measured only at the
+// person's pace (+ faster, - slower and off; off at first), and the view
+// writes nothing to the terminal while nothing changes, even while it
+// measures at 1 s.
+func TestTopContainmentAndRefresh(t *testing.T) {
+	needTools(t, "tmux")
+	m := marker(t)
+	cleanupTrees(t, m)
+	w := newWorld(t)
+	w.writeConfig("agents:\n" + agentYAML("alpha", "alpha@top", m, true))
+	w.startService("default")
+	w.waitState("default", "alpha", api.StateRunning)
+	contained := w.containment("default", "alpha")
+
+	p := tmuxPane(t, w.dir, append(w.env, "NO_COLOR=1"), tether+" --config "+w.configPath()+" top")
+	scr := p.waitFor("alpha's row", hasRow("alpha", api.StateRunning))
+	if f := strings.Fields(row(scr, "alpha")); len(f) < 4 || f[3] != contained || !strings.Contains(scr, " CONTAIN ") {
+		t.Errorf("alpha's row does not show its containment %q:\n%s", contained, scr)
+	}
+	pipe := filepath.Join(w.dir, "top.out")
+	p.tmux("pipe-pane", "-o", "cat >> "+pipe)
+	p.quiet(pipe, "refresh off")
+	if strings.Contains(p.screen(), " CPU ") {
+		t.Errorf("CPU measured without being asked:\n%s", p.screen())
+	}
+
+	p.keys("+")
+	p.waitFor("a refresh every 30s", func(s string) bool { return strings.Contains(s, "CPU/MEM every 30s") && strings.Contains(s, " CPU ") })
+	p.keys("+", "+", "+", "+", "+")
+	p.waitFor("a refresh every 1s", func(s string) bool { return strings.Contains(s, "CPU/MEM every 1s") })
+	// An idle tree costs the same at each measurement: nothing to draw.
+	p.waitFor("alpha's costs", func(s string) bool { cpu, _ := usageOf(s, "alpha"); return strings.HasSuffix(cpu, "s") })
+	p.settle(pipe)
+	p.quiet(pipe, "refresh every 1s")
+
+	// Measured again without a key: a stopped agent costs nothing, and
+	// a started one something again.
+	w.mustRun("stop", "alpha")
+	p.waitFor("alpha stopped, measured", func(s string) bool {
+		cpu, mem := usageOf(s, "alpha")
+		return hasRow("alpha", api.StateStopped)(s) && cpu == "-" && mem == "-"
+	})
+	w.mustRun("start", "alpha")
+	p.waitFor("alpha running, measured", func(s string) bool {
+		cpu, mem := usageOf(s, "alpha")
+		return hasRow("alpha", api.StateRunning)(s) && strings.HasSuffix(cpu, "s") && mem != "-"
+	})
+
+	p.keys("-", "-", "-", "-", "-")
+	p.waitFor("the refresh off", func(s string) bool {
+		return !strings.Contains(s, "CPU/MEM every") && strings.Contains(s, "no refresh")
+	})
+	w.mustRun("stop", "alpha")
+	scr = p.waitFor("alpha stopped", hasRow("alpha", api.StateStopped))
+	if cpu, _ := usageOf(scr, "alpha"); cpu == "-" {
+		t.Errorf("measured again with the refresh off:\n%s", scr)
+	}
+	p.keys("q")
 }
 
 // TestTopNeedsTerminal: without a terminal "tether top" says so and exits
