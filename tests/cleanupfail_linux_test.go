@@ -101,14 +101,12 @@ func (f *freezer) thaw() {
 	}
 }
 
-// A stop whose tree cannot be confirmed dead exits 5, and the agent shows
-// cleanup_failed with that code (I3); the guardian keeps the lock and
-// retries, and once the process can die the agent reaches stopped.
-func TestStopCleanupFailedExits5(t *testing.T) {
-	fz := newFreezer(t)
-	w := newWorld(t)
-	m := uniqueMarker()
-	cleanupTrees(t, m)
+// frozenChild runs agent x (identity x@relay), a shell whose child
+// sleeps, in the default profile of w, and freezes the child in fz: the
+// one process of its tree that will not die. It returns the service and
+// the child's pid.
+func frozenChild(t *testing.T, fz *freezer, w *world, m string) (*service, int) {
+	t.Helper()
 	w.writeConfig(fmt.Sprintf(`agents:
   - id: x
     identity: x@relay
@@ -116,13 +114,11 @@ func TestStopCleanupFailedExits5(t *testing.T) {
     autostart: true
     stop_timeout: 200ms
 `, m))
-	w.startService("default")
+	svc := w.startService("default")
 	// Runs before the service's cleanup, whose stop could never finish
 	// with a frozen member.
 	t.Cleanup(func() { _ = fz.write("freezer.state", "THAWED") })
 	x := w.waitState("default", "x", api.StateRunning)
-
-	// The agent's child, the sleep, is the one that will not die.
 	var child int
 	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
 		procs, _ := punix.Processes()
@@ -136,6 +132,18 @@ func TestStopCleanupFailedExits5(t *testing.T) {
 		t.Fatalf("agent %d never started its child", x.PID)
 	}
 	fz.freeze(child)
+	return svc, child
+}
+
+// A stop whose tree cannot be confirmed dead exits 5, and the agent shows
+// cleanup_failed with that code (I3); the guardian keeps the lock and
+// retries, and once the process can die the agent reaches stopped.
+func TestStopCleanupFailedExits5(t *testing.T) {
+	fz := newFreezer(t)
+	w := newWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	_, child := frozenChild(t, fz, w, m)
 
 	begin := time.Now()
 	r := w.run(60*time.Second, "stop", "x")
@@ -183,28 +191,7 @@ func TestCleanupFailureEndsAtOnce(t *testing.T) {
 	w := newWorld(t)
 	m := uniqueMarker()
 	cleanupTrees(t, m)
-	w.writeConfig(fmt.Sprintf(`agents:
-  - id: x
-    command: [/bin/sh, -c, 'sleep 1000 & wait', %s]
-    autostart: true
-    stop_timeout: 200ms
-`, m))
-	svc := w.startService("default")
-	t.Cleanup(func() { _ = fz.write("freezer.state", "THAWED") })
-	x := w.waitState("default", "x", api.StateRunning)
-	var child int
-	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
-		procs, _ := punix.Processes()
-		for _, p := range procs {
-			if p.PPid == x.PID && !p.Zombie() {
-				child = p.Pid
-			}
-		}
-		return child != 0
-	}) {
-		t.Fatalf("agent %d never started its child", x.PID)
-	}
-	fz.freeze(child)
+	svc, _ := frozenChild(t, fz, w, m)
 	if r := w.run(60*time.Second, "stop", "x"); r.code != 5 {
 		t.Fatalf("stop with a frozen member: exit %d (want 5)\n%s%s", r.code, r.stdout, r.stderr)
 	}
