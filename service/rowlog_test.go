@@ -33,6 +33,8 @@ func TestRowEventOncePerEvent(t *testing.T) {
 			`agent "a": crash loop: failed 5 times; parked: not started again until someone starts it`},
 		{"a failed start parks", api.Agent{ID: "a", State: api.StateStarting}, api.Agent{ID: "a", State: api.StateFailed, Enabled: true, Error: &api.Error{Code: api.CodeSpawn, Message: "not found"}},
 			`agent "a": failed (spawn): not found; parked`},
+		{"held elsewhere", cont(api.StateStarting, "held"), api.Agent{ID: "a", Identity: "a@x", State: api.StateHeldElsewhere, Status: "held by vps since 10:02", Error: &api.Error{Code: api.CodeContention}},
+			`its identity "a@x" is held elsewhere: held by vps since 10:02; it starts here when that one lets go`},
 		{"a start, a stop", api.Agent{ID: "a", State: api.StateStarting}, running, ""},
 	} {
 		got := rowEvent(tc.prev, tc.next)
