@@ -84,6 +84,7 @@ var (
 		"start":   {"--no-wait"},
 		"restart": {"--no-wait"},
 		"logs":    {"-f", "-n", "--since", "--all", "--json"},
+		"top":     {"--interval"},
 	}
 	serviceVerbs = []string{"run", "install", "uninstall", "start", "stop", "status", "upgrade"}
 )

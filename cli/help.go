@@ -50,15 +50,17 @@ upgrade [BINARY]
 		example: "tether service run                      # in the foreground, until Ctrl-C\ntether --config ~/bots.yaml service install\ntether service install --print          # what would be written\ntether service upgrade                  # after installing a new tether"},
 	{name: "status", usage: "status [--json] [--wide]", summary: "one row per agent (status --help: its states and codes)",
 		example: "tether status\ntether status --json | jq '.agents[] | select(.state == \"failed\")'"},
-	{name: "top", usage: "top", summary: "a live full-screen view of the agents, with keys to act on them",
+	{name: "top", usage: "top [--interval D]", summary: "a live full-screen view of the agents, with keys to act on them",
 		text: `Shows one row per agent (failed ones first), kept current from the
 service's events, and survives the service going away and coming back.
 Keys: up and down select an agent; s starts it, x stops it (a running
 one asks y/n first), r restarts it; l follows its log in a pane; u
-measures CPU and memory (at each u, never in the background); R reloads
+measures CPU and memory once; + and - measure them while the view is
+open, every 30s, 10s, 5s, 2s or 1s (+ faster, - slower, and off after
+30s), which --interval sets from the start (off by default); R reloads
 the config; / filters the rows by id; ? shows the keys; q quits.
 NO_COLOR turns the colours off.`,
-		example: "tether top\ntether --profile work top"},
+		example: "tether top\ntether --profile work top\ntether top --interval 5s"},
 	{name: "start", usage: "start [--no-wait] ID...", summary: "start agents; answers once they are ready (--no-wait: once spawned)",
 		text: `Enables the agents and starts them, and the agents they require. It
 waits until each is ready (its readiness check passed) and exits 0, or

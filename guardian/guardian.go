@@ -627,7 +627,7 @@ func (g *guardian) teardown(reason wire.StopReason, begin time.Time, timeout tim
 		g.send(message{Type: wire.MsgCleanupFailed, Cleanup: c, Retry: &retry, Reason: reason})
 		// The retries are nobody else's wait.
 		sib.end()
-		time.Sleep(backoff)
+		g.waitLeft(err, backoff)
 		backoff = min(2*backoff, retryMax)
 		var more stopReport
 		more, err = g.stopTree(0)

@@ -431,6 +431,40 @@ func (g *guardian) stopTree(timeout time.Duration) (stopReport, error) {
 	return out, err
 }
 
+// waitLeft waits, between two cleanup retries, until a process the
+// failed stop (err) left has died, or for at most d: a stuck process
+// that dies at last (thawed, or out of an uninterruptible sleep) is
+// seen at once through its pidfd, and the retry that confirms the tree
+// empty follows, not at the end of the backoff (D205).
+func (g *guardian) waitLeft(err error, d time.Duration) {
+	var alive *punix.TreeAliveError
+	if !errors.As(err, &alive) || len(alive.Left) == 0 {
+		time.Sleep(d)
+		return
+	}
+	hs := make([]*punix.Handle, 0, len(alive.Left))
+	defer func() {
+		for _, h := range hs {
+			h.Close()
+		}
+	}()
+	for _, p := range alive.Left {
+		h, herr := punix.OpenHandle(p.Ref())
+		if errors.Is(herr, punix.ErrNoProcess) {
+			return // gone already: retry now
+		}
+		if herr != nil {
+			g.logf("watching pid %d for its end: %v (retrying in %v)", p.Pid, herr, d)
+			time.Sleep(d)
+			return
+		}
+		hs = append(hs, h)
+	}
+	if _, werr := punix.WaitExit(hs, d); werr != nil {
+		g.logf("watching what is left for its end: %v", werr)
+	}
+}
+
 func treeReport(r punix.StopReport) stopReport {
 	return stopReport{Terminated: r.Terminated, Killed: r.Killed, Forced: r.Forced}
 }

@@ -353,6 +353,10 @@ func (g *guardian) stopTree(timeout time.Duration) (stopReport, error) {
 	return out, err
 }
 
+// waitLeft waits d between two cleanup retries: a job's members that
+// end are seen at the next retry.
+func (g *guardian) waitLeft(_ error, d time.Duration) { time.Sleep(d) }
+
 func (g *guardian) afterStop() {}
 
 // removeContainment closes the job, now empty.

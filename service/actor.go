@@ -137,6 +137,7 @@ func newActor(c *Controller, a config.Agent, parked *state.Parked) *actor {
 		act.want, act.parked = true, true
 		act.row.State, act.row.Enabled, act.row.Since = api.StateFailed, true, parked.Since
 		act.row.Error = &api.Error{Code: parked.Code, Message: parked.Message, Last: parked.Last}
+		c.logf("agent %q: parked since %s (%s): not started until someone starts it", a.ID, parked.Since.Local().Format(time.DateTime), parked.Code)
 	}
 	return act
 }
@@ -457,10 +458,14 @@ func (a *actor) setState(s api.State, err *api.Error) { a.setStateAt(s, err, tim
 
 // setStateAt is setState with the time the row says it changed.
 func (a *actor) setStateAt(s api.State, err *api.Error, at time.Time) {
+	prev := a.row
 	a.row.State = s
 	a.row.Since = at
 	a.row.Error = err
 	a.row.Enabled = a.want
+	if line := rowEvent(prev, a.row); line != "" {
+		a.c.logf("%s", line)
+	}
 	a.c.publish(a.row)
 }
 
@@ -653,13 +658,27 @@ func (a *actor) startFailed(err error) {
 	a.fail(&api.Error{Code: code, Message: err.Error()})
 }
 
-// fail parks the agent in failed with its reason.
+// fail leaves the agent failed with its reason: parked (see settle),
+// since starting it again would fail the same way.
 func (a *actor) fail(e *api.Error) {
-	a.setState(api.StateFailed, e)
-	a.answerStarts(e)
 	a.recordRun(func(run *state.Run) {
 		run.Error = &state.RunError{Code: e.Code, Message: e.Message}
 	})
+	a.settle(api.StateFailed, e)
+	a.answerStarts(e)
+}
+
+// settle leaves an agent that has no tree in state s with e. A wanted
+// agent left failed is parked, durably, whatever the failure: failed
+// says it is not started again until someone starts it, and a restart
+// of the service (or its relaunch by its manager, or an upgrade) is no
+// one starting it (D204).
+func (a *actor) settle(s api.State, e *api.Error) {
+	if s == api.StateFailed && a.want {
+		a.park(e)
+		return
+	}
+	a.setState(s, e)
 }
 
 func (a *actor) recordRun(f func(*state.Run)) {
@@ -851,7 +870,7 @@ func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 	a.answerStarts(errOrNil(e))
 	if !a.want || !a.cfg.Restart.Restarts(failed) {
 		if failed {
-			a.setState(api.StateFailed, e)
+			a.settle(api.StateFailed, e)
 		} else {
 			a.setState(api.StateStopped, e)
 		}
@@ -911,7 +930,8 @@ func errOrNil(e *api.Error) error {
 	return e
 }
 
-// park leaves the agent failed with e, not to be started again until
+// park leaves the agent failed with e (a crash loop, or any failure
+// settle parks), not to be started again until
 // someone starts, restarts or stops it or its config entry changes, and
 // keeps that across restarts of the service (state.Parked). The record
 // is on disk before the row says failed, so a service killed at any

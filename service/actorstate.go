@@ -28,7 +28,8 @@ const (
 	// stateRetrying: a start is scheduled (the restart policy's
 	// backoff, or a retry after contention).
 	stateRetrying
-	// stateParked: failed in a crash loop, and not started again until
+	// stateParked: failed (a crash loop, a start that failed, an ending
+	// its policy does not restart), and not started again until
 	// someone asks or its entry changes (parked).
 	stateParked
 	// stateHeld: the identity is held by a guardian that is not this
@@ -71,9 +72,9 @@ func (s actorState) String() string {
 // its own: a tree that runs (or an adopted one, stopped at once when its
 // entry changed), a wait for dependencies, a retry, a held identity
 // (here, or in etcd elsewhere),
-// nothing (a start that failed, a stop), or the end of a removed or shut
-// down actor.
-var fromNoTree = []actorState{stateIdle, stateWaitingDeps, stateRetrying, stateHeld, stateHeldElsewhere, stateStarting, stateRunning, stateStopping, stateEnded,
+// nothing (a stop), parked (a start that failed), or the end of a
+// removed or shut down actor.
+var fromNoTree = []actorState{stateIdle, stateWaitingDeps, stateRetrying, stateParked, stateHeld, stateHeldElsewhere, stateStarting, stateRunning, stateStopping, stateEnded,
 	stateOffline}
 
 // transitions lists, for each state, the states that one step of the

@@ -101,9 +101,9 @@ func TestActorTransitions(t *testing.T) {
 		{stateStarting, stateEnded, false, "a tree is stopped before its actor ends"},
 		{stateRunning, stateWaitingDeps, false, "a running agent stops before it waits for anything"},
 		{stateRunning, stateHeld, false, "its own guardian holds the identity"},
-		{stateStopping, stateParked, false, "a stop asked for is no crash"},
-		{stateWaitingDeps, stateParked, false, "only a tree that ended parks"},
-		{stateIdle, stateParked, false, "only a tree that ended parks"},
+		{stateStopping, stateParked, true, "a restart whose new start failed"},
+		{stateWaitingDeps, stateParked, true, "a required agent that failed"},
+		{stateIdle, stateParked, true, "a start that failed: not started again (D204)"},
 		{stateEnded, stateIdle, false, "the end is final"},
 	} {
 		if got := legalTransition(tc.from, tc.to); got != tc.legal {

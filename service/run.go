@@ -112,7 +112,7 @@ func (r *runner) serve(b *beginning, started func(*Controller, *localapi.Server)
 	started(c, srv)
 	// The socket listens: a Type=notify unit's start returns now.
 	notify("READY=1\nSTATUS=serving profile " + p.Profile)
-	u := &upgrade.Upgrader{Profile: p.Profile, StateDir: p.StateDir, Exe: r.exe, Args: globalArgs(p),
+	u := &upgrade.Upgrader{Profile: p.Profile, StateDir: p.StateDir, Exe: r.exe, Version: r.version, Args: globalArgs(p),
 		Control: upgradeControl{c}, Server: srv, Inherit: b.inherit,
 		Listener: func() net.Listener { return currentListener(b.listener) },
 		Logf:     logf, Notify: notify, Env: r.mgr.Env()}

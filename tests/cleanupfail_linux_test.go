@@ -101,14 +101,12 @@ func (f *freezer) thaw() {
 	}
 }
 
-// A stop whose tree cannot be confirmed dead exits 5, and the agent shows
-// cleanup_failed with that code (I3); the guardian keeps the lock and
-// retries, and once the process can die the agent reaches stopped.
-func TestStopCleanupFailedExits5(t *testing.T) {
-	fz := newFreezer(t)
-	w := newWorld(t)
-	m := uniqueMarker()
-	cleanupTrees(t, m)
+// frozenChild runs agent x (identity x@relay), a shell whose child
+// sleeps, in the default profile of w, and freezes the child in fz: the
+// one process of its tree that will not die. It returns the service and
+// the child's pid.
+func frozenChild(t *testing.T, fz *freezer, w *world, m string) (*service, int) {
+	t.Helper()
 	w.writeConfig(fmt.Sprintf(`agents:
   - id: x
     identity: x@relay
@@ -116,13 +114,11 @@ func TestStopCleanupFailedExits5(t *testing.T) {
     autostart: true
     stop_timeout: 200ms
 `, m))
-	w.startService("default")
+	svc := w.startService("default")
 	// Runs before the service's cleanup, whose stop could never finish
 	// with a frozen member.
 	t.Cleanup(func() { _ = fz.write("freezer.state", "THAWED") })
 	x := w.waitState("default", "x", api.StateRunning)
-
-	// The agent's child, the sleep, is the one that will not die.
 	var child int
 	if !testproc.UntilEvery(10*time.Second, 2*time.Millisecond, func() bool {
 		procs, _ := punix.Processes()
@@ -136,6 +132,18 @@ func TestStopCleanupFailedExits5(t *testing.T) {
 		t.Fatalf("agent %d never started its child", x.PID)
 	}
 	fz.freeze(child)
+	return svc, child
+}
+
+// A stop whose tree cannot be confirmed dead exits 5, and the agent shows
+// cleanup_failed with that code (I3); the guardian keeps the lock and
+// retries, and once the process can die the agent reaches stopped.
+func TestStopCleanupFailedExits5(t *testing.T) {
+	fz := newFreezer(t)
+	w := newWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	_, child := frozenChild(t, fz, w, m)
 
 	begin := time.Now()
 	r := w.run(60*time.Second, "stop", "x")
@@ -169,6 +177,54 @@ func TestStopCleanupFailedExits5(t *testing.T) {
 	if err := unix.Kill(child, 0); err == nil {
 		if p, err := punix.Stat(child); err == nil && !p.Zombie() {
 			t.Errorf("child %d still lives after the stop", child)
+		}
+	}
+}
+
+// A process that could not be killed and dies at last (thawed) is seen
+// at once: the row leaves cleanup_failed within about a second of the
+// thaw, not at the guardian's next retry (4 s after its second one), and
+// the service's log says when the cleanup failure began and when it
+// ended, once each, whatever the retries between.
+func TestCleanupFailureEndsAtOnce(t *testing.T) {
+	fz := newFreezer(t)
+	w := newWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	svc, _ := frozenChild(t, fz, w, m)
+	if r := w.run(60*time.Second, "stop", "x"); r.code != 5 {
+		t.Fatalf("stop with a frozen member: exit %d (want 5)\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	// Each retry's report renews the row's since: wait for two retries
+	// (1 s and 2 s after the first report), so that the next is 4 s away.
+	row := w.status("default")["x"]
+	for retries := 0; retries < 2; {
+		since := row.Since
+		if !testproc.UntilEvery(15*time.Second, 10*time.Millisecond, func() bool {
+			row = w.status("default")["x"]
+			return !row.Since.Equal(since)
+		}) {
+			t.Fatalf("no retry of the cleanup within 15 s: %+v %+v", row, row.Error)
+		}
+		if row.State != api.StateCleanupFailed {
+			t.Fatalf("before the thaw: %s %+v, want cleanup_failed", row.State, row.Error)
+		}
+		retries++
+	}
+	thawed := time.Now()
+	fz.thaw()
+	row = w.waitState("default", "x", api.StateStopped)
+	took := time.Since(thawed)
+	t.Logf("stopped %v after the thaw (error %+v)", took, row.Error)
+	if took > 1500*time.Millisecond {
+		t.Errorf("the row left cleanup_failed %v after the thaw, want within about a second", took)
+	}
+
+	log := svc.output()
+	for _, line := range []string{`agent "x": cleanup failed: `, `agent "x": the cleanup failure is over`} {
+		if n := strings.Count(log, line); n != 1 {
+			t.Errorf("%d lines with %q in the service's log, want 1:\n%s", n, line, log)
 		}
 	}
 }

@@ -183,3 +183,56 @@ func (w *world) waitServiceLockFree(profile string) {
 		w.t.Fatalf("the service lock of %s after its service was killed: %v", profile, err)
 	}
 }
+
+// TestFailureParkingSurvivesServiceRestart: agents that failed to start
+// (spawn) or to become ready (not_ready), whose rows say they are not
+// started again, are not started again by the service stopped and run
+// again; a start by hand starts them.
+func TestFailureParkingSurvivesServiceRestart(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	starts := filepath.Join(w.dir, "starts")
+	w.writeConfig(fmt.Sprintf(`agents:
+  - id: unready
+    command: [/bin/sh, -c, 'echo start >> "$0"; exec sleep 1000', %s, %s]
+    ready: {log: "never printed"}
+    start_timeout: 500ms
+    autostart: true
+  - id: nocommand
+    command: [/nonexistent/tether-e2e-agent, %s]
+    autostart: true
+`, starts, m, m))
+	svc := w.startService("default")
+	failedWith := func(code api.Code) func(api.Agent) bool {
+		return func(a api.Agent) bool { return a.State == api.StateFailed && a.Error != nil && a.Error.Code == code }
+	}
+	unready := w.waitAgent("unready", 30*time.Second, failedWith(api.CodeNotReady))
+	spawn := w.waitAgent("nocommand", 30*time.Second, failedWith(api.CodeSpawn))
+	if n := startsOf(t, starts); n != 1 {
+		t.Fatalf("%d starts of the never-ready agent, want 1", n)
+	}
+
+	svc.stop()
+	w.startService("default")
+	rows := w.status("default")
+	for _, was := range []api.Agent{unready, spawn} {
+		a := rows[was.ID]
+		if a.State != api.StateFailed || a.Error == nil || !a.Error.Equal(*was.Error) || !a.Since.Equal(was.Since) {
+			t.Errorf("%s after the service ran again: %s %+v since %v, want %s %+v since %v",
+				was.ID, a.State, a.Error, a.Since, was.State, was.Error, was.Since)
+		}
+	}
+	if testproc.UntilEvery(1500*time.Millisecond, 10*time.Millisecond, func() bool { return startsOf(t, starts) != 1 }) {
+		t.Errorf("%d starts, want 1: the failed agent was started again by the service's restart", startsOf(t, starts))
+	}
+
+	// Started by hand, it is tried again, and parked again.
+	if r := w.run(30*time.Second, "start", "unready"); r.code != 1 {
+		t.Errorf("start unready: exit %d, want 1: %s%s", r.code, r.stdout, r.stderr)
+	}
+	if n := startsOf(t, starts); n != 2 {
+		t.Errorf("%d starts after a start by hand, want 2", n)
+	}
+}

@@ -116,7 +116,8 @@ func TestTopInTmux(t *testing.T) {
 	if strings.Index(scr, "\nbroken ") > strings.Index(scr, "\nalpha ") {
 		t.Errorf("the failed agent is not first:\n%s", scr)
 	}
-	if !strings.Contains(row(scr, "broken"), `command "/nonexistent/tether-top-test"`) {
+	// The cause first, cut to the width of the pane.
+	if !strings.Contains(row(scr, "broken"), `command "/nonexistent/tether-top`) {
 		t.Errorf("the failed row does not say why:\n%s", scr)
 	}
 	for i, l := range strings.Split(strings.TrimRight(scr, "\n"), "\n") {
@@ -177,6 +178,114 @@ func TestTopInTmux(t *testing.T) {
 	if code != "0" {
 		t.Fatalf("tether top exited %s on q", code)
 	}
+}
+
+// written is how many bytes the pane's program has written since
+// pipe began.
+func (p *pane) written(pipe string) int64 {
+	fi, err := os.Stat(pipe)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// quiet checks that the view writes nothing to its terminal for a while.
+func (p *pane) quiet(pipe, why string) {
+	p.t.Helper()
+	before := p.written(pipe)
+	if testproc.UntilEvery(3*time.Second, 50*time.Millisecond, func() bool { return p.written(pipe) != before }) {
+		b, _ := os.ReadFile(pipe)
+		p.t.Errorf("%s: the view wrote %d bytes while nothing changed:\n%s\n%q", why, p.written(pipe)-before, p.screen(), b[before:])
+	}
+}
+
+// frames counts the frames the view draws over 3 s (each begins by
+// sending the cursor home), or stops counting past most.
+func (p *pane) frames(pipe string, most int) int {
+	p.t.Helper()
+	before, n := p.written(pipe), 0
+	testproc.UntilEvery(3*time.Second, 50*time.Millisecond, func() bool {
+		b, _ := os.ReadFile(pipe)
+		n = strings.Count(string(b[min(before, int64(len(b))):]), "\x1b[H")
+		return n > most
+	})
+	return n
+}
+
+// usageOf returns the CPU and MEM cells of id's row, when shown: after
+// its id, state, pid, containment, since and restarts.
+func usageOf(screen, id string) (cpu, mem string) {
+	f := strings.Fields(row(screen, id))
+	if len(f) < 8 {
+		return "", ""
+	}
+	return f[6], f[7]
+}
+
+// TestTopContainmentAndRefresh: tether top shows each agent's
+// containment as status does; CPU and memory are measured only at the
+// person's pace (+ faster, - slower and off; off at first); the view
+// writes nothing to the terminal while nothing changes, and at most a
+// frame a measurement while it measures every second.
+func TestTopContainmentAndRefresh(t *testing.T) {
+	needTools(t, "tmux")
+	m := marker(t)
+	cleanupTrees(t, m)
+	w := newWorld(t)
+	w.writeConfig("agents:\n" + agentYAML("alpha", "alpha@top", m, true))
+	w.startService("default")
+	w.waitState("default", "alpha", api.StateRunning)
+	contained := w.containment("default", "alpha")
+
+	p := tmuxPane(t, w.dir, append(w.env, "NO_COLOR=1"), tether+" --config "+w.configPath()+" top")
+	scr := p.waitFor("alpha's row", hasRow("alpha", api.StateRunning))
+	if f := strings.Fields(row(scr, "alpha")); len(f) < 4 || f[3] != contained || !strings.Contains(scr, " CONTAIN ") {
+		t.Errorf("alpha's row does not show its containment %q:\n%s", contained, scr)
+	}
+	pipe := filepath.Join(w.dir, "top.out")
+	p.tmux("pipe-pane", "-o", "cat >> "+pipe)
+	p.quiet(pipe, "refresh off")
+	if strings.Contains(p.screen(), " CPU ") {
+		t.Errorf("CPU measured without being asked:\n%s", p.screen())
+	}
+
+	p.keys("+")
+	p.waitFor("a refresh every 30s", func(s string) bool { return strings.Contains(s, "CPU/MEM every 30s") && strings.Contains(s, " CPU ") })
+	p.keys("+", "+", "+", "+", "+")
+	p.waitFor("a refresh every 1s", func(s string) bool { return strings.Contains(s, "CPU/MEM every 1s") })
+	// An idle tree costs the same at each measurement: nothing to draw.
+	p.waitFor("alpha's costs", func(s string) bool { cpu, _ := usageOf(s, "alpha"); return strings.HasSuffix(cpu, "s") })
+	// A tree's memory moves by a few pages from one second to the next:
+	// at most a frame a measurement, and none between (a refresh that
+	// finds the same costs draws nothing: top's own tests).
+	if n := p.frames(pipe, 4); n > 4 {
+		t.Errorf("%d frames in 3 s at a refresh every 1s, want at most 4", n)
+	}
+
+	// Measured again without a key: a stopped agent costs nothing, and
+	// a started one something again.
+	w.mustRun("stop", "alpha")
+	p.waitFor("alpha stopped, measured", func(s string) bool {
+		cpu, mem := usageOf(s, "alpha")
+		return hasRow("alpha", api.StateStopped)(s) && cpu == "-" && mem == "-"
+	})
+	w.mustRun("start", "alpha")
+	p.waitFor("alpha running, measured", func(s string) bool {
+		cpu, mem := usageOf(s, "alpha")
+		return hasRow("alpha", api.StateRunning)(s) && strings.HasSuffix(cpu, "s") && mem != "-"
+	})
+
+	p.keys("-", "-", "-", "-", "-")
+	p.waitFor("the refresh off", func(s string) bool {
+		return !strings.Contains(s, "CPU/MEM every") && strings.Contains(s, "no refresh")
+	})
+	w.mustRun("stop", "alpha")
+	scr = p.waitFor("alpha stopped", hasRow("alpha", api.StateStopped))
+	if cpu, _ := usageOf(scr, "alpha"); cpu == "-" {
+		t.Errorf("measured again with the refresh off:\n%s", scr)
+	}
+	p.keys("q")
 }
 
 // TestTopNeedsTerminal: without a terminal "tether top" says so and exits

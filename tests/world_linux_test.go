@@ -248,3 +248,17 @@ func sessionsOf(marker string) []int {
 	}
 	return out
 }
+
+// stop stops the service as its manager would (SIGTERM) and waits for it
+// to exit.
+func (s *service) stop() {
+	s.w.t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		s.w.t.Fatal(err)
+	}
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		s.w.t.Fatalf("the service did not exit within 30 s of SIGTERM:\n%s", s.output())
+	}
+}

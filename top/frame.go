@@ -18,6 +18,7 @@ var keysHelp = []string{
 	"  l          follow its log in a pane; l again closes it",
 	"  R          reload the config",
 	"  u          measure CPU and memory now (each u again)",
+	"  +, -       measure them every 30s, 10s, 5s, 2s, 1s, or not",
 	"  /          filter by id: type, enter keeps, esc clears",
 	"  ?          show these keys",
 	"  q          quit",
@@ -49,6 +50,9 @@ func (m *model) frame() []string {
 		head += "  " + plural(len(m.agents), "agent")
 		if failed > 0 {
 			head += fmt.Sprintf(", %d failed", failed)
+		}
+		if p := m.paceText(); p != "" {
+			head += "  " + p
 		}
 	}
 	add(head)

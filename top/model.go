@@ -63,9 +63,13 @@ type model struct {
 	filter    string
 	confirm   string // the running agent a stop waits a y/n for
 	note      string // the last action's outcome
-	// usage is what each agent cost when last measured (u); nil until
-	// then.
+	// usage is what each agent cost when last measured (u, or a
+	// refresh); nil until then.
 	usage map[string]*api.Usage
+	// every is the pace of the refresh of usage (0: off), refreshGen
+	// the generation of the refresh at that pace.
+	every      time.Duration
+	refreshGen int
 
 	// send delivers a message to the running program.
 	send func(tea.Msg)
@@ -77,7 +81,14 @@ type model struct {
 	logGen    int
 }
 
-func (m *model) Init() tea.Cmd { return nil }
+// Init starts the refresh of CPU and memory when the view opens with
+// one.
+func (m *model) Init() tea.Cmd {
+	if m.every == 0 {
+		return nil
+	}
+	return m.pace(m.every)
+}
 
 // rows are the agents the filter keeps, in the order shown.
 func (m *model) rows() []api.Agent {
@@ -137,11 +148,9 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.logLines = nil
 		}
 	case usageMsg:
-		if msg.err != nil {
-			m.note = "measuring: " + msg.err.Error()
-		} else {
-			m.usage, m.note = msg.usage, "measured at "+time.Now().Format("15:04:05")
-		}
+		return m, m.measured(msg)
+	case refreshMsg:
+		return m, m.refresh(msg)
 	case sizeMsg:
 		m.w, m.h = msg.w, msg.h
 	case tea.KeyMsg:
@@ -214,7 +223,11 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	case "/":
 		m.filtering = true
 	case "u":
-		return m.measure()
+		return m.measure(false)
+	case "+", "=":
+		return m.pace(faster(m.every))
+	case "-":
+		return m.pace(slower(m.every))
 	case "R":
 		return m.act(verbReload, "")
 	case "l":

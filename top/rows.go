@@ -83,7 +83,7 @@ func errorCause(e *api.Error) string {
 }
 
 // columns is the header of the rows.
-var columns = []column{{"ID", 0}, {"STATE", 9}, {"PID", 7}, {"SINCE", 8}, {"RST", 4}, {"ERROR", 0}}
+var columns = []column{{"ID", 0}, {"STATE", 9}, {"PID", 7}, {"CONTAIN", 7}, {"SINCE", 8}, {"RST", 4}, {"ERROR", 0}}
 
 type column struct {
 	name  string
@@ -93,9 +93,12 @@ type column struct {
 // cells are the texts of one row, in the order of columns. Since is a
 // time of day, not an age, so that an idle view has nothing to redraw.
 func cells(a api.Agent) []string {
-	pid := "-"
+	pid, containment := "-", "-"
 	if a.PID > 0 {
 		pid = strconv.Itoa(a.PID)
+	}
+	if a.Containment != "" {
+		containment = string(a.Containment)
 	}
 	since := "-"
 	if !a.Since.IsZero() {
@@ -110,7 +113,7 @@ func cells(a api.Agent) []string {
 	if msg == "" {
 		msg = strings.Join(strings.Fields(a.Status), " ")
 	}
-	return []string{a.ID, string(a.State), pid, since, strconv.Itoa(a.Restarts), msg}
+	return []string{a.ID, string(a.State), pid, containment, since, strconv.Itoa(a.Restarts), msg}
 }
 
 // fit cuts s to n runes (n <= 0: no room), marking a cut with "…".

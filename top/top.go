@@ -33,6 +33,9 @@ type Options struct {
 	Out     *os.File
 	// NoColor draws without colours (the NO_COLOR convention).
 	NoColor bool
+	// Interval is how often CPU and memory are measured while the view
+	// is open: 0 only when asked (u), or at least MinInterval.
+	Interval time.Duration
 }
 
 // Run shows the view until the person quits it (q) or ctx is done. It
@@ -52,7 +55,8 @@ func Run(ctx context.Context, o Options) error {
 	io.WriteString(o.Out, enterAlt)
 	defer io.WriteString(o.Out, leaveAlt)
 
-	m := &model{ctx: ctx, c: o.Client, profile: o.Profile, color: !o.NoColor, scr: scr, agents: map[string]api.Agent{}}
+	m := &model{ctx: ctx, c: o.Client, profile: o.Profile, color: !o.NoColor, scr: scr, agents: map[string]api.Agent{},
+		every: o.Interval}
 	m.w, m.h, _ = term.GetSize(o.Out.Fd())
 	// Without a renderer of its own the program draws only through View,
 	// after each message: Bubble Tea's renderer would wake at its frame

@@ -64,6 +64,7 @@ type Upgrader struct {
 	Profile  string
 	StateDir string
 	Exe      string   // the binary the service runs: the target by default
+	Version  string   // the version of tether the service runs
 	Args     []string // the service's global flags, for the new binary's check
 	Control  Controller
 	Server   Pauser
@@ -105,7 +106,7 @@ func (u *Upgrader) Upgrade(req api.UpgradeRequest, answer func(api.UpgradeAnswer
 	up.To = ans.Build
 	StopAt(StepChecked)
 	u.Control.SetUpgrade(up)
-	u.Logf("upgrade %s: handing over to %s (tether %s, build %s; its guardians: %s)", up.ID, target, ans.Version, ans.Build, ans.Guardian)
+	u.Logf("upgrade %s: from tether %s (build %s) to tether %s (build %s, %s; its guardians: %s): handing over", up.ID, u.Version, up.From, ans.Version, ans.Build, target, ans.Guardian)
 	answer(api.UpgradeAnswer{Upgrade: up}, nil)
 	if err := u.handOver(target, up); err != nil {
 		fail(err)
