@@ -91,7 +91,7 @@ for t in windows_amd64 windows_arm64; do
 	unzip -q "$DISTDIR/tether_${VERSION}_$t.zip" -d "$bin"
 done
 # The Go toolchain that built them counts as one (golang.org/toolchain).
-"$GO" version -m "$bin"/tether_*/tether* |
+find "$bin" -type f \( -name tether -o -name tether-guardian -o -name '*.exe' \) -exec "$GO" version -m {} + |
 	awk '$1 == "dep" { print $2 "@" $3 } $1 ~ /:$/ { print "golang.org/toolchain@" $2 }' | sort -u >"$bin/modules"
 python3 - "$DISTDIR/tether_${VERSION}.cdx.json" "$VERSION" "$bin/modules" <<'PY' || fail "the SBOM"
 import json, sys
@@ -204,7 +204,7 @@ if command -v makensis >/dev/null; then
 	if out=$(makensis -V2 "$probe/probe.nsi" 2>&1); then
 		fail "makensis $(makensis -VERSION) builds arm64 installers: make dist should write tether-${VERSION}-setup-arm64.exe (packaging/windows/installer.sh, D139)"
 	elif grep -q 'adequate stub not found' <<<"$out"; then
-		echo "ok: no arm64 Windows installer: makensis $(makensis -VERSION) says: $(grep -m1 'reading stub' <<<"$out" | sed 's|/.*/||;s|"$||')"
+		echo "ok: no arm64 Windows installer: makensis $(makensis -VERSION) says: $(grep -m1 'reading stub' <<<"$out")"
 	else
 		fail "makensis, asked for an arm64 installer, failed otherwise: $out"
 	fi
