@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/internal/testproc"
+	punix "github.com/tether-dev/tether/platform/unix"
+	"golang.org/x/sys/unix"
 )
 
 // The .deb of make dist, installed for real (make dist-test runs these
@@ -161,6 +163,107 @@ func TestPackageServiceUsesThePackagedUnit(t *testing.T) {
 	}
 }
 
+// appMenuEntry is the packaged desktop entry a person's app menu lists.
+const appMenuEntry = "/usr/share/applications/tether.desktop"
+
+// openFromAppMenu opens the packaged app-menu entry as a desktop's
+// launcher does, with GLib (gio launch, which reads the entry's TryExec
+// and Exec), as the desktop's user; output is a file that gets what the
+// programs it starts print (a file, not a pipe: they outlive gio).
+func openFromAppMenu(t *testing.T, d *desktop, output string) {
+	t.Helper()
+	needTools(t, "gio")
+	f, err := os.OpenFile(output, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := d.command("gio", "launch", appMenuEntry)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := runBoundedErr(cmd, time.Minute); err != nil {
+		b, _ := os.ReadFile(output)
+		t.Fatalf("gio launch %s: %v\n%s", appMenuEntry, err, b)
+	}
+}
+
+// packagedTray waits until a tray of /usr/bin/tether, run by the
+// desktop's user, has registered its item with the desktop's tray host,
+// and returns its pid.
+func packagedTray(t *testing.T, d *desktop, within time.Duration, output string) int {
+	t.Helper()
+	pid := 0
+	if !testproc.UntilEvery(within, 20*time.Millisecond, func() bool {
+		for _, it := range d.items() {
+			var owner uint32
+			if d.conn.BusObject().Call("org.freedesktop.DBus.GetConnectionUnixProcessID", 0, it.service).Store(&owner) != nil {
+				continue
+			}
+			exe, _ := os.Readlink("/proc/" + strconv.Itoa(int(owner)) + "/exe")
+			if exe == "/usr/bin/tether" && strings.HasSuffix(cmdline(int(owner)), "\x00tray\x00") {
+				pid = int(owner)
+				return true
+			}
+		}
+		return false
+	}) {
+		b, _ := os.ReadFile(output)
+		t.Fatalf("no tray of /usr/bin/tether registered with the panel within %v; registered: %+v\nwhat was launched said:\n%s", within, d.items(), b)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/"+strconv.Itoa(pid), &st); err != nil || int(st.Uid) != d.user.UID {
+		t.Errorf("the tray (pid %d) runs as uid %d (%v), want the session's user %d", pid, st.Uid, err, d.user.UID)
+	}
+	return pid
+}
+
+// stopTray ends the tray pid as its session's end does (SIGTERM), and
+// waits until it has exited (reaping it: the launcher that started it
+// exited first, so this process, a subreaper, adopted it).
+func stopTray(t *testing.T, pid int) {
+	t.Helper()
+	_ = unix.Kill(pid, unix.SIGTERM)
+	if !testproc.UntilEvery(10*time.Second, 10*time.Millisecond, func() bool {
+		p, err := punix.Stat(pid)
+		if err != nil {
+			return true
+		}
+		if p.Zombie() && p.PPid == os.Getpid() {
+			var ws unix.WaitStatus
+			got, _ := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+			return got == pid
+		}
+		return p.Zombie()
+	}) {
+		t.Errorf("the tray (pid %d) did not exit within 10 s of SIGTERM", pid)
+	}
+}
+
+// The app-menu entry starts the tray: opened as a desktop's launcher
+// opens it, by the session's user, it runs the package's tray, which
+// registers with the panel's tray host; opened again, while that tray
+// runs, it starts no second one, and the second says which one runs.
+func TestPackageAppMenuEntryStartsTheTray(t *testing.T) {
+	installDeb(t)
+	r := newLoginRig(t)
+	r.exe = "/usr/bin/tether"
+	d := newDesktopWith(t, deskOptions{panel: true, user: r.m})
+	output := filepath.Join(t.TempDir(), "launched.log")
+	openFromAppMenu(t, d, output)
+	pid := packagedTray(t, d, 30*time.Second, output)
+	t.Logf("gio launch %s: the tray of /usr/bin/tether (pid %d) registered with the panel", appMenuEntry, pid)
+
+	openFromAppMenu(t, d, output)
+	said := fmt.Sprintf("already runs on this display (pid %d); not starting another", pid)
+	waitFileContains(t, output, said)
+	if items := d.items(); len(items) != 1 {
+		t.Errorf("after a second opening the panel has %d items, want the one tray's: %+v", len(items), items)
+	}
+	if _, ok := d.itemOf(pid); !ok {
+		t.Errorf("the first tray's item is gone after a second opening")
+	}
+	stopTray(t, pid)
+}
+
 // runningPackaged returns the processes that run /usr/bin/tether.
 func runningPackaged() []int {
 	var pids []int
@@ -210,9 +313,10 @@ func (r *loginRig) serviceVersion() string {
 // A newer .deb installed over a running service with 20 agents is a hot
 // upgrade: the service becomes the new version by itself (the package's
 // postinst asks it to), no agent is restarted (the same pids), no
-// request is refused. Then apt-get remove stops the service and its
-// agents before the binary goes, and purge leaves the user's config and
-// state alone.
+// request is refused, and the tray the user opened from the app menu
+// says it was updated, in a notification of the desktop's notification
+// server. Then apt-get remove stops the service and its agents before
+// the binary goes, and purge leaves the user's config and state alone.
 func TestPackageUpgradeIsHotAndRemoveStops(t *testing.T) {
 	next, nextVersion := os.Getenv("TETHER_PACKAGE_DEB_NEXT"), os.Getenv("TETHER_PACKAGE_VERSION_NEXT")
 	if next == "" || nextVersion == "" {
@@ -227,7 +331,30 @@ func TestPackageUpgradeIsHotAndRemoveStops(t *testing.T) {
 	if v := r.serviceVersion(); v != version {
 		t.Fatalf("service version %q, want %q", v, version)
 	}
+	// The user's tray, from the app menu, showing the service's agents.
+	d := newDesktopWith(t, deskOptions{panel: true, notifier: "dunst", user: r.m})
+	output := filepath.Join(t.TempDir(), "launched.log")
+	openFromAppMenu(t, d, output)
+	tray := packagedTray(t, d, 30*time.Second, output)
+	d.waitMenu(d.waitItem(tray, 10*time.Second), "20 running", func(n menuNode) bool {
+		return n.children[0].label == "20 running"
+	})
+
 	hotUpgrade(t, r, ids, before, exec.Command("dpkg", "-i", next), nextVersion)
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(output)
+			t.Logf("the tray's output:\n%s", b)
+		}
+	})
+	n := d.waitNotification(10*time.Second, "tether: updated", "updated to tether "+nextVersion+" (from "+version+")")
+	t.Logf("the tray said: %s", n)
+	if _, ok := d.itemOf(tray); !ok {
+		t.Errorf("the tray's item is gone after the upgrade")
+	}
+	// The tray is a thin client of the service; the removal below is
+	// about the service.
+	stopTray(t, tray)
 
 	// apt-get remove: the service and every agent stop, cleanly.
 	cfg := filepath.Join(r.m.Home, ".config", "tether", "agents.yaml")

@@ -160,10 +160,12 @@ type deskOptions struct {
 	panel    bool   // the Xfce panel, a tray host
 	notifier string // "dunst", "xfce4-notifyd", or "" for none
 	// user, where set, makes the desktop a login of a real systemd user
-	// manager's user: the panel runs as that user, in the manager's
+	// manager's user: the panel, the notifier and the programs run on
+	// the desktop (command, run) run as that user, in the manager's
 	// mount namespace, on the manager's session bus (the one its units
 	// get), with the user's own XDG directories, as on a systemd login.
-	// Only the X server is the test's. It takes no notifier.
+	// Only the X server is the test's. Its notifier can only be dunst,
+	// whose context menu (pickAction) it does not offer.
 	user *usermanager.Manager
 }
 
@@ -192,18 +194,20 @@ func newDesktopWith(t *testing.T, o deskOptions) *desktop {
 	d := &desktop{t: t, dir: dir, marker: uniqueMarker(), user: o.user}
 	config := filepath.Join(dir, "config")
 	if o.user != nil {
-		if o.notifier != "" {
-			t.Fatal("a user's desktop takes no notifier")
+		if o.notifier != "" && o.notifier != "dunst" {
+			t.Fatalf("a user's desktop takes dunst as its notifier, not %s", o.notifier)
 		}
 		config = filepath.Join(o.user.Home, ".config")
 	}
-	for _, sub := range []string{"config/dunst", "cache", "data", "run"} {
+	for _, sub := range []string{"cache", "data", "run"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(config, "xfce4/xfconf/xfce-perchannel-xml"), 0o700); err != nil {
-		t.Fatal(err)
+	for _, sub := range []string{"xfce4/xfconf/xfce-perchannel-xml", "dunst"} {
+		if err := os.MkdirAll(filepath.Join(config, sub), 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Registered first, so it runs last: whatever this desktop started
 	// that is still there (programs the bus activated, the panel's plugin
@@ -229,17 +233,19 @@ func newDesktopWith(t *testing.T, o deskOptions) *desktop {
 	if err := os.WriteFile(filepath.Join(config, "xfce4/xfconf/xfce-perchannel-xml/xfce4-panel.xml"), []byte(panelXML), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if o.user != nil {
-		if err := chownAll(config, o.user.UID, o.user.GID); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// The picker is the test's, in its directory: a user's dunst has
+	// none to run.
 	picker := filepath.Join(dir, "dunst-picker")
 	if err := os.WriteFile(picker, []byte(fmt.Sprintf(dunstPicker, dir)), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "config/dunst/dunstrc"), []byte(fmt.Sprintf(dunstrc, picker)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(config, "dunst/dunstrc"), []byte(fmt.Sprintf(dunstrc, picker)), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if o.user != nil {
+		if err := chownAll(config, o.user.UID, o.user.GID); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// Xvfb picks a free display and writes its number when it is ready.
@@ -256,6 +262,7 @@ func newDesktopWith(t *testing.T, o deskOptions) *desktop {
 		if o.panel {
 			d.startPanel()
 		}
+		d.startNotifier(o.notifier)
 		return d
 	}
 	sock := filepath.Join(dir, "bus")
@@ -274,16 +281,23 @@ func newDesktopWith(t *testing.T, o deskOptions) *desktop {
 	if o.panel {
 		d.startPanel()
 	}
-	switch o.notifier {
+	d.startNotifier(o.notifier)
+	return d
+}
+
+// startNotifier starts the notification server named (see deskOptions),
+// if any, and waits until it serves.
+func (d *desktop) startNotifier(name string) {
+	d.t.Helper()
+	switch name {
+	case "":
+		return
 	case "dunst":
 		d.start("dunst", d.env, "dunst")
 	case "xfce4-notifyd":
 		d.start("notifyd", d.env, xfceNotifyd())
 	}
-	if o.notifier != "" {
-		d.waitName("org.freedesktop.Notifications", 10*time.Second)
-	}
-	return d
+	d.waitName("org.freedesktop.Notifications", 10*time.Second)
 }
 
 // connectAs connects to the session bus at the socket path as the user
@@ -363,6 +377,9 @@ func xfceNotifyd() string {
 // contains pick ("#Start again (tether: bob failed)"), as a user does.
 func (d *desktop) pickAction(pick string) {
 	d.t.Helper()
+	if d.user != nil {
+		d.t.Fatal("a user's desktop has no dunst context menu to pick from")
+	}
 	if err := os.WriteFile(filepath.Join(d.dir, "dunst-pick"), []byte(pick), 0o600); err != nil {
 		d.t.Fatal(err)
 	}
@@ -791,8 +808,14 @@ func (d *desktop) waitNotification(within time.Duration, parts ...string) string
 	return found
 }
 
-// command is a program to run on the desktop.
+// command is a program to run on the desktop, as its user where it has
+// one (whose session bus lets no one else in).
 func (d *desktop) command(argv ...string) *exec.Cmd {
+	if d.user != nil {
+		cmd := d.user.Command(argv[0], argv[1:]...)
+		cmd.Env = append(cmd.Env, d.env...)
+		return cmd
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), d.env...)
 	return cmd

@@ -148,7 +148,9 @@ type engine struct {
 	// last seen, to tell which ones its return restarted.
 	lostPIDs map[string]int
 	// build and version are the binary the service last said it runs
-	// (api.Service): a hello from another one says it was updated.
+	// (api.Service): a hello from another one, or of another version,
+	// says it was updated (two reproducible builds of one commit, such
+	// as a release candidate and its release, share their Build).
 	build, version string
 
 	dirty chan struct{} // buffer 1: the menu must be rebuilt
@@ -442,7 +444,7 @@ func (e *engine) hello(st api.Status) {
 	}
 	e.in.Conn, e.in.ConnErr, e.in.StartingService, e.in.Waiting = connected, "", false, nil
 	if st.Service != nil {
-		if e.build != "" && st.Service.Build != e.build {
+		if e.version != "" && (st.Service.Build != e.build || st.Service.Version != e.version) {
 			notes = append(notes, updatedNotice(e.opts.Profile, e.version, *st.Service))
 		}
 		e.build, e.version = st.Service.Build, st.Service.Version

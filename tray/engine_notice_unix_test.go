@@ -167,6 +167,26 @@ func TestEngineServiceUpdated(t *testing.T) {
 	}
 }
 
+// TestEngineServiceUpdatedSameBuild: two reproducible builds of one
+// commit (a release candidate and its release) have the same size and
+// time, so the same Build: the new version alone says it was updated.
+func TestEngineServiceUpdatedSameBuild(t *testing.T) {
+	dir := shortDir(t)
+	sock := filepath.Join(dir, "s.sock")
+	f := startFake(t, sock, agent("a", api.StateRunning, time.Minute, nil))
+	f.mu.Lock()
+	f.status.Service = &api.Service{Version: "1.2.3-rc.1", Build: "b1"}
+	f.mu.Unlock()
+	u, o := &fakeUI{}, &fakeOS{}
+	newTestEngine(t, dir, u, o)
+	u.waitMenu(t, "1 running", firstLine("1 running"))
+	f.handover(api.Service{Version: "1.2.3", Build: "b1"})
+	n := o.waitNotice(t, "updated")
+	if !strings.Contains(n.Body, "tether 1.2.3 (from 1.2.3-rc.1)") {
+		t.Errorf("updated notice %+v, want tether 1.2.3 (from 1.2.3-rc.1)", n)
+	}
+}
+
 // TestEngineSleep: while the machine suspends and resumes, a lost service
 // that comes back is not announced at all, and an agent's failure that
 // outlasts the resume is announced after it.

@@ -4,15 +4,18 @@
 # left: the files, the Start-menu entry, the uninstall key and the Run
 # value (reg query), that the installed tether.exe runs the service and
 # an agent, that a newer installer over it while the service runs
-# upgrades that service in place (the agent keeps its pid), and that the
+# upgrades that service in place (the agent keeps its pid, the service
+# answers with the newer version, no status request made all along is
+# refused), and that the
 # silent uninstaller stops the service, removes what was installed and
 # leaves the user's config, state and logs. Before, it builds an
 # installer twice from one zip and compares the two.
 #
 # With VERSION and DISTDIR it tests DISTDIR/tether-VERSION-setup-amd64.exe
 # (make dist's); without them it builds a zip and an installer of the
-# tree first. The older installer of the upgrade is the same zip under
-# an older version. Without wine, makensis or mingw it prints a SKIP line
+# tree first. The older installer of the upgrade is the same zip with
+# its binaries built again, stamped with an older version. Without wine,
+# makensis or mingw it prints a SKIP line
 # (a failure with CI=true).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -76,7 +79,8 @@ else
 	version=0.0.2 dist="$tmp/dist"
 	tree="$tmp/zip/tether_${version}_windows_amd64"
 	mkdir -p "$dist" "$tree/completions"
-	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $GO build -trimpath -o "$tree/tether.exe" .
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $GO build -trimpath \
+		-ldflags "-X github.com/tether-dev/tether/internal/buildinfo.Version=$version" -o "$tree/tether.exe" .
 	$GO run . completion powershell >"$tree/completions/tether.ps1" ||
 		fail "tether completion powershell: no PowerShell completion for the installer to take"
 	cp README.md "$tree/"
@@ -85,9 +89,22 @@ else
 fi
 setup="$dist/tether-${version}-setup-amd64.exe"
 [ -f "$setup" ] || fail "no $setup"
+# The older installer: the zip's files, with its binaries built again
+# from this tree as version $old, so that the upgrade is seen to bring
+# another binary and another version.
 old=0.0.1
-mkdir -p "$tmp/old"
-cp "$dist/tether_${version}_windows_amd64.zip" "$tmp/old/tether_${old}_windows_amd64.zip"
+mkdir -p "$tmp/old" "$tmp/oldzip"
+unzip -q "$dist/tether_${version}_windows_amd64.zip" -d "$tmp/oldzip"
+for exe in $(cd "$tmp/oldzip" && find . -name '*.exe'); do
+	case $(basename "$exe") in
+	tether.exe) pkg=. ;;
+	tether-guardian.exe) pkg=./guardian/cmd/tether-guardian ;;
+	*) fail "the zip holds $exe, which this test cannot build as $old" ;;
+	esac
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $GO build -trimpath \
+		-ldflags "-X github.com/tether-dev/tether/internal/buildinfo.Version=$old" -o "$tmp/oldzip/$exe" "$pkg"
+done
+(cd "$tmp/oldzip" && zip -q -X -r "$tmp/old/tether_${old}_windows_amd64.zip" .)
 NSIS_COMPRESSOR=zlib bash packaging/windows/installer.sh "$old" "$tmp/old" >/dev/null
 # The same zip gives the same installer, byte for byte.
 mkdir -p "$tmp/again"
@@ -190,22 +207,50 @@ if agent["state"] != "running":
 print(agent["pid"])
 PY
 }
+# serviceversion: the version the running service says it runs.
+serviceversion() {
+	w "$exew" status --json || return 1
+	python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["service"]["version"])' "$tmp/out"
+}
 eventually 60 w "$exew" status || fail "the service did not answer"
 w "$exew" start sleeper || fail "tether.exe start sleeper"
 eventually 30 agentpid >/dev/null || fail "the service did not run its agent"
 pid=$(agentpid)
-ok "tether.exe service run: the agent runs (pid $pid)"
+[ "$(serviceversion)" = "$old" ] || fail "the service says it runs $(serviceversion), not $old"
+ok "tether.exe service run: the agent runs (pid $pid), the service is $old"
 
 # ---- a newer installer over it, the service running ----
-w "$setup" /S || fail "the installer of $version over $old exited $?"
-[ "$(regval "$uninstKey" DisplayVersion)" = "$version" ] || fail "DisplayVersion is not $version after the upgrade"
+# A client asks for the status all along the upgrade, from a copy of the
+# old binary outside the installation (the installer moves its files).
+cp "$inst/tether.exe" "$tmp/client.exe"
+clientw=$(HOME="$winehome" winepath -w "$tmp/client.exe" 2>/dev/null)
+(
+	while [ ! -e "$tmp/upgraded" ]; do
+		rc=0
+		HOME="$winehome" wine "$clientw" status >"$tmp/asker.out" 2>&1 || rc=$?
+		if [ "$rc" = 0 ]; then echo answered; else echo "refused: exit $rc: $(tr -d '\r' <"$tmp/asker.out" | head -3)"; fi
+	done >"$tmp/asked"
+) &
+asker=$!
+began=$(date +%s%N)
+w "$setup" /S || { touch "$tmp/upgraded"; wait "$asker"; fail "the installer of $version over $old exited $?"; }
+[ "$(regval "$uninstKey" DisplayVersion)" = "$version" ] || { touch "$tmp/upgraded"; wait "$asker"; fail "DisplayVersion is not $version after the upgrade"; }
 # The service that ran the old binary handed over to the new one and
 # exited; its agent went on.
+newversion() { [ "$(serviceversion)" = "$version" ]; }
+eventually 30 newversion || { touch "$tmp/upgraded"; wait "$asker"; fail "the service does not say it runs $version after the upgrade"; }
+served=$((($(date +%s%N) - began) / 1000000))
+touch "$tmp/upgraded"
+wait "$asker"
 eventually 30 bash -c "! kill -0 $service 2>/dev/null" || fail "the old service still runs after the upgrade"
 eventually 30 agentpid >/dev/null || fail "no service answers after the upgrade"
 [ "$(agentpid)" = "$pid" ] || fail "the agent was restarted by the upgrade ($pid, now $(agentpid))"
 [ "$(regval "$runKey" tether)" = "\"$exew\" service run" ] || fail "the upgrade dropped the Run value"
-ok "upgraded $old -> $version with the service running: the same agent (pid $pid), the Run value kept"
+asked=$(grep -c . "$tmp/asked" || true)
+refused=$(grep -c '^refused' "$tmp/asked" || true)
+[ "$asked" -gt 0 ] || fail "no status request was made during the upgrade"
+[ "$refused" = 0 ] || fail "$refused of $asked status requests were refused during the upgrade: $(grep -m3 '^refused' "$tmp/asked")"
+ok "upgraded $old -> $version with the service running: the same agent (pid $pid), the service says $version within ${served} ms of the installer's start, $asked status requests answered, none refused, the Run value kept"
 
 # ---- uninstall, silently ----
 # ours: the command lines of the Windows processes of this prefix that
