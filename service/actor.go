@@ -136,7 +136,7 @@ func newActor(c *Controller, a config.Agent, parked *state.Parked) *actor {
 	if parked != nil {
 		act.want, act.parked = true, true
 		act.row.State, act.row.Enabled, act.row.Since = api.StateFailed, true, parked.Since
-		act.row.Error = &api.Error{Code: parked.Code, Message: parked.Message, Last: parked.Last}
+		act.row.Error = &api.Error{Code: parked.Code, Message: parked.Message, Last: parked.Last, Time: parked.Since}
 	}
 	return act
 }
@@ -459,8 +459,15 @@ func (a *actor) setState(s api.State, err *api.Error) { a.setStateAt(s, err, tim
 func (a *actor) setStateAt(s api.State, err *api.Error, at time.Time) {
 	a.row.State = s
 	a.row.Since = at
+	if err != nil && err.Time.IsZero() {
+		// A copy: whoever was answered with err may be reading it.
+		e := *err
+		e.Time = at
+		err = &e
+	}
 	a.row.Error = err
 	a.row.Enabled = a.want
+	a.row.Waiting = a.waiting()
 	a.c.publish(a.row)
 }
 
@@ -635,7 +642,7 @@ func (a *actor) startFailed(err error) {
 		if a.contention.IsZero() {
 			a.contention, a.contDelay = now, 20*time.Millisecond
 		}
-		ae := &api.Error{Code: api.CodeContention, Message: err.Error()}
+		ae := &api.Error{Code: api.CodeContention, Message: startMessage(err)}
 		if now.Sub(a.contention) < a.c.opts.ContentionWindow {
 			// An old guardian may still be cleaning up after a crash:
 			// retry soon and often, for a bounded time.
@@ -650,7 +657,7 @@ func (a *actor) startFailed(err error) {
 		a.fail(ae)
 		return
 	}
-	a.fail(&api.Error{Code: code, Message: err.Error()})
+	a.fail(&api.Error{Code: code, Message: startMessage(err)})
 }
 
 // fail parks the agent in failed with its reason.
