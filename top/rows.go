@@ -75,8 +75,8 @@ type column struct {
 // time of day, not an age, so that an idle view has nothing to redraw.
 func cells(a api.Agent) []string {
 	pid := "-"
-	if a.PID > 0 {
-		pid = strconv.Itoa(a.PID)
+	if n := rowtext.PID(a); n > 0 {
+		pid = strconv.Itoa(n)
 	}
 	since := "-"
 	if !a.Since.IsZero() {
