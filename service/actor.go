@@ -686,6 +686,7 @@ func (a *actor) event(ev guardian.Event) bool {
 	switch ev.Type {
 	case guardian.EventExited:
 		a.recordRun(func(run *state.Run) { run.Exit = ev.Exit.String() })
+		a.agentGone()
 		return false
 	case guardian.EventCleanupFailed:
 		e := cleanupError("", ev.Err)

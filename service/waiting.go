@@ -66,3 +66,14 @@ func (a *actor) agentsWait(ids []string) {
 	}
 	a.row.Waiting = w
 }
+
+// agentGone takes the agent's pid off its row once the agent has
+// exited: its guardian may still be stopping what it left (for up to
+// its stop timeout), and the row must not name a process that has
+// ended.
+func (a *actor) agentGone() {
+	if a.row.PID != 0 {
+		a.row.PID = 0
+		a.c.publish(a.row)
+	}
+}
