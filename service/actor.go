@@ -263,6 +263,11 @@ func (a *actor) handle(cmd command) bool {
 		a.want = true
 		a.unpark()
 		a.failures, a.backoff = nil, 0
+		if a.session == nil {
+			// A new series, counted anew: its restarts, as the
+			// failures a crash loop counts.
+			a.row.Restarts = 0
+		}
 		a.contention = time.Time{}
 		a.depErr = nil
 		a.wait(cmd)
@@ -883,7 +888,8 @@ func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 			last = e.Message
 		}
 		a.park(&api.Error{Code: api.CodeCrashLoop, Last: e,
-			Message: fmt.Sprintf("failed %d times within %s; last: %s", len(a.failures), human.Duration(r.CrashLoop.Within), last)})
+			Message: fmt.Sprintf("failed %d times within %s (%s since it was started); last: %s", len(a.failures), human.Duration(r.CrashLoop.Within),
+				human.Count(a.row.Restarts, "restart", "restarts"), last)})
 		return
 	}
 	if a.backoff == 0 {
