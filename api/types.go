@@ -29,6 +29,9 @@ type Error struct {
 	// Last is, for crash_loop, how the agent last ended: the cause the
 	// loop repeats.
 	Last *Error `json:"last,omitempty"`
+	// Time is when it happened, on an agent's row: when the service
+	// put it there. Zero elsewhere.
+	Time time.Time `json:"time,omitzero"`
 }
 
 // Equal reports whether e and o say the same: code, message, the
@@ -68,6 +71,9 @@ type Agent struct {
 	// or why the service restarted it (an adopted tree whose config
 	// entry changed).
 	Status string `json:"status,omitempty"`
+	// Waiting is what a starting agent waits for (its readiness check,
+	// or the agents it starts after), while it does; nil otherwise.
+	Waiting *Waiting `json:"waiting,omitempty"`
 	// IntentError, code state, says that the agent's intent (started
 	// or stopped, Enabled) could not be saved: the service retries until
 	// it is. Until then a service that crashed would start, or leave

@@ -131,7 +131,13 @@ func (inv *invocation) action(verb string, args []string) int {
 	defer cancel()
 	req := api.IDsRequest{IDs: fs.Args(), NoWait: noWait != nil && *noWait}
 	path := map[string]string{"start": api.PathStart, "stop": api.PathStop, "restart": api.PathRestart}[verb]
+	done := func() {}
+	if verb != "stop" && !req.NoWait {
+		// Until the service answers, a terminal shows what it waits for.
+		done = inv.showProgress(c, req.IDs)
+	}
 	res, err := c.Action(ctx, path, req)
+	done()
 	if err != nil {
 		return inv.apiFailure(p, err)
 	}

@@ -6,15 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/client"
 	"github.com/tether-dev/tether/internal/human"
+	"github.com/tether-dev/tether/internal/rowtext"
 	"github.com/tether-dev/tether/service"
 	"github.com/tether-dev/tether/wire"
 )
@@ -45,7 +46,7 @@ func (inv *invocation) status(args []string) int {
 			if *asJSON {
 				inv.statusJSON(st)
 			} else {
-				writeStatusTable(inv.stdout, st, inv.errorWidth(*wide))
+				writeStatusTable(inv.stdout, st, inv.tableWidth(*wide), time.Now())
 			}
 		}
 		return code
@@ -56,7 +57,7 @@ func (inv *invocation) status(args []string) int {
 	if *asJSON {
 		return inv.statusJSON(st)
 	}
-	writeStatusTable(inv.stdout, st, inv.errorWidth(*wide))
+	writeStatusTable(inv.stdout, st, inv.tableWidth(*wide), time.Now())
 	for _, a := range st.Agents {
 		if a.IntentError != nil {
 			fmt.Fprintf(inv.stderr, "tether: %s: intent not saved: %s\n", a.ID, a.IntentError.Message)
@@ -71,41 +72,97 @@ func (inv *invocation) status(args []string) int {
 	return ExitOK
 }
 
-// errorWidth is how many bytes of the last column a row keeps: 80 on a
-// terminal, to keep a row on its line; where the output goes elsewhere (a
-// file, a pipe, a program), or with --wide, it is whole (0).
-func (inv *invocation) errorWidth(wide bool) int {
+// tableWidth is how wide a row of the table may be: the terminal's
+// width, so that each row keeps to its line; where the output goes
+// elsewhere (a file, a pipe, a program), or with --wide, rows are whole
+// (0).
+func (inv *invocation) tableWidth(wide bool) int {
 	if wide || !isTerminal(inv.stdout) {
 		return 0
 	}
-	return 80
+	return terminalWidth(inv.stdout)
 }
 
-// writeStatusTable writes the rows of st as a table, the last column cut
-// to limit bytes (0: whole).
-func writeStatusTable(w io.Writer, st api.Status, limit int) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tIDENTITY\tSTATE\tPID\tCONTAINMENT\tCPU\tMEM\tSINCE\tRESTARTS\tERROR")
+// statusColumns are the table's columns; the last one, ERROR, takes the
+// room the others leave.
+var statusColumns = []string{"ID", "IDENTITY", "STATE", "PID", "CONTAINMENT", "CPU", "MEM", "SINCE", "RESTARTS", "ERROR"}
+
+// columnGap is the room between two columns.
+const columnGap = 2
+
+// writeStatusTable writes the rows of st as a table, at now. With a
+// width, the last column is cut so that a row fits in it (though never
+// to less than minErrorWidth); 0 leaves it whole.
+func writeStatusTable(w io.Writer, st api.Status, width int, now time.Time) {
+	rows := [][]string{statusColumns}
 	for _, a := range st.Agents {
 		pid, containment := "-", "-"
-		if a.PID > 0 {
-			pid = strconv.Itoa(a.PID)
+		if n := rowtext.PID(a); n > 0 {
+			pid = strconv.Itoa(n)
 		}
 		if a.Containment != "" {
 			containment = string(a.Containment)
 		}
-		msg := ""
-		switch {
-		case a.Error != nil:
-			msg = string(a.Error.Code) + ": " + oneLine(a.Error.Message, limit)
-		case a.Status != "":
-			// The agent's own word (STATUS=), or what it waits for.
-			msg = oneLine(a.Status, limit)
-		}
 		cpu, mem := usageColumns(a.Usage)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", a.ID, a.Identity, a.State, pid, containment, cpu, mem, ago(a.Since), a.Restarts, msg)
+		rows = append(rows, []string{a.ID, a.Identity, string(a.State), pid, containment, cpu, mem, ago(a.Since), strconv.Itoa(a.Restarts), rowNote(a, now)})
 	}
-	tw.Flush()
+	last := len(statusColumns) - 1
+	widths := make([]int, last)
+	for _, r := range rows {
+		for i, c := range r[:last] {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	room := 0
+	if width > 0 {
+		used := 0
+		for _, n := range widths {
+			used += n + columnGap
+		}
+		room = max(width-used, minErrorWidth)
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		b.Reset()
+		for i, c := range r[:last] {
+			b.WriteString(c)
+			b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+columnGap))
+		}
+		b.WriteString(cut(r[last], room))
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}
+
+// minErrorWidth is the least the ERROR column is cut to, on a terminal
+// too narrow for the columns before it: the row wraps, and the cause
+// can still be read.
+const minErrorWidth = 24
+
+// rowNote is the ERROR column of a: its error, cause first, then its
+// code and when it happened; without one, what it waits for (how long so
+// far, at now) and its own status.
+func rowNote(a api.Agent, now time.Time) string {
+	if e := a.Error; e != nil {
+		what := string(e.Code)
+		if !e.Time.IsZero() {
+			what += ", " + clockAt(e.Time, now)
+		}
+		if msg := rowtext.Error(*e); msg != "" {
+			return msg + " (" + what + ")"
+		}
+		return what
+	}
+	return rowtext.Note(a, now)
+}
+
+// clockAt is when t was, seen at now: its time of day within the last
+// 20 hours, its date and time before.
+func clockAt(t, now time.Time) string {
+	t = t.Local()
+	if now.Sub(t) < 20*time.Hour {
+		return t.Format("15:04:05")
+	}
+	return t.Format("Jan 02 15:04")
 }
 
 // waitingRows are the rows of the agents of the profile whose guardians
@@ -135,17 +192,18 @@ func (inv *invocation) waitingRows(ctx context.Context, p service.Paths) []api.A
 // statusRow is one agent in "status --json", as the contract names it:
 // State is one of api.States, Error nil or one of api.AgentCodes.
 type statusRow struct {
-	ID          string     `json:"id"`
-	Identity    string     `json:"identity"`
-	State       api.State  `json:"state"`
-	PID         int        `json:"pid"`
-	GuardianPID int        `json:"guardian_pid"`
-	Since       time.Time  `json:"since"`
-	Restarts    int        `json:"restarts"`
-	Error       *api.Error `json:"error"`
-	Status      string     `json:"status,omitempty"`
-	IntentError *api.Error `json:"intent_error,omitempty"`
-	Usage       *api.Usage `json:"usage,omitempty"`
+	ID          string       `json:"id"`
+	Identity    string       `json:"identity"`
+	State       api.State    `json:"state"`
+	PID         int          `json:"pid"`
+	GuardianPID int          `json:"guardian_pid"`
+	Since       time.Time    `json:"since"`
+	Restarts    int          `json:"restarts"`
+	Error       *api.Error   `json:"error"`
+	Status      string       `json:"status,omitempty"`
+	Waiting     *api.Waiting `json:"waiting,omitempty"`
+	IntentError *api.Error   `json:"intent_error,omitempty"`
+	Usage       *api.Usage   `json:"usage,omitempty"`
 }
 
 // statusService is the service in "status --json": the tether it runs.
@@ -170,7 +228,7 @@ func (inv *invocation) statusJSON(st api.Status) int {
 		out.Service = &statusService{Version: s.Version, PID: st.ServicePID, Executable: s.Executable, Started: s.Started}
 	}
 	for _, a := range st.Agents {
-		out.Agents = append(out.Agents, statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error, a.Status, a.IntentError, a.Usage})
+		out.Agents = append(out.Agents, statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error, a.Status, a.Waiting, a.IntentError, a.Usage})
 	}
 	enc := json.NewEncoder(inv.stdout)
 	enc.SetIndent("", "  ")
@@ -180,11 +238,12 @@ func (inv *invocation) statusJSON(st api.Status) int {
 	return ExitOK
 }
 
-// oneLine puts s on one line, cut to n bytes (n 0: whole).
-func oneLine(s string, n int) string {
+// cut puts s on one line, cut to n runes (n 0: whole), a cut marked
+// with "…".
+func cut(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if n > 0 && len(s) > n {
-		s = s[:n-1] + "…"
+	if r := []rune(s); n > 0 && len(r) > n {
+		s = string(r[:n-1]) + "…"
 	}
 	return s
 }
@@ -267,22 +326,34 @@ func statusHelp() string {
 One row per agent: its id, identity, state, pid, the containment its
 running tree got, what its process tree costs (CPU: the processor time it
 has used since it started; MEM: the memory it holds now), how long it has
-been in that state, how often it was restarted, and its last error as
-CODE: message (or, without one, its status: the agent's own STATUS= text,
-or what a starting agent waits for). On a terminal the error is cut to
-fit; with --wide, or written to a file or a pipe, it is whole.
+been in that state, how often it was restarted, and its last error:
+its cause first, then its code and when it happened (or, without one,
+what a starting agent waits for and for how long so far, and the
+agent's own STATUS= text). PID is shown only while the agent's process
+may be alive: never on a stopped or failed row. On a terminal the error
+is cut to the terminal's width; with --wide, or written to a file or a
+pipe, it is whole.
 
 --json prints the rows as JSON:
 
   {"service": {"version", "pid", "executable", "started"},
    "agents": [{"id", "identity", "state", "pid", "guardian_pid", "since",
-               "restarts", "error": null or {"code", "message"},
+               "restarts", "error": null or {"code", "message", "time"},
                "status": the status text, when there is one,
+               "waiting": {"for", "what", "agents", "since", "deadline"},
+                 while a starting agent waits,
                "intent_error": {"code", "message"}, when there is one,
                "usage": {"cpu_seconds", "memory_bytes", "procs", "source"}}],
    "state_error": {"code", "message"},
    "config_error": {"code", "message"}}
 
+"waiting" says what a starting agent waits for. "for" is its
+readiness check (ready:), with "what" naming what the check looks at
+(the log line's pattern, the address, the URL, the command, the
+descriptor), or "agents", the agents it starts after, named in
+"agents"; "deadline" is when a check that has not passed fails
+(start_timeout). "for" is one of: ` + waitList() + `.
+"error"."time" is when the error came.
 "service" is the running service: its tether version (a service
 upgraded in place reports the new one), its pid, its binary, and when
 that binary began to serve. "since" and "started" are RFC 3339 times. "intent_error" (code ` + string(api.CodeState) + `) is there while the
@@ -318,17 +389,6 @@ state is one of:
 	return b.String()
 }
 
-// isTerminal reports whether w is a terminal (a character device: on Unix
-// the null device counts too, which nobody reads).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
 // usageColumns are the CPU and MEM columns of a row: "-" for an agent
 // that does not run or could not be measured.
 func usageColumns(u *api.Usage) (cpu, mem string) {
@@ -336,4 +396,14 @@ func usageColumns(u *api.Usage) (cpu, mem string) {
 		return "-", "-"
 	}
 	return u.CPUText(), u.MemoryText()
+}
+
+// waitList names every wait, as the API lists them.
+func waitList() string {
+	ws := api.Waits()
+	s := make([]string, len(ws))
+	for i, w := range ws {
+		s[i] = string(w)
+	}
+	return strings.Join(s, ", ")
 }

@@ -74,6 +74,26 @@ func (e *StartError) Error() string {
 	return b.String()
 }
 
+// Reason is e without whose start it was and without its code, for a
+// caller that says both already: the guardian's message (what went
+// wrong with the handshake, when no typed answer came), and what the
+// guardian wrote to its stderr before it answered.
+func (e *StartError) Reason() string {
+	var b strings.Builder
+	switch {
+	case e.handshake != nil:
+		b.WriteString(e.handshake.Error())
+	case e.Message != "":
+		b.WriteString(e.Message)
+	default:
+		b.WriteString(string(e.Code))
+	}
+	if s := strings.TrimSpace(e.Stderr); s != "" {
+		b.WriteString(" (stderr: " + s + ")")
+	}
+	return b.String()
+}
+
 // Unwrap lets errors.Is match the code's sentinel, and the spawn cause as
 // fs.ErrNotExist or fs.ErrPermission.
 func (e *StartError) Unwrap() []error {

@@ -136,7 +136,7 @@ func newActor(c *Controller, a config.Agent, parked *state.Parked) *actor {
 	if parked != nil {
 		act.want, act.parked = true, true
 		act.row.State, act.row.Enabled, act.row.Since = api.StateFailed, true, parked.Since
-		act.row.Error = &api.Error{Code: parked.Code, Message: parked.Message, Last: parked.Last}
+		act.row.Error = &api.Error{Code: parked.Code, Message: parked.Message, Last: parked.Last, Time: parked.Since}
 		c.logf("agent %q: parked since %s (%s): not started until someone starts it", a.ID, parked.Since.Local().Format(time.DateTime), parked.Code)
 	}
 	return act
@@ -264,6 +264,11 @@ func (a *actor) handle(cmd command) bool {
 		a.want = true
 		a.unpark()
 		a.failures, a.backoff = nil, 0
+		if a.session == nil {
+			// A new series, counted anew: its restarts, as the
+			// failures a crash loop counts.
+			a.row.Restarts = 0
+		}
 		a.contention = time.Time{}
 		a.depErr = nil
 		a.wait(cmd)
@@ -461,8 +466,15 @@ func (a *actor) setStateAt(s api.State, err *api.Error, at time.Time) {
 	prev := a.row
 	a.row.State = s
 	a.row.Since = at
+	if err != nil && err.Time.IsZero() {
+		// A copy: whoever was answered with err may be reading it.
+		e := *err
+		e.Time = at
+		err = &e
+	}
 	a.row.Error = err
 	a.row.Enabled = a.want
+	a.row.Waiting = a.waiting()
 	if line := rowEvent(prev, a.row); line != "" {
 		a.c.logf("%s", line)
 	}
@@ -640,7 +652,7 @@ func (a *actor) startFailed(err error) {
 		if a.contention.IsZero() {
 			a.contention, a.contDelay = now, 20*time.Millisecond
 		}
-		ae := &api.Error{Code: api.CodeContention, Message: err.Error()}
+		ae := &api.Error{Code: api.CodeContention, Message: startMessage(err)}
 		if now.Sub(a.contention) < a.c.opts.ContentionWindow {
 			// An old guardian may still be cleaning up after a crash:
 			// retry soon and often, for a bounded time.
@@ -655,7 +667,7 @@ func (a *actor) startFailed(err error) {
 		a.fail(ae)
 		return
 	}
-	a.fail(&api.Error{Code: code, Message: err.Error()})
+	a.fail(&api.Error{Code: code, Message: startMessage(err)})
 }
 
 // fail leaves the agent failed with its reason: parked (see settle),
@@ -698,6 +710,7 @@ func (a *actor) event(ev guardian.Event) bool {
 	switch ev.Type {
 	case guardian.EventExited:
 		a.recordRun(func(run *state.Run) { run.Exit = ev.Exit.String() })
+		a.agentGone()
 		return false
 	case guardian.EventCleanupFailed:
 		e := cleanupError("", ev.Err)
@@ -894,7 +907,8 @@ func (a *actor) ended(ev guardian.Event, e *api.Error, now time.Time) {
 			last = e.Message
 		}
 		a.park(&api.Error{Code: api.CodeCrashLoop, Last: e,
-			Message: fmt.Sprintf("failed %d times within %s; last: %s", len(a.failures), human.Duration(r.CrashLoop.Within), last)})
+			Message: fmt.Sprintf("failed %d times within %s (%s since it was started); last: %s", len(a.failures), human.Duration(r.CrashLoop.Within),
+				human.Count(a.row.Restarts, "restart", "restarts"), last)})
 		return
 	}
 	if a.backoff == 0 {

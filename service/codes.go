@@ -30,6 +30,16 @@ func startCode(err error) api.Code {
 	return api.CodeInternal
 }
 
+// startMessage is the message of the row of an agent whose start failed
+// with err: the guardian's reason alone, for the row names the agent and
+// its code already.
+func startMessage(err error) string {
+	if se, ok := errors.AsType[*guardian.StartError](err); ok {
+		return se.Reason()
+	}
+	return err.Error()
+}
+
 // checkCodes maps the stop reasons of a readiness, watchdog or health
 // check onto the API's codes.
 var checkCodes = map[wire.StopReason]api.Code{

@@ -198,8 +198,16 @@ func TestRestartPolicyBackoffAndCrashLoop(t *testing.T) {
 		}
 	}
 	a := waitState(t, c, "crash", api.StateFailed)
-	if a.Error == nil || a.Error.Code != api.CodeCrashLoop || a.Restarts != 3 {
+	if a.Error == nil || a.Error.Code != api.CodeCrashLoop || a.Restarts != 3 || !strings.Contains(a.Error.Message, "failed 4 times within 1m (3 restarts since it was started)") {
 		t.Errorf("crash: %+v %+v", a, a.Error)
+	}
+	// Started again by hand: a new series, whose restarts the row and
+	// the crash loop's message count alike.
+	if _, err := c.Start(ctx, "crash", false); err != nil {
+		t.Fatal(err)
+	}
+	if a = waitState(t, c, "crash", api.StateFailed); a.Restarts != 3 || a.Error == nil || !strings.Contains(a.Error.Message, "failed 4 times within 1m (3 restarts since it was started)") {
+		t.Errorf("crash started again: restarts %d, %+v", a.Restarts, a.Error)
 	}
 	if a := waitState(t, c, "clean", api.StateStopped); a.Restarts != 0 {
 		t.Errorf("clean exit restarted: %+v", a)

@@ -140,6 +140,7 @@ func (a *actor) depsReady() bool {
 		if !a.depWait || a.row.Status != status {
 			a.depWait = true
 			a.row.Status = status
+			a.agentsWait(v.wait)
 			a.setState(api.StateStarting, nil)
 		}
 		return false

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/api"
+	"github.com/tether-dev/tether/internal/rowtext"
 )
 
 // order ranks states for the rows: the ones that need a person first.
@@ -49,33 +50,13 @@ func stateColor(s api.State) string {
 	return ""
 }
 
-// guardianPrefix is context an agent's spawn error repeats before its
-// cause: the row already names the agent.
-const guardianPrefix = "starting guardian for "
-
-// errorCause is an agent's error in one line, cause first: the prefixes
-// that repeat the row's context (its code, "starting guardian for ID")
-// dropped, the code after the cause.
+// errorCause is an agent's error in one line, cause first (as package
+// rowtext says it), the code after the cause.
 func errorCause(e *api.Error) string {
 	if e == nil {
 		return ""
 	}
-	msg := strings.Join(strings.Fields(e.Message), " ")
-	for {
-		rest, ok := strings.CutPrefix(msg, string(e.Code)+": ")
-		if !ok {
-			rest, ok = strings.CutPrefix(msg, "spawn: ")
-		}
-		if !ok && strings.HasPrefix(msg, guardianPrefix) {
-			if i := strings.Index(msg, ": "); i > 0 {
-				rest, ok = msg[i+2:], true
-			}
-		}
-		if !ok {
-			break
-		}
-		msg = rest
-	}
+	msg := rowtext.Error(*e)
 	if msg == "" {
 		return string(e.Code)
 	}
@@ -94,8 +75,8 @@ type column struct {
 // time of day, not an age, so that an idle view has nothing to redraw.
 func cells(a api.Agent) []string {
 	pid, containment := "-", "-"
-	if a.PID > 0 {
-		pid = strconv.Itoa(a.PID)
+	if n := rowtext.PID(a); n > 0 {
+		pid = strconv.Itoa(n)
 	}
 	if a.Containment != "" {
 		containment = string(a.Containment)
@@ -111,7 +92,9 @@ func cells(a api.Agent) []string {
 	}
 	msg := errorCause(a.Error)
 	if msg == "" {
-		msg = strings.Join(strings.Fields(a.Status), " ")
+		// What it waits for, with its limit: the view does not redraw
+		// every second.
+		msg = rowtext.Note(a, time.Time{})
 	}
 	return []string{a.ID, string(a.State), pid, containment, since, strconv.Itoa(a.Restarts), msg}
 }

@@ -101,12 +101,13 @@ func (c *coalescer) summary() (notice, bool) {
 // pending reports whether summary has something new.
 func (c *coalescer) pending() bool { return c.changed && len(c.gathered) > 0 }
 
-// summaryPhrases name the kinds of notices in a summary.
-var summaryPhrases = map[string]string{
-	kindCrashLoop:  "keep crashing",
-	kindFailed:     "will not be restarted",
-	kindCleanup:    "could not be cleaned up",
-	kindContention: "cannot get their identity",
+// summaryPhrases name the kinds of notices in a summary: what one agent
+// does, and what several do.
+var summaryPhrases = map[string][2]string{
+	kindCrashLoop:  {"keeps crashing", "keep crashing"},
+	kindFailed:     {"will not be restarted", "will not be restarted"},
+	kindCleanup:    {"could not be cleaned up", "could not be cleaned up"},
+	kindContention: {"cannot get its identity", "cannot get their identity"},
 }
 
 // summarize is the bubble that names every agent of ns gathered after
@@ -143,7 +144,7 @@ func gather(ns []notice, subject, more string) notice {
 	for _, k := range kinds {
 		slices.Sort(byKind[k])
 		names = append(names, byKind[k]...)
-		lines = append(lines, fmt.Sprintf("%s %s: %s", human.Count(len(byKind[k]), "agent", "agents"), phrase(k), strings.Join(byKind[k], ", ")))
+		lines = append(lines, fmt.Sprintf("%s %s: %s", human.Count(len(byKind[k]), "agent", "agents"), phrase(k, len(byKind[k])), strings.Join(byKind[k], ", ")))
 	}
 	slices.Sort(names)
 	head := fmt.Sprintf("tether: %d %sagents failed: ", len(names), more)
@@ -185,9 +186,15 @@ func nameList(names []string, limit int) string {
 	return fmt.Sprintf("%d agents", len(names))
 }
 
-func phrase(kind string) string {
-	if p, ok := summaryPhrases[kind]; ok {
-		return p
+// phrase is what n agents did, by a notice's kind, the verb agreeing
+// with n.
+func phrase(kind string, n int) string {
+	p, ok := summaryPhrases[kind]
+	switch {
+	case !ok:
+		return kind
+	case n == 1:
+		return p[0]
 	}
-	return kind
+	return p[1]
 }

@@ -85,7 +85,7 @@ func TestCoalescerBurst(t *testing.T) {
 	c.admit(failedNotice("late2"), t0.Add(3*time.Second))
 	c.admit(crash, t0.Add(3*time.Second))
 	s3, _ := c.summary()
-	if strings.Count(s3.Body, "late") != 2 || !strings.Contains(s3.Body, "keep crashing: late") || s3.Urgency != urgencyCritical {
+	if strings.Count(s3.Body, "late") != 2 || !strings.Contains(s3.Body, "1 agent keeps crashing: late") || s3.Urgency != urgencyCritical {
 		t.Errorf("summary after a newer notice of the same agent: %+v", s3)
 	}
 	// A minute later the burst is over: own bubbles again, and the next
@@ -139,5 +139,27 @@ func TestCoalescerStorm(t *testing.T) {
 	}
 	if missing := named(shown, ids); len(missing) > 0 {
 		t.Errorf("never named: %v", missing)
+	}
+}
+
+// A summary's verbs agree with how many agents they are about.
+func TestSummaryGrammar(t *testing.T) {
+	var ns []notice
+	for _, n := range []struct{ id, kind string }{
+		{"a", kindCrashLoop}, {"b", kindContention}, {"c", kindContention}, {"d", kindCleanup},
+	} {
+		ns = append(ns, notice{Key: n.id + "/" + n.kind, Agent: n.id})
+	}
+	body := summarize(ns, 1).Body
+	for _, want := range []string{"1 agent keeps crashing: a", "2 agents cannot get their identity: b, c", "1 agent could not be cleaned up: d"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("summary %q, want %q", body, want)
+		}
+	}
+	body = summarize([]notice{{Key: "a/" + kindCrashLoop, Agent: "a"}, {Key: "b/" + kindCrashLoop, Agent: "b"}, {Key: "c/" + kindContention, Agent: "c"}}, 2).Body
+	for _, want := range []string{"2 agents keep crashing: a, b", "1 agent cannot get its identity: c"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("summary %q, want %q", body, want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/assets"
 	"github.com/tether-dev/tether/internal/human"
+	"github.com/tether-dev/tether/internal/rowtext"
 	"github.com/tether-dev/tether/wire"
 )
 
@@ -308,6 +309,8 @@ func agentSlot(a api.Agent, in input, hidden bool) item {
 	switch {
 	case a.Error != nil && seen && r.Err.Equal(*a.Error):
 		last, copied = errorLine("error at "+clock(r.At), r.Err), copyText(a, r.Err, r.At)
+	case a.Error != nil && !a.Error.Time.IsZero():
+		last, copied = errorLine("error at "+clock(a.Error.Time), *a.Error), copyText(a, *a.Error, a.Error.Time)
 	case a.Error != nil:
 		last, copied = errorLine("error", *a.Error), copyText(a, *a.Error, time.Time{})
 	case seen:
@@ -332,13 +335,14 @@ func agentSlot(a api.Agent, in input, hidden bool) item {
 	}
 }
 
-// statusLine is the agent's own word on how it is doing (its STATUS=, or
-// what a starting agent waits for), hidden when there is none.
+// statusLine is what a starting agent waits for and the agent's own word
+// on how it is doing (its STATUS=), hidden when there is neither.
 func statusLine(a api.Agent) item {
-	if a.Status == "" {
+	note := rowtext.Note(a, time.Time{})
+	if note == "" {
 		return item{Hidden: true}
 	}
-	return item{Title: elide("status: "+a.Status, maxErrorTitle), Tooltip: a.Status}
+	return item{Title: elide("status: "+note, maxErrorTitle), Tooltip: note}
 }
 
 // infoLine names the agent's identity, its processes, what its tree

@@ -462,3 +462,20 @@ func TestBuildShowsTheAgentsStatus(t *testing.T) {
 		}
 	}
 }
+
+// A starting agent's submenu says what it waits for, and for how long at
+// most; an error says when it happened, also to a tray that did not see
+// it happen.
+func TestBuildShowsWhatAStartingAgentWaitsFor(t *testing.T) {
+	a := agent("slowpoke", api.StateStarting, 0, nil)
+	a.Waiting = &api.Waiting{For: api.WaitLog, What: "listening on", Since: t0, Deadline: t0.Add(time.Minute)}
+	item := find(t, build(connectedWith(a)).Items, "slowpoke: starting")
+	if s := find(t, item.Children, "status: waiting for its log line 'listening on' (up to 60 s)"); s.Hidden {
+		t.Errorf("waiting line hidden: %+v", s)
+	}
+	at := time.Date(2026, 12, 5, 9, 41, 0, 0, time.Local)
+	b := agent("broken", api.StateFailed, 0, &api.Error{Code: api.CodeSpawn, Message: `command "/x" not found`, Time: at})
+	if got := lastLine(t, build(connectedWith(b)), "broken").Title; got != `error at 09:41: spawn: command "/x" not found` {
+		t.Errorf("error line %q, want its time", got)
+	}
+}

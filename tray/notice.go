@@ -225,7 +225,7 @@ func cleanupAdvice(a api.Agent) string {
 	if !allStuck(ps) {
 		return fmt.Sprintf("tether keeps %s's identity locked and keeps retrying. End the processes named above (for example with kill -9), then check `tether status`.", a.ID)
 	}
-	p := ps[0].pid
+	p := ps[0].PID
 	what := "It has had SIGKILL, and another cannot do more: it ends when the kernel call it waits in returns."
 	if len(ps) > 1 {
 		what = "They have had SIGKILL, and another cannot do more: each ends when the kernel call it waits in returns."

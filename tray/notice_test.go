@@ -53,7 +53,7 @@ func TestDetector(t *testing.T) {
 			t.Errorf("step %d (%s %s): no notice, want %q", i, step.row.ID, step.row.State, step.want)
 		case ok && !strings.Contains(n.Title, step.want):
 			t.Errorf("step %d: notice %q, want %q", i, n.Title, step.want)
-		case ok && !strings.Contains(n.Body, step.row.Error.Message):
+		case ok && !strings.Contains(n.Body, errorText(*step.row.Error)):
 			t.Errorf("step %d: the notice does not say what happened: %q", i, n.Body)
 		}
 	}

@@ -38,6 +38,8 @@ var rules = []rule{
 		Why: "the contract is a leaf: types only, beside the guardian protocol's"},
 	{Who: []string{"wire/..."}, Only: []string{},
 		Why: "the guardian protocol's vocabulary is a leaf"},
+	{Who: []string{"internal/rowtext/..."}, Only: []string{"api", "wire"},
+		Why: "how a row reads is said from the contract alone, so that the command line, the terminal view and the tray may share it"},
 	{Who: []string{"service/config/...", "service/state/..."}, Not: []string{"platform/..."},
 		Why: "config and state are data: they never reach the OS layer"},
 	{Who: []string{"platform/unix/...", "platform/windows/..."}, Only: []string{},
