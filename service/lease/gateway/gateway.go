@@ -79,6 +79,11 @@ const (
 // maxBody bounds an answer's size: a few keys, never more.
 const maxBody = 4 << 20
 
+// drainWithin bounds the wait for the end of an answer already read:
+// only an answer read to its end leaves its connection to the next
+// request.
+const drainWithin = 100 * time.Millisecond
+
 // Client is a client of one etcd cluster through its members' gateways.
 type Client struct {
 	endpoints []string // base URLs, without a trailing slash
@@ -260,7 +265,18 @@ func (c *Client) call(ctx context.Context, path string, in, out any) error {
 	if err := json.NewDecoder(io.LimitReader(rc, maxBody)).Decode(out); err != nil {
 		return fmt.Errorf("etcd at %s: reading the answer to %s: %w", c.endpoints[i], path, err)
 	}
+	drain(rc)
 	return nil
+}
+
+// drain reads what is left of an answer whose message was read (the end
+// of its chunks, the gateway's trailer), so that its connection can be
+// kept; what is not there within drainWithin is dropped with the
+// connection.
+func drain(rc io.ReadCloser) {
+	t := time.AfterFunc(drainWithin, func() { rc.Close() })
+	_, _ = io.Copy(io.Discard, io.LimitReader(rc, maxBody))
+	t.Stop()
 }
 
 // stream posts in to path, whose answer is a stream of {"result": ...}
@@ -307,6 +323,13 @@ func (s *stream) next(out any) error {
 }
 
 func (s *stream) close() error { return s.rc.Close() }
+
+// finish reads the stream to its end, then closes it: for a stream whose
+// last message was read.
+func (s *stream) finish() error {
+	drain(s.rc)
+	return s.rc.Close()
+}
 
 // closer runs done once its body is closed.
 type closer struct {

@@ -56,16 +56,37 @@ func TestFailoverAndKeepAlive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	for i := range 20 {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	g, err := cli.Grant(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A renewal is a stream of one answer: it too leaves its connection.
+	for i := range 10 {
 		if _, err := get(cli, "k"); err != nil {
 			t.Fatalf("request %d: %v", i, err)
+		}
+		if r, err := cli.KeepAliveOnce(ctx, g.ID); err != nil || r.TTL <= 0 {
+			t.Fatalf("renewal %d: %+v, %v", i, r, err)
 		}
 	}
 	if n := tries.Load(); n != 1 {
 		t.Errorf("the broken member was tried %d times, want once", n)
 	}
 	if n := p.Accepted(); n != 1 {
-		t.Errorf("20 requests opened %d connections, want 1", n)
+		t.Errorf("21 requests opened %d connections, want 1", n)
+	}
+	// A lease etcd does not know: a renewal says ttl 0, a revoke
+	// CodeNotFound.
+	if err := cli.Revoke(ctx, g.ID); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := cli.KeepAliveOnce(ctx, g.ID); err != nil || r.TTL != 0 {
+		t.Errorf("renewing a revoked lease: %+v, %v; want ttl 0", r, err)
+	}
+	if err := cli.Revoke(ctx, g.ID); !gateway.IsCode(err, gateway.CodeNotFound) {
+		t.Errorf("revoking a revoked lease: %v, want CodeNotFound", err)
 	}
 	// A refused connection is passed over too.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

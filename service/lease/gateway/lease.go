@@ -43,14 +43,16 @@ func (c *Client) KeepAliveOnce(ctx context.Context, id int64) (*LeaseKeepAliveRe
 	if err != nil {
 		return nil, err
 	}
-	defer s.close()
 	out := &LeaseKeepAliveResponse{}
 	if err := s.next(out); err != nil {
+		s.close()
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
 		return nil, err
 	}
+	// etcd ends the stream once it has answered the one renewal sent.
+	s.finish()
 	return out, nil
 }
 
