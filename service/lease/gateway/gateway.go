@@ -129,9 +129,6 @@ func New(endpoints []string, tlsConfig *tls.Config) (*Client, error) {
 	return c, nil
 }
 
-// Endpoints are the members' URLs the client knows.
-func (c *Client) Endpoints() []string { return c.endpoints }
-
 // Close ends every request and watch in flight and closes the
 // connections. Requests after it fail with ErrClosed.
 func (c *Client) Close() {
