@@ -17,7 +17,6 @@ import (
 	"github.com/tether-dev/tether/internal/etcdtest"
 	"github.com/tether-dev/tether/internal/testproc"
 	"github.com/tether-dev/tether/service/lease"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // leaseTTL is the tests' ttl: the shortest a 1 s stop_timeout allows.
@@ -149,7 +148,7 @@ func TestLeasePartitionStopsHolder(t *testing.T) {
 
 	// The key's deletion, as etcd sees it: the vps's lease expired.
 	key := lease.Key(prefix, "shared@relay")
-	watch := cl.Client().Watch(ctx, key)
+	watch := etcdtest.Watch(ctx, cl.Client(), key, false)
 	cut := time.Now()
 	vps.proxy.Cut()
 	dead := make(chan time.Time, 1)
@@ -158,8 +157,8 @@ func TestLeasePartitionStopsHolder(t *testing.T) {
 		dead <- time.Now()
 	}()
 	var expired time.Time
-	for r := range watch {
-		if len(r.Events) > 0 && r.Events[0].Type == clientv3.EventTypeDelete {
+	for ev := range watch {
+		if ev.Deleted() {
 			expired = time.Now()
 			break
 		}
@@ -197,9 +196,8 @@ func TestLeasePartitionStopsHolder(t *testing.T) {
 	}
 }
 
-// Without a lease section no etcd code runs: no goroutine of the etcd
-// client or of gRPC, while an agent runs. The same check finds them with
-// one.
+// Without a lease section no etcd code runs: no goroutine of the lease
+// client, while an agent runs. The same check finds them with one.
 func TestNoLeaseNoEtcd(t *testing.T) {
 	w := newWorld(t, "p", nil)
 	w.yaml(`  - id: a
@@ -233,14 +231,14 @@ func TestNoLeaseNoEtcd(t *testing.T) {
 	}
 }
 
-// etcdGoroutines returns the stacks of the goroutines in etcd's client
-// or gRPC, "" when there are none.
+// etcdGoroutines returns the stacks of the goroutines in the lease
+// client (its renewals, its watches), "" when there are none.
 func etcdGoroutines() string {
 	var b strings.Builder
 	_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
 	var out []string
 	for g := range strings.SplitSeq(b.String(), "\n\n") {
-		if strings.Contains(g, "go.etcd.io/") || strings.Contains(g, "google.golang.org/grpc") {
+		if strings.Contains(g, "/tether/service/lease.") || strings.Contains(g, "/tether/service/lease/") {
 			out = append(out, g)
 		}
 	}

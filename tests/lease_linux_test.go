@@ -12,7 +12,7 @@ import (
 	"github.com/tether-dev/tether/internal/etcdtest"
 	"github.com/tether-dev/tether/internal/testproc"
 	"github.com/tether-dev/tether/service/lease"
-	clientv3 "go.etcd.io/etcd/client/v3"
+	"github.com/tether-dev/tether/service/lease/gateway"
 )
 
 // leaseYAML is the lease section of host name, on etcd at endpoints.
@@ -69,7 +69,7 @@ func TestLeaseStartExits4AndUpgradeKeepsIt(t *testing.T) {
 	get := func() (rev, id int64) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		g, err := cl.Client().Get(ctx, key)
+		g, err := cl.Client().Range(ctx, gateway.RangeRequest{Key: []byte(key)})
 		if err != nil || len(g.Kvs) != 1 {
 			t.Fatalf("reading %s: %v, %d keys", key, err, len(g.Kvs))
 		}
@@ -123,7 +123,7 @@ func TestLeaseSurviveCrashEndsAtDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	key := lease.Key(prefix, "x@relay")
-	watch := cl.Client().Watch(ctx, key)
+	watch := etcdtest.Watch(ctx, cl.Client(), key, false)
 	begin := time.Now()
 	svc.kill()
 	dead := make(chan time.Duration, 1)
@@ -132,8 +132,8 @@ func TestLeaseSurviveCrashEndsAtDeadline(t *testing.T) {
 		dead <- time.Since(begin)
 	}()
 	var expired time.Duration
-	for r := range watch {
-		if len(r.Events) > 0 && r.Events[0].Type == clientv3.EventTypeDelete {
+	for ev := range watch {
+		if ev.Deleted() {
 			expired = time.Since(begin)
 			break
 		}

@@ -23,9 +23,8 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/tether-dev/tether/internal/testproc"
+	"github.com/tether-dev/tether/service/lease/gateway"
 )
 
 // Binary is the etcd server the tests run.
@@ -50,6 +49,9 @@ const (
 type Cluster struct {
 	t       testing.TB
 	Members []*Member
+	// TLS, for a cluster of StartTLS, are the files a client presents
+	// and trusts; nil for a plain one.
+	TLS *TLSFiles
 }
 
 // Member is one etcd of a Cluster.
@@ -87,16 +89,34 @@ func skipIfMissing(t testing.TB, binary string) {
 // a leader and every member answers. It skips t without etcd (see Skip).
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
+	return start(t, n, false)
+}
+
+// StartTLS is Start, but the members serve clients over TLS only, and
+// only clients with a certificate of the cluster's CA: c.TLS names the
+// files of one.
+func StartTLS(t testing.TB, n int) *Cluster {
+	t.Helper()
+	return start(t, n, true)
+}
+
+func start(t testing.TB, n int, secure bool) *Cluster {
+	t.Helper()
 	Skip(t)
 	c := &Cluster{t: t}
 	dir := t.TempDir()
+	scheme := "http"
+	if secure {
+		c.TLS = writeTLS(t, filepath.Join(dir, "tls"))
+		scheme = "https"
+	}
 	ports := freePorts(t, 2*n)
 	var initial []string
 	for i := range n {
 		m := &Member{
 			c:         c,
 			Name:      fmt.Sprintf("m%d", i),
-			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]),
+			ClientURL: fmt.Sprintf("%s://127.0.0.1:%d", scheme, ports[2*i]),
 			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
 			dir:       filepath.Join(dir, fmt.Sprintf("m%d", i)),
 		}
@@ -124,14 +144,26 @@ func (c *Cluster) Endpoints() []string {
 }
 
 // Client is a client of the whole cluster, closed when the test ends.
-func (c *Cluster) Client() *clientv3.Client {
+func (c *Cluster) Client() *gateway.Client {
 	c.t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: quiet()})
+	cli, err := c.client(c.Endpoints())
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	c.t.Cleanup(func() { cli.Close() })
+	c.t.Cleanup(cli.Close)
 	return cli
+}
+
+// client is a client of endpoints, with the cluster's TLS if it has one.
+func (c *Cluster) client(endpoints []string) (*gateway.Client, error) {
+	if c.TLS == nil {
+		return gateway.New(endpoints, nil)
+	}
+	t, err := c.TLS.Config()
+	if err != nil {
+		return nil, err
+	}
+	return gateway.New(endpoints, t)
 }
 
 // WaitServing waits until every running member answers and they agree on
@@ -188,18 +220,18 @@ func (c *Cluster) leader() (*Member, error) {
 // status returns the member's id and the leader's it knows, asking it
 // alone.
 func (m *Member) status() (id, leader uint64, err error) {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: time.Second, Logger: quiet()})
+	cli, err := m.c.client([]string{m.ClientURL})
 	if err != nil {
 		return 0, 0, err
 	}
 	defer cli.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	st, err := cli.Status(ctx, m.ClientURL)
+	st, err := cli.Status(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
-	return st.Header.MemberId, st.Leader, nil
+	return st.Header.MemberID, st.Leader, nil
 }
 
 // start starts the member's process; state is "new" for the cluster's
@@ -229,6 +261,9 @@ func (m *Member) start(state string) error {
 		"--election-timeout", fmt.Sprint(Election.Milliseconds()),
 		"--logger", "zap", "--log-outputs", "stderr",
 	)
+	if t := m.c.TLS; t != nil {
+		cmd.Args = append(cmd.Args, "--cert-file", t.serverCert, "--key-file", t.serverKey, "--trusted-ca-file", t.CA, "--client-cert-auth")
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	// Should the test binary die, so does etcd.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

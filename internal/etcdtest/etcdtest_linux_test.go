@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/tether-dev/tether/internal/testproc"
+	"github.com/tether-dev/tether/service/lease/gateway"
 )
 
 // The cluster serves, survives its leader's death, stops serving without
@@ -21,7 +20,7 @@ func TestCluster(t *testing.T) {
 		put := func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			_, err := cli.Put(ctx, "k", "v")
+			_, err := cli.Put(ctx, gateway.PutRequest{Key: []byte("k"), Value: []byte("v")})
 			return err
 		}
 		if err := put(); err != nil {
@@ -69,7 +68,7 @@ func TestCluster(t *testing.T) {
 func TestProxy(t *testing.T) {
 	c := Start(t, 3)
 	p := c.Proxy()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: p.Endpoints(), DialTimeout: 2 * time.Second, Logger: quiet()})
+	cli, err := gateway.New(p.Endpoints(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +76,7 @@ func TestProxy(t *testing.T) {
 	get := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		_, err := cli.Get(ctx, "k")
+		_, err := cli.Range(ctx, gateway.RangeRequest{Key: []byte("k")})
 		return err
 	}
 	if err := get(); err != nil {

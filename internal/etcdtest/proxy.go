@@ -5,10 +5,9 @@ package etcdtest
 import (
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
-
-	"go.uber.org/zap"
 )
 
 // Proxy is the network between one host and the cluster: a loopback
@@ -16,27 +15,29 @@ import (
 // (its connections are dropped and new ones go unanswered), Restore
 // heals it.
 type Proxy struct {
-	t   testing.TB
-	lns []net.Listener
+	t      testing.TB
+	lns    []net.Listener
+	secure bool // the members serve TLS, which passes through
 
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]bool // open: both ends of every forwarded connection, and the held ones
-	wg    sync.WaitGroup
+	mu       sync.Mutex
+	cut      bool
+	accepted int               // connections accepted, since the start
+	conns    map[net.Conn]bool // open: both ends of every forwarded connection, and the held ones
+	wg       sync.WaitGroup
 }
 
 // Proxy starts a proxy to the cluster's members, closed when the test
 // ends.
 func (c *Cluster) Proxy() *Proxy {
 	c.t.Helper()
-	p := &Proxy{t: c.t, conns: map[net.Conn]bool{}}
+	p := &Proxy{t: c.t, conns: map[net.Conn]bool{}, secure: c.TLS != nil}
 	for _, m := range c.Members {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			c.t.Fatal(err)
 		}
 		p.lns = append(p.lns, ln)
-		target := m.ClientURL[len("http://"):]
+		target := m.ClientURL[strings.Index(m.ClientURL, "://")+len("://"):]
 		p.wg.Go(func() { p.serve(ln, target) })
 	}
 	c.t.Cleanup(p.close)
@@ -45,9 +46,13 @@ func (c *Cluster) Proxy() *Proxy {
 
 // Endpoints are the proxy's client URLs, one for each member.
 func (p *Proxy) Endpoints() []string {
+	scheme := "http://"
+	if p.secure {
+		scheme = "https://"
+	}
 	out := make([]string, len(p.lns))
 	for i, ln := range p.lns {
-		out[i] = "http://" + ln.Addr().String()
+		out[i] = scheme + ln.Addr().String()
 	}
 	return out
 }
@@ -69,6 +74,13 @@ func (p *Proxy) Restore() {
 	defer p.mu.Unlock()
 	p.cut = false
 	p.dropLocked()
+}
+
+// Accepted is how many connections clients opened through the proxy.
+func (p *Proxy) Accepted() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted
 }
 
 func (p *Proxy) dropLocked() {
@@ -96,6 +108,7 @@ func (p *Proxy) serve(ln net.Listener, target string) {
 		}
 		p.mu.Lock()
 		cut := p.cut
+		p.accepted++
 		p.conns[in] = true
 		p.mu.Unlock()
 		if cut {
@@ -139,7 +152,3 @@ func (p *Proxy) forget(c net.Conn) {
 	delete(p.conns, c)
 	p.mu.Unlock()
 }
-
-// quiet is the clients' logger: the tests read outcomes, not the
-// client's retries.
-func quiet() *zap.Logger { return zap.NewNop() }

@@ -26,9 +26,7 @@ import (
 	"time"
 
 	"github.com/tether-dev/tether/service/config"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
+	"github.com/tether-dev/tether/service/lease/gateway"
 )
 
 // ErrNotConfigured is what Open returns without a lease section.
@@ -77,10 +75,10 @@ func Key(prefix, identity string) string {
 // Session is a profile's etcd lease, renewed until Close or until it is
 // lost.
 type Session struct {
-	cli     *clientv3.Client
+	cli     *gateway.Client
 	cfg     config.Lease
 	profile string
-	id      clientv3.LeaseID
+	id      int64
 	cancel  context.CancelFunc
 	stopped chan struct{} // closed when renew returns
 
@@ -94,9 +92,6 @@ type Session struct {
 
 // rewatchAfter is the pause before a watch that ended is started again.
 const rewatchAfter = 250 * time.Millisecond
-
-// dialTimeout bounds the first connection to etcd.
-const dialTimeout = 5 * time.Second
 
 // Open connects to etcd and grants a lease of the configured ttl for
 // profile. It fails with ErrNotConfigured when cfg is nil, connecting
@@ -115,6 +110,10 @@ func Open(ctx context.Context, cfg *config.Lease, profile string) (*Session, err
 		cli.Close()
 		return nil, fmt.Errorf("granting an etcd lease: %w", err)
 	}
+	if g.ID == 0 {
+		cli.Close()
+		return nil, errors.New("granting an etcd lease: etcd answered no lease")
+	}
 	return start(cli, cfg, profile, g.ID, sent), nil
 }
 
@@ -131,23 +130,20 @@ func Resume(ctx context.Context, cfg *config.Lease, profile string, id int64) (*
 		return nil, err
 	}
 	sent := time.Now()
-	r, err := cli.KeepAliveOnce(ctx, clientv3.LeaseID(id))
-	if err == nil && r.TTL <= 0 {
-		err = ErrLost
-	}
-	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+	r, err := cli.KeepAliveOnce(ctx, id)
+	if err == nil && r.TTL <= 0 || gone(err) {
 		err = ErrLost
 	}
 	if err != nil {
 		cli.Close()
 		return nil, fmt.Errorf("renewing etcd lease %x: %w", id, err)
 	}
-	return start(cli, cfg, profile, clientv3.LeaseID(id), sent), nil
+	return start(cli, cfg, profile, id, sent), nil
 }
 
 // start is the session of lease id, last renewed at sent; it renews it
 // from now on.
-func start(cli *clientv3.Client, cfg *config.Lease, profile string, id clientv3.LeaseID, sent time.Time) *Session {
+func start(cli *gateway.Client, cfg *config.Lease, profile string, id int64, sent time.Time) *Session {
 	rctx, cancel := context.WithCancel(context.Background())
 	s := &Session{
 		cli: cli, cfg: *cfg, profile: profile, id: id, cancel: cancel,
@@ -158,22 +154,26 @@ func start(cli *clientv3.Client, cfg *config.Lease, profile string, id clientv3.
 	return s
 }
 
-// client is a client of cfg's etcd.
-func client(cfg *config.Lease) (*clientv3.Client, error) {
-	cc := clientv3.Config{Endpoints: cfg.Endpoints, DialTimeout: dialTimeout, Logger: zap.NewNop(), Context: context.Background()}
+// client is a client of cfg's etcd, through the JSON gateway of its
+// members. It connects at its first request.
+func client(cfg *config.Lease) (*gateway.Client, error) {
+	var t *tls.Config
 	if cfg.TLS != nil {
-		t, err := tlsConfig(cfg.TLS)
-		if err != nil {
+		var err error
+		if t, err = tlsConfig(cfg.TLS); err != nil {
 			return nil, err
 		}
-		cc.TLS = t
 	}
-	cli, err := clientv3.New(cc)
+	cli, err := gateway.New(cfg.Endpoints, t)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to etcd: %w", err)
 	}
 	return cli, nil
 }
+
+// gone reports whether err is etcd saying that the lease is not there:
+// expired or revoked.
+func gone(err error) bool { return gateway.IsCode(err, gateway.CodeNotFound) }
 
 // tlsConfig loads the CA and the client's certificate.
 func tlsConfig(t *config.LeaseTLS) (*tls.Config, error) {
@@ -239,7 +239,7 @@ func (s *Session) renew(ctx context.Context) {
 			next = every - time.Since(sent)
 		case ctx.Err() != nil:
 			return
-		case err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound):
+		case err == nil || gone(err):
 			s.end(ErrLost)
 			return
 		default:
@@ -259,7 +259,7 @@ func (s *Session) end(err error) {
 }
 
 // ID is the etcd lease's id.
-func (s *Session) ID() int64 { return int64(s.id) }
+func (s *Session) ID() int64 { return s.id }
 
 // Deadline is when every tree of the identities the session holds must
 // be dead, unless a renewal comes before: the local monotonic time at
@@ -295,30 +295,39 @@ func (s *Session) Acquire(ctx context.Context, identity string) (Fence, error) {
 	if err := s.Err(); err != nil {
 		return 0, err
 	}
-	key := Key(s.cfg.Prefix, identity)
+	key := []byte(Key(s.cfg.Prefix, identity))
 	val, err := json.Marshal(Holder{Host: s.cfg.Host, Profile: s.profile, PID: os.Getpid(), Since: time.Now().UTC().Truncate(time.Second)})
 	if err != nil {
 		return 0, err
 	}
-	r, err := s.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(val), clientv3.WithLease(s.id))).
-		Else(clientv3.OpGet(key)).
-		Commit()
+	r, err := s.cli.Txn(ctx, gateway.TxnRequest{
+		Compare: []gateway.Compare{gateway.CreateRevisionIs(key, 0)},
+		Success: []gateway.RequestOp{{Put: &gateway.PutRequest{Key: key, Value: val, Lease: s.id}}},
+		Failure: []gateway.RequestOp{{Range: &gateway.RangeRequest{Key: key}}},
+	})
+	if gone(err) {
+		// The put named a lease etcd no longer has: the session is
+		// over, whether or not a renewal has seen it yet.
+		s.end(ErrLost)
+		err = ErrLost
+	}
 	if err != nil {
 		return 0, fmt.Errorf("holding identity %q in etcd: %w", identity, err)
 	}
 	if r.Succeeded {
 		return Fence(r.Header.Revision), nil
 	}
-	kvs := r.Responses[0].GetResponseRange().Kvs
+	var kvs []gateway.KeyValue
+	if len(r.Responses) > 0 && r.Responses[0].Range != nil {
+		kvs = r.Responses[0].Range.Kvs
+	}
 	if len(kvs) == 0 {
 		// Released between the compare and the get: there is none in
 		// one transaction, but say so rather than guess.
 		return 0, fmt.Errorf("holding identity %q in etcd: no key and no success", identity)
 	}
 	kv := kvs[0]
-	if clientv3.LeaseID(kv.Lease) == s.id {
+	if kv.Lease == s.id {
 		return Fence(kv.CreateRevision), nil
 	}
 	held := &HeldElsewhere{Identity: identity, Revision: r.Header.Revision}
@@ -329,11 +338,11 @@ func (s *Session) Acquire(ctx context.Context, identity string) (Fence, error) {
 
 // Release lets identity go, if the session holds it with token fence.
 func (s *Session) Release(ctx context.Context, identity string, fence Fence) error {
-	key := Key(s.cfg.Prefix, identity)
-	_, err := s.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", int64(fence)), clientv3.Compare(clientv3.LeaseValue(key), "=", s.id)).
-		Then(clientv3.OpDelete(key)).
-		Commit()
+	key := []byte(Key(s.cfg.Prefix, identity))
+	_, err := s.cli.Txn(ctx, gateway.TxnRequest{
+		Compare: []gateway.Compare{gateway.CreateRevisionIs(key, int64(fence)), gateway.LeaseIs(key, s.id)},
+		Success: []gateway.RequestOp{{DeleteRange: &gateway.DeleteRangeRequest{Key: key}}},
+	})
 	if err != nil {
 		return fmt.Errorf("releasing identity %q in etcd: %w", identity, err)
 	}
@@ -346,13 +355,21 @@ func (s *Session) Release(ctx context.Context, identity string, fence Fence) err
 // never closed if ctx ends, or the session, first.
 func (s *Session) Released(ctx context.Context, held *HeldElsewhere) <-chan struct{} {
 	out := make(chan struct{})
-	key := Key(s.cfg.Prefix, held.Identity)
+	key := []byte(Key(s.cfg.Prefix, held.Identity))
 	go func() {
+		// The session's end ends the watch too.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-s.lost:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 		rev := held.Revision + 1
 		for ctx.Err() == nil {
-			wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-			released, next := s.watch(wctx, key, rev)
-			cancel()
+			released, next := s.watch(ctx, key, rev)
 			if released {
 				close(out)
 				return
@@ -363,8 +380,6 @@ func (s *Session) Released(ctx context.Context, held *HeldElsewhere) <-chan stru
 			// lives.
 			select {
 			case <-ctx.Done():
-			case <-s.lost:
-				return
 			case <-time.After(rewatchAfter):
 			}
 		}
@@ -374,26 +389,35 @@ func (s *Session) Released(ctx context.Context, held *HeldElsewhere) <-chan stru
 
 // watch watches key from rev, until a delete (released) or until the
 // watch ends; then next is the revision to watch from again, read from
-// etcd when the watch ended for a compaction.
-func (s *Session) watch(ctx context.Context, key string, rev int64) (released bool, next int64) {
-	for r := range s.cli.Watch(ctx, key, clientv3.WithRev(rev)) {
-		for _, ev := range r.Events {
-			if ev.Type == clientv3.EventTypeDelete {
-				return true, 0
+// etcd when the watch did not end with ctx.
+func (s *Session) watch(ctx context.Context, key []byte, rev int64) (released bool, next int64) {
+	if w, err := s.cli.Watch(ctx, gateway.WatchRequest{Key: key, StartRevision: rev}); err == nil {
+		for {
+			r, err := w.Next()
+			if err != nil || r.CompactRevision != 0 || r.Canceled {
+				break
+			}
+			for _, ev := range r.Events {
+				if ev.Deleted() {
+					w.Close()
+					return true, 0
+				}
+			}
+			// Only an answer with events has seen every change up to
+			// its revision: the creation's answer tells the newest
+			// revision before the history from rev is sent.
+			if len(r.Events) > 0 && r.Header.Revision > 0 {
+				rev = r.Header.Revision + 1
 			}
 		}
-		if r.CompactRevision != 0 || r.Canceled {
-			break
-		}
-		if r.Header.Revision > 0 {
-			rev = r.Header.Revision + 1
-		}
+		w.Close()
 	}
 	if ctx.Err() != nil {
 		return false, rev
 	}
-	// The history may be gone: read the key as it is now.
-	g, err := s.cli.Get(ctx, key)
+	// The history may be gone (compacted), or the watch broke: read the
+	// key as it is now.
+	g, err := s.cli.Range(ctx, gateway.RangeRequest{Key: key})
 	if err != nil {
 		return false, rev
 	}
@@ -409,9 +433,10 @@ func (s *Session) Close(ctx context.Context) error {
 	s.cancel()
 	<-s.stopped
 	s.end(errors.New("the lease session was closed"))
-	_, err := s.cli.Revoke(ctx, s.id)
-	if cerr := s.cli.Close(); err == nil {
-		err = cerr
+	err := s.cli.Revoke(ctx, s.id)
+	if gone(err) {
+		err = nil // gone already, as revoking would have it
 	}
+	s.cli.Close()
 	return err
 }

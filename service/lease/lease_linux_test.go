@@ -3,7 +3,11 @@ package lease
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +15,7 @@ import (
 	"github.com/tether-dev/tether/internal/etcdtest"
 	"github.com/tether-dev/tether/internal/testproc"
 	"github.com/tether-dev/tether/service/config"
+	"github.com/tether-dev/tether/service/lease/gateway"
 )
 
 // ttl is the tests' lease ttl, the shortest a config may use with a 1s
@@ -47,6 +52,22 @@ func (h *host) acquire(identity string) (Fence, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	return h.s.Acquire(ctx, identity)
+}
+
+// heldByFirst has a hold identity, and b find it held by a: a's token and
+// what b was told.
+func heldByFirst(t *testing.T, a, b *host, identity string) (Fence, *HeldElsewhere) {
+	t.Helper()
+	fa, err := a.acquire(identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.acquire(identity)
+	var held *HeldElsewhere
+	if !errors.As(err, &held) {
+		t.Fatalf("b: %v, want held elsewhere", err)
+	}
+	return fa, held
 }
 
 // Two hosts take the same identity at once: exactly one holds it, and the
@@ -95,15 +116,7 @@ func TestAcquireOnce(t *testing.T) {
 func TestReleaseWakesWatcher(t *testing.T) {
 	c := etcdtest.Start(t, 3)
 	a, b := newHost(t, c, "laptop"), newHost(t, c, "vps")
-	fa, err := a.acquire("alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = b.acquire("alice")
-	var held *HeldElsewhere
-	if !errors.As(err, &held) {
-		t.Fatalf("b: %v, want held elsewhere", err)
-	}
+	fa, held := heldByFirst(t, a, b, "alice")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	released := b.s.Released(ctx, held)
@@ -244,5 +257,117 @@ func TestQuorumLoss(t *testing.T) {
 		return err == nil || a.s.Deadline().After(time.Now().Add(ttl/2))
 	}) {
 		t.Errorf("with quorum back, a neither renews nor lets b take the identity (a: %v)", a.s.Err())
+	}
+}
+
+// A watch that breaks while the holder lets go still wakes the host that
+// waits, once it reaches etcd again: it watches again from where it was.
+func TestReleasedAcrossBrokenWatch(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	a, b := newHost(t, c, "laptop"), newHost(t, c, "vps")
+	fa, held := heldByFirst(t, a, b, "alice")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	released := b.s.Released(ctx, held)
+	// The watch is open once etcd has a watcher on the key; cut it.
+	testproc.Eventually(t, 10*time.Second, func() bool { return b.proxy.Accepted() >= 2 }, "b's watch never connected")
+	b.proxy.Cut()
+	rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer rcancel()
+	if err := a.s.Release(rctx, "alice", fa); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-released:
+		t.Fatal("woken while cut off from etcd")
+	case <-time.After(500 * time.Millisecond):
+	}
+	b.proxy.Restore()
+	select {
+	case <-released:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the release during the cut never woke the watcher")
+	}
+}
+
+// A host that waits from a revision etcd has compacted away reads the key
+// instead: still held, it waits on; let go, it wakes.
+func TestReleasedFromCompactedRevision(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	a, b := newHost(t, c, "laptop"), newHost(t, c, "vps")
+	fa, held := heldByFirst(t, a, b, "alice")
+	cli := c.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var rev int64
+	for range 3 {
+		r, err := cli.Put(ctx, gateway.PutRequest{Key: []byte("/" + t.Name() + "/other"), Value: []byte("x")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev = r.Header.Revision
+	}
+	compact(t, c.Endpoints()[0], rev)
+	released := b.s.Released(ctx, held)
+	select {
+	case <-released:
+		t.Fatal("woken while a still holds the identity")
+	case <-time.After(time.Second):
+	}
+	if err := a.s.Release(ctx, "alice", fa); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-released:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the release did not wake the watcher")
+	}
+}
+
+// compact compacts etcd's history up to rev.
+func compact(t *testing.T, endpoint string, rev int64) {
+	t.Helper()
+	body := fmt.Sprintf(`{"revision":"%d","physical":true}`, rev)
+	r, err := http.Post(endpoint+"/v3/kv/compaction", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	if r.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(r.Body)
+		t.Fatalf("compacting to %d: %s: %s", rev, r.Status, b)
+	}
+}
+
+// Over TLS, a session presents the config's certificate and trusts its
+// CA; without the certificate etcd refuses it, and without the CA it
+// does not trust etcd.
+func TestTLS(t *testing.T) {
+	c := etcdtest.StartTLS(t, 1)
+	open := func(tls config.LeaseTLS) (*Session, error) {
+		cfg := &config.Lease{Endpoints: c.Endpoints(), TTL: ttl, Host: "laptop", Prefix: "/" + t.Name(), TLS: &tls}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return Open(ctx, cfg, "default")
+	}
+	s, err := open(config.LeaseTLS{CA: c.TLS.CA, Cert: c.TLS.Cert, Key: c.TLS.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if f, err := s.Acquire(ctx, "alice"); err != nil || f <= 0 {
+		t.Errorf("acquiring over TLS: %v, %v", f, err)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Errorf("closing over TLS: %v", err)
+	}
+	if s, err := open(config.LeaseTLS{CA: c.TLS.CA}); err == nil {
+		_ = s.Close(ctx)
+		t.Error("a session without a client certificate was let in")
+	}
+	if s, err := open(config.LeaseTLS{Cert: c.TLS.Cert, Key: c.TLS.Key}); err == nil {
+		_ = s.Close(ctx)
+		t.Error("a session trusted etcd's certificate without its CA")
 	}
 }

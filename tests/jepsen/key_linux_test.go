@@ -3,11 +3,10 @@ package jepsen
 import (
 	"context"
 	"sync"
-	"time"
 
+	"github.com/tether-dev/tether/internal/etcdtest"
 	"github.com/tether-dev/tether/internal/history"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
+	"github.com/tether-dev/tether/service/lease/gateway"
 )
 
 // keyWatch is the test's own view of the identity's key in etcd: when
@@ -15,7 +14,7 @@ import (
 // lease), on the monotonic clock. It splits a failover into etcd's part
 // (the lease expiring) and tether's (the start that follows).
 type keyWatch struct {
-	cli    *clientv3.Client
+	cli    *gateway.Client
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -32,21 +31,19 @@ type keyEvent struct {
 // watchKeys watches every key under prefix through a client of the whole
 // cluster at endpoints.
 func watchKeys(endpoints []string, prefix string) (*keyWatch, error) {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := gateway.New(endpoints, nil)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	k := &keyWatch{cli: cli, cancel: cancel, done: make(chan struct{})}
-	ch := cli.Watch(ctx, prefix, clientv3.WithPrefix())
+	ch := etcdtest.Watch(ctx, cli, prefix, true)
 	go func() {
 		defer close(k.done)
-		for r := range ch {
+		for ev := range ch {
 			at := history.Now()
 			k.mu.Lock()
-			for _, ev := range r.Events {
-				k.events = append(k.events, keyEvent{at: at, gone: ev.Type == clientv3.EventTypeDelete})
-			}
+			k.events = append(k.events, keyEvent{at: at, gone: ev.Deleted()})
 			k.mu.Unlock()
 		}
 	}()
