@@ -97,10 +97,19 @@ func (l *leases) acquire(id, identity string) (lease.Fence, time.Time, error) {
 	if err != nil {
 		return 0, time.Time{}, err
 	}
+	d := s.Deadline()
+	if time.Until(d) < l.cfg.TTL-config.LeaseMargin-l.cfg.RenewEvery() {
+		// The renewals are behind (etcd was out of reach, or without a
+		// leader, until now): a deadline this close could pass before
+		// the guardian starts, or stop the tree as soon as it has.
+		if d, err = s.RenewNow(ctx); err != nil {
+			return 0, time.Time{}, err
+		}
+	}
 	l.mu.Lock()
 	l.held[id] = heldLease{s: s, identity: identity, fence: f}
 	l.mu.Unlock()
-	return f, s.Deadline(), nil
+	return f, d, nil
 }
 
 // run says that g is the guardian of agent id's tree, held by acquire:
