@@ -191,7 +191,7 @@ func TestDeadOwnersGuardiansLeaveAfterTheLastIsFree(t *testing.T) {
 		return free || leftEarly
 	}) || leftEarly {
 		if leftEarly {
-			t.Fatalf("the polite agent's guardian left %v after the SIGKILL, while the stubborn agent's was still tearing down", time.Since(begin))
+			t.Fatalf("the polite agent's guardian left %v after the SIGKILL, while the stubborn agent's was still tearing down\nlog:\n%s", time.Since(begin), e.log())
 		}
 		t.Fatalf("I2 breached: the stubborn agent's identity is not free %v after the SIGKILL\nlog:\n%s", time.Since(begin), e.log())
 	}
