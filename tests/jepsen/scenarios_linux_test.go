@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -487,6 +488,12 @@ func (r *run) checkFailover(t int64, next history.Execution, fig *figures, what 
 	fig.add(&fig.react, tether)
 	split := fmt.Sprintf("etcd let the key go after %v, the start came %v later", etcd.Round(time.Millisecond), tether.Round(time.Millisecond))
 	r.t.Logf("%s, %s took over %v later (%s)", what, next.Host, d, split)
+	if load := loadPerCPU(); load > overloaded {
+		if tether > tetherPart || d > bound {
+			r.t.Logf("a load average of %.1f a processor: the machine is overloaded, and the failover is not held to %v, nor tether's part to %v", load, bound, tetherPart)
+		}
+		return
+	}
 	if tether > tetherPart {
 		r.t.Errorf("%s started the agent %v after etcd let the key go (%s); want within %v", next.Host, tether, what, tetherPart)
 	}
@@ -496,6 +503,29 @@ func (r *run) checkFailover(t int64, next history.Execution, fig *figures, what 
 	case d > bound:
 		r.t.Errorf("%s took over %v after %s (%s); want within %v", next.Host, d, what, split, bound)
 	}
+}
+
+// overloaded is the load average a processor above which a failover's
+// times are logged, not checked: runnable work four times the
+// processors delays every process, etcd's and tether's alike (D211).
+const overloaded = 4
+
+// loadPerCPU is the one-minute load average a processor, 0 when it
+// cannot be read.
+func loadPerCPU() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	l, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return 0
+	}
+	return l / float64(runtime.NumCPU())
 }
 
 // String is the figures, as make jepsen prints them.
