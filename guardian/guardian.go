@@ -41,14 +41,19 @@ type guardian struct {
 	conn  tetherConn // nil while the owner is gone and an adopter awaited
 	outMu sync.Mutex
 
-	req        request
-	self       platform.Ref // this process, found while waiting (prepare)
-	key        string
-	log        *logfile.Writer // the agent's log: its lines and the guardian's
-	output     *output         // the agent's stdout and stderr, on their way to log
-	rec        *recordFile
-	own        *record // what rec says of this guardian, once written
-	locked     bool    // the ownership lock is held
+	req    request
+	self   platform.Ref // this process, found while waiting (prepare)
+	key    string
+	log    *logfile.Writer // the agent's log: its lines and the guardian's
+	output *output         // the agent's stdout and stderr, on their way to log
+	rec    *recordFile
+	own    *record // what rec says of this guardian, once written
+	locked bool    // the ownership lock is held
+
+	// held is this guardian's place in its owner's count of the
+	// guardians that hold an identity (see siblings), from when it
+	// takes the lock until it lets it go; nil when it takes none.
+	held       *siblingCount
 	privateDir string
 	agentPid   int
 	agentExit  <-chan wire.Exit
@@ -444,6 +449,7 @@ func (g *guardian) release() {
 		if !busy {
 			g.rec.unlock()
 		}
+		g.held.end()
 	}
 	g.closeOwnership()
 	g.rec.close()
@@ -604,9 +610,11 @@ func (g *guardian) attach(m message, rw *readyWatch) {
 // reported each time.
 func (g *guardian) teardown(reason wire.StopReason, begin time.Time, timeout time.Duration, exit *wire.Exit, detail string) int {
 	g.logf("stopping (%s), stop timeout %v", reason, timeout)
+	// After the owner's death this guardian waits for its siblings
+	// (see siblings); otherwise nobody is waited for.
 	var sib *siblingCount
 	if reason == wire.ReasonOwnerLost {
-		sib = countSibling(g.siblings())
+		sib = g.held
 	}
 	rep, err := g.stopTree(max(timeout-time.Since(begin), 0))
 	backoff := time.Second
@@ -626,7 +634,7 @@ func (g *guardian) teardown(reason wire.StopReason, begin time.Time, timeout tim
 		g.recordCleanup(c)
 		g.send(message{Type: wire.MsgCleanupFailed, Cleanup: c, Retry: &retry, Reason: reason})
 		// The retries are nobody else's wait.
-		sib.end()
+		g.held.end()
 		g.waitLeft(err, backoff)
 		backoff = min(2*backoff, retryMax)
 		var more stopReport
@@ -650,9 +658,8 @@ func (g *guardian) teardown(reason wire.StopReason, begin time.Time, timeout tim
 	// What is left (the containment, empty now, and this process's
 	// own end) is nobody's wait; after the owner's death it waits for
 	// the other guardians of that owner, which may not all have killed
-	// their trees yet (I2).
+	// their trees yet (I2). The release ends this guardian's count.
 	g.release()
-	sib.end()
 	if !sib.wait() {
 		g.logf("other guardians of the owner still tearing down after %v; going on", siblingWait)
 	}
@@ -674,15 +681,19 @@ func (g *guardian) teardown(reason wire.StopReason, begin time.Time, timeout tim
 	return 0
 }
 
-// siblings counts, for the guardians of one owner, those that are
-// tearing down their trees after its death. When hundreds of them wake
-// at the same stop deadline on few cores, a guardian that has freed its
-// identity would spend on the rest of its end (its containment's
-// removal, its exit: the kernel's teardown of its memory) the CPU that
-// the others still need to kill their trees and free theirs (I2). So each
-// counts itself (Begin) until its identity is free (End), then waits until
-// no sibling is counted (WaitEnded, at most siblingWait), and the waiters
-// go one after the other: each, as it leaves, lets the next go (Leave).
+// siblings counts, for the guardians of one owner, those that hold an
+// identity. When hundreds of them wake at the same stop deadline after
+// the owner's death, on few cores, a guardian that has freed its identity
+// would spend on the rest of its end (its containment's removal, its
+// exit: the kernel's teardown of its memory) the CPU that the others
+// still need to kill their trees and free theirs (I2). So each is counted
+// (Begin) from when it takes its identity's lock until it lets it go
+// (End), and after the owner's death one that has freed its identity
+// waits until no sibling is counted (WaitEnded, at most siblingWait); the
+// waiters go one after the other: each, as it leaves, lets the next go
+// (Leave). Counted from the start, not from the death, a sibling that
+// sees the death later than this one (scheduled late on a busy machine)
+// is still waited for.
 type siblings interface {
 	Begin()
 	End()
@@ -697,7 +708,7 @@ type siblings interface {
 const siblingWait = time.Second
 
 // siblingCount is one guardian's part in its siblings' count; nil when
-// it takes none (its owner is alive, or there is no count).
+// it takes none (there is no count).
 type siblingCount struct {
 	s       siblings
 	counted bool

@@ -159,6 +159,18 @@ func (g *guardian) settle() { _ = punix.ReleaseExecutablePages() }
 // owner that has no count, there is nobody to wait for.
 func (g *guardian) siblings() siblings { return g.clock }
 
+// endDead ends the part in the count of rec's guardian, found dead with
+// its record still written: it died holding its identity, before the
+// release that would have ended it, and whoever finds it so clears or
+// replaces the record, so each dead holder is ended once. Only a holder
+// of this guardian's own clock is ended here; another clock's count is
+// no one's wait any more than its owner is alive.
+func (g *guardian) endDead(rec *record) {
+	if rec != nil && rec.Clock != 0 && rec.Clock == g.clock.ID() {
+		g.clock.End()
+	}
+}
+
 // prepareOS finds the guardian's own cgroup v2 (two files of /proc),
 // while the guardian waits for its request.
 func (g *guardian) prepareOS() { g.cgroupDir, g.cgroupErr = punix.OwnCgroupDir() }
@@ -215,9 +227,13 @@ func (g *guardian) acquire(prev *record) *wire.Failure {
 // clearEarlier: the lock was free, but an earlier tree may live on after
 // closing its inherited lock descriptor: stop it before starting another.
 func (g *guardian) clearEarlier(prev *record) *wire.Failure {
-	if prev != nil && (prev.Agent.Pid > 0 || prev.Cgroup != "") {
+	switch {
+	case prev == nil:
+		return nil
+	case prev.Agent.Pid > 0 || prev.Cgroup != "":
 		return g.stopLeftover(prev)
 	}
+	g.endDead(prev) // it died before its agent was started
 	return nil
 }
 
@@ -246,6 +262,7 @@ func (g *guardian) takeOver(prev *record, lockPath string) *wire.Failure {
 	g.tookOver = prev.holder()
 	if prev != nil {
 		g.removeOld(prev)
+		g.endDead(prev)
 	}
 	return nil
 }
@@ -305,6 +322,7 @@ func (g *guardian) stopLeftover(prev *record) *wire.Failure {
 		}
 	}
 	g.removeOld(prev)
+	g.endDead(prev)
 	return nil
 }
 
@@ -336,6 +354,7 @@ func CgroupKey(name string) (string, bool) {
 // (see cgroupOrScope); without one the agent's session is its
 // containment.
 func (g *guardian) contain(name string, self *record) *wire.Failure {
+	self.Clock = g.clock.ID()
 	if g.cgroup, g.scope = g.cgroupOrScope(cgroupPrefix + name); g.cgroup != nil {
 		self.Cgroup = g.cgroup.Path
 	}

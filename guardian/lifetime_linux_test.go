@@ -179,16 +179,20 @@ func TestDeadOwnersGuardiansLeaveAfterTheLastIsFree(t *testing.T) {
 		t.Fatalf("the stubborn agent's lock is free %v after the SIGKILL, before its stop timeout of %v", time.Since(begin), slow.StopTimeout)
 	}
 	// It stays while the stubborn one tears down: it must not leave
-	// before then.
-	if testproc.UntilEvery(time.Until(begin.Add(slow.StopTimeout/2)), 200*time.Microsecond, func() bool {
-		reapAdopted()
-		return !isAlive(gq)
-	}) {
-		t.Fatalf("the polite agent's guardian left %v after the SIGKILL, while the stubborn agent's was still tearing down", time.Since(begin))
-	}
+	// before then. Seen gone first and the stubborn lock held after, it
+	// left while that lock was held (however late this test looks, on
+	// a loaded machine).
+	leftEarly := false
 	if !testproc.UntilEvery(time.Until(begin.Add(slow.StopTimeout+100*time.Millisecond)), 200*time.Microsecond, func() bool {
-		return gone(rs.PrivateDir) && lockFree(t, rs.LockPath)
-	}) {
+		reapAdopted()
+		quickGone := !isAlive(gq)
+		free := gone(rs.PrivateDir) && lockFree(t, rs.LockPath)
+		leftEarly = leftEarly || (quickGone && !lockFree(t, rs.LockPath))
+		return free || leftEarly
+	}) || leftEarly {
+		if leftEarly {
+			t.Fatalf("the polite agent's guardian left %v after the SIGKILL, while the stubborn agent's was still tearing down\nlog:\n%s", time.Since(begin), e.log())
+		}
 		t.Fatalf("I2 breached: the stubborn agent's identity is not free %v after the SIGKILL\nlog:\n%s", time.Since(begin), e.log())
 	}
 	waitGone(t, []procRef{gq, gs}, siblingWait)

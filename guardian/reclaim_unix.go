@@ -258,6 +258,7 @@ func (g *guardian) reclaimTree(key string, rec *record, rf *recordFile, since ti
 		g.logf("clearing the owner record of %q: %v", rec.Identity, err)
 	}
 	_ = platform.Unlock(lock)
+	g.endDead(rec)
 	g.logf("reclaimed the tree of %s %v after the owner's death: %d terminated, %d killed",
 		rec.holder(), time.Since(since).Round(time.Millisecond), rep.Terminated, rep.Killed)
 	if rec.Cgroup != "" {

@@ -43,6 +43,10 @@ type record struct {
 	// a service relaunched after the one that owned this guardian died,
 	// learns why the identity is still held.
 	Cleanup *wire.Cleanup `json:"cleanup,omitempty"`
+	// Clock names the count of its owner's guardians the holder is in
+	// (Linux, see siblings), so that whoever finds it dead, holding
+	// still, ends its part there (see endDead).
+	Clock uint64 `json:"clock,omitempty"`
 }
 
 func (r *record) holder() *wire.Holder {

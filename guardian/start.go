@@ -41,6 +41,7 @@ func (g *guardian) start() *wire.Failure {
 		return fl
 	}
 	g.locked = true
+	g.held = countSibling(g.siblings())
 	if fl := g.clearEarlier(prev); fl != nil {
 		return fl
 	}

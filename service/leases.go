@@ -97,10 +97,19 @@ func (l *leases) acquire(id, identity string) (lease.Fence, time.Time, error) {
 	if err != nil {
 		return 0, time.Time{}, err
 	}
+	d := s.Deadline()
+	if time.Until(d) < l.cfg.TTL-config.LeaseMargin-l.cfg.RenewEvery() {
+		// The renewals are behind (etcd was out of reach, or without a
+		// leader, until now): a deadline this close could pass before
+		// the guardian starts, or stop the tree as soon as it has.
+		if d, err = s.RenewNow(ctx); err != nil {
+			return 0, time.Time{}, err
+		}
+	}
 	l.mu.Lock()
 	l.held[id] = heldLease{s: s, identity: identity, fence: f}
 	l.mu.Unlock()
-	return f, s.Deadline(), nil
+	return f, d, nil
 }
 
 // run says that g is the guardian of agent id's tree, held by acquire:
@@ -163,6 +172,27 @@ func (l *leases) released(ctx context.Context, held *lease.HeldElsewhere) <-chan
 	return out
 }
 
+// renewNow renews the lease out of turn and passes the new deadline to
+// every guardian of an identity held under it, before it returns: an
+// upgrade does it before the handover, so that its guardians' deadlines
+// are as far off as they can be while the successor starts, resumes the
+// lease and renews it in turn (D210). A failure is only logged: the
+// deadlines the guardians have stand.
+func (l *leases) renewNow(ctx context.Context) {
+	l.mu.Lock()
+	s := l.s
+	l.mu.Unlock()
+	if s == nil || s.Err() != nil {
+		return
+	}
+	d, err := s.RenewNow(ctx)
+	if err != nil {
+		l.logf("%v; the guardians keep the deadlines they have", err)
+		return
+	}
+	l.pass(s, d)
+}
+
 // renewals passes each renewal of s to the guardians of the identities
 // held under it, until s ends.
 func (l *leases) renewals(s *lease.Session) {
@@ -175,19 +205,24 @@ func (l *leases) renewals(s *lease.Session) {
 			return
 		case <-s.Renewed():
 		}
-		d := s.Deadline()
-		l.mu.Lock()
-		var gs []*guardian.Session
-		for _, h := range l.held {
-			if h.s == s && h.g != nil {
-				gs = append(gs, h.g)
-			}
+		l.pass(s, s.Deadline())
+	}
+}
+
+// pass sends the deadline d of session s to the guardians of the
+// identities held under it.
+func (l *leases) pass(s *lease.Session, d time.Time) {
+	l.mu.Lock()
+	var gs []*guardian.Session
+	for _, h := range l.held {
+		if h.s == s && h.g != nil {
+			gs = append(gs, h.g)
 		}
-		l.mu.Unlock()
-		for _, g := range gs {
-			if err := g.Renew(d); err != nil {
-				l.logf("passing the lease's deadline to guardian pid %d: %v", g.GuardianPID(), err)
-			}
+	}
+	l.mu.Unlock()
+	for _, g := range gs {
+		if err := g.Renew(d); err != nil {
+			l.logf("passing the lease's deadline to guardian pid %d: %v", g.GuardianPID(), err)
 		}
 	}
 }

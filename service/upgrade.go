@@ -82,6 +82,11 @@ func (u upgradeControl) Build() string             { return u.c.serviceInfo().Bu
 // session, lets go of the warm guardians, and writes the queued run
 // records.
 func (c *Controller) freeze(ctx context.Context) (*upgrade.Frozen, error) {
+	if c.leases != nil {
+		// While the sessions are attached: the guardians get the
+		// deadline of a renewal made now (D210).
+		c.leases.renewNow(ctx)
+	}
 	c.mu.Lock()
 	acts := make([]*actor, 0, len(c.actors))
 	for _, a := range c.cfg.Agents {

@@ -43,6 +43,10 @@ func (h *Handle) Signal(sig syscall.Signal) error {
 // Close is a no-op without pidfds.
 func (h *Handle) Close() error { return nil }
 
+// ReleaseMemory does nothing: macOS has no call for it; a killed process
+// frees its memory as it exits.
+func (h *Handle) ReleaseMemory() error { return nil }
+
 // WaitExit waits until at least one of hs has exited or the timeout
 // passes. Without pidfds it checks every few milliseconds; it is only
 // used while a tree is being stopped.

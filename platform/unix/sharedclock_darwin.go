@@ -25,6 +25,9 @@ func OpenSharedClock(fd int, name string) *SharedClock { return nil }
 // Earliest returns now.
 func (c *SharedClock) Earliest(now time.Time, window time.Duration) time.Time { return now }
 
+// ID is 0: there is no clock.
+func (c *SharedClock) ID() uint64 { return 0 }
+
 // Begin does nothing: there is no count to share.
 func (c *SharedClock) Begin() {}
 

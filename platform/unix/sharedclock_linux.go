@@ -13,9 +13,10 @@ import (
 // A SharedClock is one moment that processes share through a memfd of
 // sixteen bytes: each may note a time in it (CLOCK_MONOTONIC, the same in
 // every process) unless an earlier one is there, and learn the earliest.
-// Beside the time it counts the processes still at work on that moment
-// (Begin, End), which the others can wait for (WaitEnded), and names the
-// one that acts for them all (Delegate). One process makes the file
+// Beside the time it counts the processes at work (Begin, End: for
+// tether's guardians, those that hold an identity), which the others can
+// wait for (WaitEnded), and names the one that acts for them all at the
+// moment (Delegate). One process makes the file
 // (NewSharedClockFile) and hands it to the others at a known descriptor,
 // which each maps (OpenSharedClock).
 //
@@ -23,6 +24,7 @@ import (
 // count.
 type SharedClock struct {
 	mem []byte
+	id  uint64
 }
 
 // The clock's layout: the time, then the count, a futex word; and the
@@ -70,7 +72,17 @@ func OpenSharedClock(fd int, name string) *SharedClock {
 	if err != nil {
 		return nil
 	}
-	return &SharedClock{mem: mem}
+	return &SharedClock{mem: mem, id: st.Ino}
+}
+
+// ID names the clock: the same in every process that shares it, and
+// different for any other clock alive at the same time (the memfd's
+// inode). A nil clock's is 0.
+func (c *SharedClock) ID() uint64 {
+	if c == nil {
+		return 0
+	}
+	return c.id
 }
 
 // Earliest notes now unless an earlier time is there, and returns the
@@ -137,7 +149,7 @@ func (c *SharedClock) Delegate(self int, alive func(pid int) bool) (int, bool) {
 // count is the clock's count of processes at work, nil when it has none.
 func (c *SharedClock) count() *uint32 { return c.word(clockCountAt) }
 
-// Begin counts this process as at work on the clock's moment, until End.
+// Begin counts this process as at work, until End.
 func (c *SharedClock) Begin() {
 	if p := c.count(); p != nil {
 		atomic.AddUint32(p, 1)
@@ -165,7 +177,7 @@ func (c *SharedClock) End() {
 	}
 }
 
-// WaitEnded waits until no process is at work on the clock's moment, or
+// WaitEnded waits until no process is at work, or
 // for at most limit, and reports whether none is. A process that died at
 // work never ends: limit bounds the wait for it. A clock without a count,
 // or none, has nobody to wait for.

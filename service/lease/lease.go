@@ -223,15 +223,11 @@ func (s *Session) renew(ctx context.Context) {
 			return
 		case <-time.After(next):
 		}
-		sent := time.Now()
 		rctx, cancel := context.WithTimeout(ctx, every)
-		r, err := s.cli.KeepAliveOnce(rctx, s.id)
+		sent, err := s.renewOnce(rctx)
 		cancel()
 		switch {
-		case err == nil && r.TTL > 0:
-			s.mu.Lock()
-			s.deadline = deadline(sent, s.cfg.TTL)
-			s.mu.Unlock()
+		case err == nil:
 			select {
 			case s.renewed <- struct{}{}:
 			default: // one already waits: the reader reads Deadline
@@ -239,13 +235,43 @@ func (s *Session) renew(ctx context.Context) {
 			next = every - time.Since(sent)
 		case ctx.Err() != nil:
 			return
-		case err == nil || gone(err):
-			s.end(ErrLost)
+		case errors.Is(err, ErrLost):
 			return
 		default:
 			next = retry
 		}
 	}
+}
+
+// renewOnce renews the lease once and moves the deadline on; it returns
+// when the renewal was sent. A lease found gone ends the session with
+// ErrLost.
+func (s *Session) renewOnce(ctx context.Context) (sent time.Time, err error) {
+	sent = time.Now()
+	r, err := s.cli.KeepAliveOnce(ctx, s.id)
+	switch {
+	case err == nil && r.TTL > 0:
+		s.mu.Lock()
+		s.deadline = deadline(sent, s.cfg.TTL)
+		s.mu.Unlock()
+		return sent, nil
+	case err == nil || gone(err):
+		s.end(ErrLost)
+		return sent, ErrLost
+	}
+	return sent, err
+}
+
+// RenewNow renews the lease at once, out of turn, and returns the new
+// Deadline: before an upgrade, so that the successor has all of it.
+func (s *Session) RenewNow(ctx context.Context) (time.Time, error) {
+	if err := s.Err(); err != nil {
+		return time.Time{}, err
+	}
+	if _, err := s.renewOnce(ctx); err != nil {
+		return time.Time{}, fmt.Errorf("renewing etcd lease %x: %w", s.id, err)
+	}
+	return s.Deadline(), nil
 }
 
 // end ends the session with err, once.

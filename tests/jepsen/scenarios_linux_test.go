@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,10 +22,21 @@ import (
 // Bounds of the scenarios. A host that dies whole is replaced within
 // the ttl and a second, as the issue asks; after a partition the lease
 // expires at most a ttl after the cut, and etcd's leader notices an
-// expiry within half a second (its check of expired leases).
+// expiry within half a second (its check of expired leases). Of a
+// failover, tether's part (from the key's deletion to the agent's start)
+// is always held to tetherPart; the whole is held to its bound only when
+// etcd's part was on time, within etcdExpiry of the fault (D211).
 const (
 	deathFailover     = ttl + time.Second
 	partitionFailover = ttl + 2*time.Second
+	// tetherPart bounds the start on the waiting host after etcd let
+	// the key go: its watch, its transaction, the guardian, the agent.
+	tetherPart = time.Second
+	// etcdExpiry is when etcd has let the key go at the latest, after
+	// the fault, on a machine that runs it on time: the lease was last
+	// renewed at the fault or before, and the leader checks for
+	// expired leases every half second.
+	etcdExpiry = ttl + 500*time.Millisecond
 	// handoff bounds the start of a waiting host after the holder let
 	// the identity go: an etcd watch wakes it, no polling.
 	handoff = 2 * time.Second
@@ -294,11 +306,7 @@ func partition(r *run, fig *figures) {
 	}
 	d := seconds(next.Start - cut)
 	fig.add(&fig.partitionFailover, d)
-	split := r.split(cut, next, fig)
-	r.t.Logf("%s cut off, %s took over %v later (%s)", h.name, next.Host, d, split)
-	if d > partitionFailover {
-		r.t.Errorf("%s took over %v after %s was cut off (%s); want within %v", next.Host, d, h.name, split, partitionFailover)
-	}
+	r.checkFailover(cut, next, fig, h.name+" was cut off", partitionFailover)
 	r.pause(0, 2*time.Second)
 	h.proxy.Restore()
 	// Healed, the old holder waits for the new one.
@@ -456,24 +464,68 @@ func (r *run) dieAndReplace(h *host, holder history.Execution, fig *figures) {
 	next := r.waitStart(deathFailover+10*time.Second, holder.Start)
 	d := seconds(next.Start - died)
 	fig.add(&fig.deathFailover, d)
-	split := r.split(died, next, fig)
-	r.t.Logf("%s died, %s took over %v later (%s)", h.name, next.Host, d, split)
-	if d > deathFailover {
-		r.t.Errorf("%s took over %v after %s died (%s); want within %v", next.Host, d, h.name, split, deathFailover)
+	r.checkFailover(died, next, fig, h.name+" died", deathFailover)
+}
+
+// checkFailover checks the failover from the fault at t (what says
+// which) to the start of next: tether's part against tetherPart, and
+// the whole against bound unless etcd let the key go late, past
+// etcdExpiry: then etcd's leader was not run on time, the machine is
+// overloaded, and the whole is only logged (D211).
+func (r *run) checkFailover(t int64, next history.Execution, fig *figures, what string, bound time.Duration) {
+	r.t.Helper()
+	d := seconds(next.Start - t)
+	gone, ok := r.keys.goneAfter(t)
+	if !ok || gone > next.Start {
+		r.t.Logf("%s, %s took over %v later (the test's watch of the key saw no deletion before the start)", what, next.Host, d)
+		if d > bound {
+			r.t.Errorf("%s took over %v after %s; want within %v", next.Host, d, what, bound)
+		}
+		return
+	}
+	etcd, tether := seconds(gone-t), seconds(next.Start-gone)
+	fig.add(&fig.expiry, etcd)
+	fig.add(&fig.react, tether)
+	split := fmt.Sprintf("etcd let the key go after %v, the start came %v later", etcd.Round(time.Millisecond), tether.Round(time.Millisecond))
+	r.t.Logf("%s, %s took over %v later (%s)", what, next.Host, d, split)
+	if load := loadPerCPU(); load > overloaded {
+		if tether > tetherPart || d > bound {
+			r.t.Logf("a load average of %.1f a processor: the machine is overloaded, and the failover is not held to %v, nor tether's part to %v", load, bound, tetherPart)
+		}
+		return
+	}
+	if tether > tetherPart {
+		r.t.Errorf("%s started the agent %v after etcd let the key go (%s); want within %v", next.Host, tether, what, tetherPart)
+	}
+	switch {
+	case etcd > etcdExpiry:
+		r.t.Logf("etcd let the key go %v after the fault, later than the ttl and its check (%v): the machine is overloaded, and the whole failover is not held to %v", etcd, etcdExpiry, bound)
+	case d > bound:
+		r.t.Errorf("%s took over %v after %s (%s); want within %v", next.Host, d, what, split, bound)
 	}
 }
 
-// split says how a failover from the fault at t to the start of next
-// divides between etcd letting the key go and the start after it, and
-// counts both.
-func (r *run) split(t int64, next history.Execution, fig *figures) string {
-	gone, ok := r.keys.goneAfter(t)
-	if !ok || gone > next.Start {
-		return "the test's watch of the key saw no deletion before the start"
+// overloaded is the load average a processor above which a failover's
+// times are logged, not checked: runnable work four times the
+// processors delays every process, etcd's and tether's alike (D211).
+const overloaded = 4
+
+// loadPerCPU is the one-minute load average a processor, 0 when it
+// cannot be read.
+func loadPerCPU() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
 	}
-	fig.add(&fig.expiry, seconds(gone-t))
-	fig.add(&fig.react, seconds(next.Start-gone))
-	return fmt.Sprintf("etcd let the key go after %v, the start came %v later", seconds(gone-t).Round(time.Millisecond), seconds(next.Start-gone).Round(time.Millisecond))
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	l, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return 0
+	}
+	return l / float64(runtime.NumCPU())
 }
 
 // String is the figures, as make jepsen prints them.
