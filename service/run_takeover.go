@@ -20,9 +20,9 @@ import (
 
 // takeOver runs an upgrade's successor: everything it begins with comes
 // from the handover record at path (see readHandover), it answers the
-// API from the record as soon as nothing before it can go on instead
-// (takeoverAPI), and once its controller serves it makes sessions of
-// the tethers handed over (attachAll).
+// API from the record's rows as soon as nothing before it can go on
+// instead (takeoverAPI), and once its controller serves it makes
+// sessions of the tethers handed over (attachAll).
 func (r *runner) takeOver(path string, began time.Time, beganCPU time.Duration) int {
 	p, logf := r.p, r.logf
 	served := upgrade.Bound(logf)
@@ -43,9 +43,9 @@ func (r *runner) takeOver(path string, began time.Time, beganCPU time.Duration) 
 		// back to, and the API answers at once.
 		early = r.answerEarly(h)
 		// The clients that queued during the handover are answered
-		// first: the config, the state and the controller (some 20 ms
-		// of a core for 200 agents) wait for the first answer to be
-		// out, or answerWait.
+		// first, from the rows: the rest of the agents, the config,
+		// the state and the controller (some 25 ms of a core for 200
+		// agents) wait for the first answer to be out, or answerWait.
 		select {
 		case <-early.srv.Answered():
 		case <-time.After(answerWait):
@@ -347,12 +347,12 @@ func attachAll(p Paths, b *beginning, logf func(string, ...any)) {
 	}()
 }
 
-// A successor on Unix reads its config and state once it has answered a
-// first request from the record, or answerWait after it answers; it makes
-// sessions of the tethers handed over once its controller runs and it has
-// answered a first request, or attachWait after the controller runs; on
-// Unix it sends attach announceDelay after that, to announceBatch
-// guardians at a time.
+// A successor on Unix decodes the rest of the agents and reads its config
+// and state once it has answered a first request from the record, or
+// answerWait after it answers; it makes sessions of the tethers handed
+// over once its controller runs and it has answered a first request, or
+// attachWait after the controller runs; on Unix it sends attach
+// announceDelay after that, to announceBatch guardians at a time.
 const (
 	answerWait    = 20 * time.Millisecond
 	attachWait    = 5 * time.Millisecond
