@@ -351,9 +351,10 @@ func (w *svcWorld) askUpgrade(ctx context.Context, req api.UpgradeRequest) error
 // logPhases logs the phases of the handovers the service at log logged
 // (each successor logs its timeline, step by step from the request, with
 // the CPU time the process used since the step before): for each step
-// from the pause on, the median CPU time since the step before, and the
-// median and the longest wall time since the step before and since the
-// pause. On a loaded machine a phase's wall time is mostly waiting for a
+// from the pause on, the median CPU time since the step before and
+// since the pause (the steps' CPU times summed, each handover's own),
+// and the median and the longest wall time since the step before and
+// since the pause. On a loaded machine a phase's wall time is mostly waiting for a
 // core; its CPU time says where the silence goes.
 func logPhases(b *testing.B, log string) {
 	b.Helper()
@@ -364,7 +365,8 @@ func logPhases(b *testing.B, log string) {
 	}
 	var order []string
 	cpu := map[string][]time.Duration{}
-	since := map[string][]time.Duration{} // from the step before
+	cpuFromPause := map[string][]time.Duration{} // the CPU time of the steps since the pause, summed
+	since := map[string][]time.Duration{}        // from the step before
 	fromPause := map[string][]time.Duration{}
 	n := 0
 	for line := range strings.Lines(string(raw)) {
@@ -381,10 +383,10 @@ func logPhases(b *testing.B, log string) {
 			continue
 		}
 		n++
-		var prev, paused time.Duration
-		seenPause := false
+		var prev, paused, used time.Duration
+		seenPause, counted := false, true
 		for st := range strings.SplitSeq(steps, ", ") {
-			st, used, _ := strings.Cut(st, " (+")
+			st, spent, _ := strings.Cut(st, " (+")
 			i := strings.LastIndexByte(st, ' ')
 			if i < 0 {
 				continue
@@ -400,8 +402,14 @@ func logPhases(b *testing.B, log string) {
 				if !slices.Contains(order, name) {
 					order = append(order, name)
 				}
-				if d, err := time.ParseDuration(strings.TrimSuffix(used, " cpu)")); err == nil {
+				d, err := time.ParseDuration(strings.TrimSuffix(spent, " cpu)"))
+				if err == nil {
 					cpu[name] = append(cpu[name], d)
+					used += d
+				}
+				// A step without its CPU time leaves the sum unknown.
+				if counted = counted && err == nil; counted {
+					cpuFromPause[name] = append(cpuFromPause[name], used)
 				}
 				since[name] = append(since[name], at-prev)
 				fromPause[name] = append(fromPause[name], at-paused)
@@ -420,9 +428,9 @@ func logPhases(b *testing.B, log string) {
 		return fmt.Sprintf("%6.2f", millis(quantile(ds, q)))
 	}
 	var s strings.Builder
-	fmt.Fprintf(&s, "phases of %d handovers, ms: cpu since the step before (p50); wall since the step before (p50 / max); since the pause (p50 / max)\n", n)
+	fmt.Fprintf(&s, "phases of %d handovers, ms: cpu since the step before, since the pause (p50 / p50); wall since the step before (p50 / max); since the pause (p50 / max)\n", n)
 	for _, name := range order {
-		fmt.Fprintf(&s, "  %-18s %s; %s / %s; %s / %s\n", name, ms(cpu[name], 0.5),
+		fmt.Fprintf(&s, "  %-18s %s / %s; %s / %s; %s / %s\n", name, ms(cpu[name], 0.5), ms(cpuFromPause[name], 0.5),
 			ms(since[name], 0.5), ms(since[name], 1), ms(fromPause[name], 0.5), ms(fromPause[name], 1))
 	}
 	b.Log(s.String())

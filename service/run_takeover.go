@@ -20,9 +20,9 @@ import (
 
 // takeOver runs an upgrade's successor: everything it begins with comes
 // from the handover record at path (see readHandover), it answers the
-// API from the record as soon as nothing before it can go on instead
-// (takeoverAPI), and once its controller serves it makes sessions of
-// the tethers handed over (attachAll).
+// API from the record's rows as soon as nothing before it can go on
+// instead (takeoverAPI), and once its controller serves it makes
+// sessions of the tethers handed over (attachAll).
 func (r *runner) takeOver(path string, began time.Time, beganCPU time.Duration) int {
 	p, logf := r.p, r.logf
 	served := upgrade.Bound(logf)
@@ -43,9 +43,9 @@ func (r *runner) takeOver(path string, began time.Time, beganCPU time.Duration) 
 		// back to, and the API answers at once.
 		early = r.answerEarly(h)
 		// The clients that queued during the handover are answered
-		// first: the config, the state and the controller (some 20 ms
-		// of a core for 200 agents) wait for the first answer to be
-		// out, or answerWait.
+		// first, from the rows: the rest of the agents, the config,
+		// the state and the controller (some 25 ms of a core for 200
+		// agents) wait for the first answer to be out, or answerWait.
 		select {
 		case <-early.srv.Answered():
 		case <-time.After(answerWait):
@@ -116,11 +116,7 @@ func (r *runner) answerEarly(h *handover) *answering {
 	}
 	svc := ServiceInfo(r.exe, r.version)
 	svc.Upgrade = &up
-	rows := make([]api.Agent, len(h.rec.Agents))
-	for i, a := range h.rec.Agents {
-		rows[i] = a.Row
-	}
-	a := &answering{api: newTakeoverAPI(r.p, svc, rows), served: make(chan error, 1), upgrade: up}
+	a := &answering{api: newTakeoverAPI(r.p, svc, h.rows), served: make(chan error, 1), upgrade: up}
 	a.srv = localapi.New(a.api, h.listener)
 	go func() { a.served <- a.srv.Serve() }()
 	upgrade.StopAt(upgrade.StepServing)
@@ -133,6 +129,8 @@ func (r *runner) answerEarly(h *handover) *answering {
 type handover struct {
 	p           Paths
 	rec         *upgrade.Record
+	rows        []api.Agent           // the agents' rows, which a status answers with
+	agents      *upgrade.RecordAgents // the rest of the agents, until decoded
 	in          upgrade.Inheritance
 	listener    *apiListener
 	parseConfig func() (*config.Config, error)
@@ -140,10 +138,12 @@ type handover struct {
 }
 
 // readHandover is the first half of begin for an upgrade's successor:
-// it reads the handover record at path and takes the descriptors it
-// names; the config and the state are read beside, for h.begin. A
-// failure here or there is a crash like any other: the tethers close
-// with this process, and the guardians tear down (I2).
+// it reads the handover record at path, decodes the agents' rows and
+// takes the descriptors it names; the rest of the agents, the config and
+// the state are read beside, for h.begin (on Unix, once the API has
+// answered from the rows). A failure here or there is a crash like any
+// other: the tethers close with this process, and the guardians tear
+// down (I2).
 func readHandover(p Paths, path string, began time.Time, beganCPU time.Duration, logf func(string, ...any)) (*handover, error) {
 	if err := upgrade.Await(); err != nil {
 		return nil, err
@@ -158,13 +158,16 @@ func readHandover(p Paths, path string, began time.Time, beganCPU time.Duration,
 	if err != nil {
 		return nil, h.fail(err)
 	}
-	h.rec = rec
+	h.rec, h.agents = rec, agents
+	if h.rows, err = agents.DecodeRows(); err != nil {
+		return nil, h.fail(err)
+	}
 	if upgrade.Separate {
 		// The config beside the agents' decode.
 		h.readConfig()
-	}
-	if err := rec.DecodeAgents(agents); err != nil {
-		return nil, h.fail(err)
+		if err := h.decodeAgents(); err != nil {
+			return nil, h.fail(err)
+		}
 	}
 	upgrade.Begin(rec.Upgrade.ID, rec.Upgrade.Began, append(rec.Steps,
 		upgrade.StepAt{Step: upgrade.StepRunning, At: began.Sub(rec.Upgrade.Began), CPU: beganCPU},
@@ -190,6 +193,16 @@ func (h *handover) readState() {
 
 func (h *handover) readConfig() { h.parseConfig = background(h.rec.ParseConfig) }
 
+// decodeAgents decodes the agents beyond their rows, once.
+func (h *handover) decodeAgents() error {
+	if h.agents == nil {
+		return nil
+	}
+	err := h.rec.DecodeAgents(h.agents)
+	h.agents = nil
+	return err
+}
+
 // fail waits for what was read beside, closes it and returns err.
 func (h *handover) fail(err error) error {
 	if h.parseConfig != nil {
@@ -209,6 +222,10 @@ func (h *handover) begin() (*beginning, error) {
 	if h.openStore == nil {
 		h.readState()
 		h.readConfig()
+	}
+	// Beside the config and the state.
+	if err := h.decodeAgents(); err != nil {
+		return nil, h.fail(err)
 	}
 	b := &beginning{lock: h.in.Lock(), listener: h.listener, inherit: h.in, resumed: map[string]resumedAgent{}, leaseID: h.rec.Lease}
 	var err error
@@ -330,12 +347,12 @@ func attachAll(p Paths, b *beginning, logf func(string, ...any)) {
 	}()
 }
 
-// A successor on Unix reads its config and state once it has answered a
-// first request from the record, or answerWait after it answers; it makes
-// sessions of the tethers handed over once its controller runs and it has
-// answered a first request, or attachWait after the controller runs; on
-// Unix it sends attach announceDelay after that, to announceBatch
-// guardians at a time.
+// A successor on Unix decodes the rest of the agents and reads its config
+// and state once it has answered a first request from the record, or
+// answerWait after it answers; it makes sessions of the tethers handed
+// over once its controller runs and it has answered a first request, or
+// attachWait after the controller runs; on Unix it sends attach
+// announceDelay after that, to announceBatch guardians at a time.
 const (
 	answerWait    = 20 * time.Millisecond
 	attachWait    = 5 * time.Millisecond

@@ -11,10 +11,12 @@ import (
 
 // Agent is what an actor knew, for its successor in the next binary (see
 // Record): the row as status showed it, the state of its restart policy,
-// and its tether, if a guardian runs.
+// and its tether, if a guardian runs. The rows travel on a line of their
+// own, which the successor answers a status from before it decodes the
+// rest.
 type Agent struct {
 	ID  string    `json:"id"`
-	Row api.Agent `json:"row"`
+	Row api.Agent `json:"-"`
 
 	Want       bool          `json:"want"`
 	Parked     bool          `json:"parked,omitempty"`    // a crash loop parked it

@@ -249,12 +249,7 @@ func Attachment(id string, t *Tether) (guardian.Attachment, error) {
 func (rec *Record) descriptors() []uintptr {
 	out := append([]uintptr{rec.Lock}, rec.Listener...)
 	out = append(out, rec.Discard...)
-	for _, a := range rec.Agents {
-		if a.Tether != nil {
-			out = append(out, a.Tether.Conn)
-		}
-	}
-	return out
+	return append(out, rec.Tethers...)
 }
 
 // openSelf opens the file this process runs, on Linux, where

@@ -26,11 +26,13 @@ import (
 // it lives (after a crash of the machine there is nothing to hand over),
 // and a sync would make the API wait for the disk.
 //
-// It is three lines of compact JSON (which has no newline of its own):
+// It is four lines of compact JSON (which has no newline of its own):
 // the record without its agents and without the config's source, the
-// agents (see encodeAgents), and the config's source, a JSON string. The
-// successor reads the first line before anything else, and decodes the
-// agents beside the config.
+// agents' rows (api.Agent, what a status shows), the rest of the agents
+// (see encodeAgents), and the config's source, a JSON string. The
+// successor reads the first line and the rows before anything else, and
+// answers a status from them; it decodes the rest of the agents beside
+// the config, once that first answer is out.
 //
 // The old service asks the new binary whether it reads Version
 // before it hands over (handover-check): a successor never meets a record
@@ -64,6 +66,10 @@ type Record struct {
 	// Windows the pipe's listening instances.
 	Lock     uintptr   `json:"lock"`
 	Listener []uintptr `json:"listener"`
+	// Tethers are the descriptors of the agents' tethers (Agent.Tether),
+	// in the first line: on Unix the successor makes them close-on-exec
+	// again before it decodes the agents.
+	Tethers []uintptr `json:"tethers,omitempty"`
 	// Lease is the etcd lease that holds the profile's identities (a
 	// config with a lease section): the successor renews it by this ID,
 	// so that no identity is released and each keeps its fencing token.
@@ -136,11 +142,15 @@ func writeRecordFile(path string, b []byte) (err error) {
 	return nil
 }
 
-// encode encodes rec in its three lines.
+// encode encodes rec in its four lines.
 func encode(rec *Record) ([]byte, error) {
 	source, err := json.Marshal(rec.Config.Source)
 	if err != nil {
 		return nil, err
+	}
+	rows := make([]api.Agent, len(rec.Agents))
+	for i, a := range rec.Agents {
+		rows[i] = a.Row
 	}
 	head := *rec
 	head.Config.Source = nil
@@ -152,30 +162,35 @@ func encode(rec *Record) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	agents, err := encodeAgents(rec.Agents)
+	rowsLine, err := encodeSplit(rows)
 	if err != nil {
 		return nil, err
 	}
-	return slices.Concat(b, []byte("\n"), agents, []byte("\n"), source, []byte("\n")), nil
+	agents, err := encodeSplit(rec.Agents)
+	if err != nil {
+		return nil, err
+	}
+	nl := []byte("\n")
+	return slices.Concat(b, nl, rowsLine, nl, agents, nl, source, nl), nil
 }
 
-// agentsSep separates the elements of the agents' line: JSON reads the
-// tab as whitespace, and encoding/json escapes every control character
-// inside a string, so in what encodeAgents writes a tab is only ever
-// there. DecodeAgents splits the line at each and decodes the agents
-// side by side.
+// agentsSep separates the elements of the rows' and the agents' lines:
+// JSON reads the tab as whitespace, and encoding/json escapes every
+// control character inside a string, so in what encodeSplit writes a tab
+// is only ever there. decodeSplit splits a line at each and decodes the
+// elements side by side.
 const agentsSep = ",\t"
 
-// encodeAgents encodes agents as one JSON array, its elements encoded
+// encodeSplit encodes elems as one JSON array, its elements encoded
 // side by side, one run per processor, and written with agentsSep
 // between them.
-func encodeAgents(agents []Agent) ([]byte, error) {
-	if len(agents) == 0 {
-		return json.Marshal(agents)
+func encodeSplit[T any](elems []T) ([]byte, error) {
+	if len(elems) == 0 {
+		return json.Marshal(elems)
 	}
-	enc := make([][]byte, len(agents))
-	err := eachSpan(len(agents), func(i int) (err error) {
-		enc[i], err = json.Marshal(&agents[i])
+	enc := make([][]byte, len(elems))
+	err := eachSpan(len(elems), func(i int) (err error) {
+		enc[i], err = json.Marshal(&elems[i])
 		return err
 	})
 	if err != nil {
@@ -221,8 +236,8 @@ var ErrRecord = errors.New("unusable handover record")
 
 // Read reads and removes the record at path, and checks that it is one
 // this binary reads, written for profile. The agents are left undecoded,
-// for DecodeAgents: their decode is most of the record's, and the
-// successor parses the config meanwhile.
+// for DecodeRows and DecodeAgents: their decode is most of the record's,
+// and the successor answers from the rows before it decodes the rest.
 func Read(path, profile string) (*Record, *RecordAgents, error) {
 	b, err := readRecord(path)
 	if err != nil {
@@ -244,41 +259,80 @@ func Read(path, profile string) (*Record, *RecordAgents, error) {
 		return nil, nil, fmt.Errorf("%w %s: version %d; this tether reads version %d", ErrRecord, path, rec.Version, Version)
 	case rec.Profile != profile:
 		return nil, nil, fmt.Errorf("%w %s: written for profile %q, not %q", ErrRecord, path, rec.Profile, profile)
-	case head.Agents != nil || rec.Config.Source != nil || len(lines) != 2:
-		return nil, nil, fmt.Errorf("%w %s: not the record, its agents and the config's source, each on a line", ErrRecord, path)
+	case head.Agents != nil || rec.Config.Source != nil || len(lines) != 3:
+		return nil, nil, fmt.Errorf("%w %s: not the record, its rows, its agents and the config's source, each on a line", ErrRecord, path)
 	}
-	// Left to DecodeAgents, and the source to ParseConfig.
-	rec.source = lines[1]
-	return &rec, &RecordAgents{path: path, raw: lines[0]}, nil
+	// Left to DecodeRows and DecodeAgents, and the source to ParseConfig.
+	rec.source = lines[2]
+	return &rec, &RecordAgents{path: path, rowsRaw: lines[0], raw: lines[1]}, nil
 }
 
 // RecordAgents are a record's agents as read, not yet decoded.
 type RecordAgents struct {
 	path string
-	raw  json.RawMessage
+	rows []api.Agent // once DecodeRows has decoded them
+	// rowsRaw and raw are the lines of the rows and of the rest.
+	rowsRaw, raw json.RawMessage
 }
 
-// DecodeAgents decodes the agents of rec, read as ra.
-func (rec *Record) DecodeAgents(ra *RecordAgents) error {
-	if len(ra.raw) == 0 {
-		return nil
-	}
-	if agents, ok := splitAgents(ra.raw); ok {
-		rec.Agents = make([]Agent, len(agents))
-		if eachSpan(len(agents), func(i int) error { return json.Unmarshal(agents[i], &rec.Agents[i]) }) == nil {
-			return nil
+// DecodeRows decodes the agents' rows, in the record's order: what a
+// status shows.
+func (ra *RecordAgents) DecodeRows() ([]api.Agent, error) {
+	if ra.rows == nil {
+		rows, err := decodeSplit[api.Agent](ra.rowsRaw)
+		if err != nil {
+			return nil, fmt.Errorf("%w %s: its rows: %v", ErrRecord, ra.path, err)
 		}
-		// The whole line's decode says what is wrong with it.
-		rec.Agents = nil
+		ra.rows, ra.rowsRaw = rows, nil
 	}
-	if err := json.Unmarshal(ra.raw, &rec.Agents); err != nil {
+	return ra.rows, nil
+}
+
+// DecodeAgents decodes the agents of rec, read as ra, each with its row.
+func (rec *Record) DecodeAgents(ra *RecordAgents) error {
+	rows, err := ra.DecodeRows()
+	if err != nil {
+		return err
+	}
+	agents, err := decodeSplit[Agent](ra.raw)
+	if err != nil {
 		return fmt.Errorf("%w %s: its agents: %v", ErrRecord, ra.path, err)
 	}
+	if len(agents) != len(rows) {
+		return fmt.Errorf("%w %s: %d agents and %d rows", ErrRecord, ra.path, len(agents), len(rows))
+	}
+	for i := range agents {
+		if rows[i].ID != agents[i].ID {
+			return fmt.Errorf("%w %s: the row of %q where %q's is due", ErrRecord, ra.path, rows[i].ID, agents[i].ID)
+		}
+		agents[i].Row = rows[i]
+	}
+	rec.Agents = agents
 	return nil
 }
 
-// splitAgents splits an agents' line that encodeAgents wrote into its
-// elements; ok is false for a line without agentsSep.
+// decodeSplit decodes a line that encodeSplit wrote, its elements side
+// by side; a line it did not split (a plain JSON array) or that does not
+// decode so is decoded whole, which says what is wrong with it.
+func decodeSplit[T any](raw []byte) ([]T, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	if elems, ok := splitAgents(raw); ok {
+		out := make([]T, len(elems))
+		if eachSpan(len(elems), func(i int) error { return json.Unmarshal(elems[i], &out[i]) }) == nil {
+			return out, nil
+		}
+	}
+	var out []T
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// splitAgents splits a line that encodeSplit wrote into its elements; ok
+// is false for a line without agentsSep.
 func splitAgents(raw []byte) (agents [][]byte, ok bool) {
 	if len(raw) < 2 || raw[0] != '[' || raw[len(raw)-1] != ']' || !bytes.Contains(raw, []byte(agentsSep)) {
 		return nil, false

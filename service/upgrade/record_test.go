@@ -16,8 +16,10 @@ import (
 	"github.com/tether-dev/tether/platform"
 )
 
-// A record read back is the record written, its agents decoded apart
-// from the rest; agents that do not decode are an unusable record, named.
+// A record read back is the record written, its agents' rows decoded
+// apart from the rest of the agents, and both apart from the rest;
+// agents that do not decode, or whose rows do not match them, are an
+// unusable record, named.
 func TestHandoverRecordRoundTrip(t *testing.T) {
 	dir := testdir.Temp(t)
 	rec := &Record{Version: Version, PID: os.Getpid(), Profile: "p",
@@ -27,7 +29,7 @@ func TestHandoverRecordRoundTrip(t *testing.T) {
 				Tether: &Tether{Conn: 9, Version: 2}},
 			{ID: "b", Row: api.Agent{ID: "b", State: api.StateStopped}},
 		},
-		Discard: []uintptr{11, 12}}
+		Discard: []uintptr{11, 12}, Tethers: []uintptr{9}}
 	path, err := write(dir, rec)
 	if err != nil {
 		t.Fatal(err)
@@ -36,11 +38,15 @@ func TestHandoverRecordRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lines := bytes.Count(b, []byte("\n")); lines != 3 {
-		t.Errorf("the record in %d lines, want 3:\n%s", lines, b)
+	if lines := bytes.Count(b, []byte("\n")); lines != 4 {
+		t.Errorf("the record in %d lines, want 4:\n%s", lines, b)
 	}
-	if first, _, _ := bytes.Cut(b, []byte("\n")); bytes.Contains(first, []byte(`"source":"`)) {
+	first, rest, _ := bytes.Cut(b, []byte("\n"))
+	if bytes.Contains(first, []byte(`"source":"`)) {
 		t.Errorf("the config's source in the first line: %s", first)
+	}
+	if _, agentsLine, _ := bytes.Cut(rest, []byte("\n")); bytes.Contains(agentsLine, []byte(`"row"`)) {
+		t.Errorf("the rows in the agents' line too: %s", agentsLine)
 	}
 	got, agents, err := Read(path, "p")
 	if err != nil {
@@ -49,11 +55,22 @@ func TestHandoverRecordRoundTrip(t *testing.T) {
 	if len(got.Agents) != 0 {
 		t.Errorf("the agents were decoded before decodeAgents: %+v", got.Agents)
 	}
+	if len(got.Tethers) != 1 || got.Tethers[0] != 9 {
+		t.Errorf("the tethers' descriptors read back %v, want [9]", got.Tethers)
+	}
+	rows, err := agents.DecodeRows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0] != rec.Agents[0].Row || rows[1] != rec.Agents[1].Row {
+		t.Errorf("rows read back %+v, wrote %+v and %+v", rows, rec.Agents[0].Row, rec.Agents[1].Row)
+	}
 	if err := got.DecodeAgents(agents); err != nil {
 		t.Fatal(err)
 	}
 	if len(got.Agents) != 2 || got.Agents[0].ID != "a" || got.Agents[0].Leader != rec.Agents[0].Leader ||
-		got.Agents[0].Tether == nil || got.Agents[0].Tether.Conn != 9 || got.Agents[1].Row.State != api.StateStopped {
+		got.Agents[0].Tether == nil || got.Agents[0].Tether.Conn != 9 || got.Agents[0].Row != rec.Agents[0].Row ||
+		got.Agents[1].Row.State != api.StateStopped {
 		t.Errorf("agents read back %+v, wrote %+v", got.Agents, rec.Agents)
 	}
 	if _, err := got.ParseConfig(); err != nil {
@@ -66,13 +83,15 @@ func TestHandoverRecordRoundTrip(t *testing.T) {
 		t.Errorf("the record is still there after it was read: %v", err)
 	}
 
-	// Records that are not three lines are refused whole.
+	// Records that are not four lines are refused whole.
 	for _, body := range []string{
-		`{"version":1,"profile":"p"}`,                                               // its agents are missing
-		`{"version":1,"profile":"p"}` + "\n[]",                                      // its source is missing
-		`{"version":1,"profile":"p","agents":[]}` + "\n[]\n\"YQ==\"",                // agents inside and apart
-		`{"version":1,"profile":"p","config":{"source":"YQ=="}}` + "\n[]\n\"YQ==\"", // source inside and apart
-		`{"version":1,"profile":"p"}` + "\n[]\n\"YQ==\"\n[]",                        // a line too many
+		`{"version":1,"profile":"p"}`,                                                   // its rows are missing
+		`{"version":1,"profile":"p"}` + "\n[]",                                          // its agents are missing
+		`{"version":1,"profile":"p"}` + "\n[]\n[]",                                      // its source is missing
+		`{"version":1,"profile":"p"}` + "\n[]\n\"YQ==\"",                                // the rows or the agents are missing
+		`{"version":1,"profile":"p","agents":[]}` + "\n[]\n[]\n\"YQ==\"",                // agents inside and apart
+		`{"version":1,"profile":"p","config":{"source":"YQ=="}}` + "\n[]\n[]\n\"YQ==\"", // source inside and apart
+		`{"version":1,"profile":"p"}` + "\n[]\n[]\n\"YQ==\"\n[]",                        // a line too many
 	} {
 		path := filepath.Join(dir, "mixed.json")
 		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
@@ -83,10 +102,14 @@ func TestHandoverRecordRoundTrip(t *testing.T) {
 		}
 	}
 
-	// Agents that do not decode are found by decodeAgents.
+	// Agents or rows that do not decode, or that do not match, are
+	// found by decodeAgents.
 	for _, body := range []string{
-		`{"version":1,"profile":"p"}` + "\n" + `[{"id":3}]` + "\n\"YQ==\"",
-		`{"version":1,"profile":"p"}` + "\n" + `[{"id":"a"}` + "\n\"YQ==\"",
+		`{"version":1,"profile":"p"}` + "\n" + `[{"id":"a"}]` + "\n" + `[{"id":3}]` + "\n\"YQ==\"",
+		`{"version":1,"profile":"p"}` + "\n" + `[{"id":"a"}]` + "\n" + `[{"id":"a"}` + "\n\"YQ==\"",
+		`{"version":1,"profile":"p"}` + "\n" + `[{"id":3}]` + "\n" + `[{"id":"a"}]` + "\n\"YQ==\"",
+		`{"version":1,"profile":"p"}` + "\n" + `[{"id":"b"}]` + "\n" + `[{"id":"a"}]` + "\n\"YQ==\"",
+		`{"version":1,"profile":"p"}` + "\n" + `[{"id":"a"},` + "\t" + `{"id":"b"}]` + "\n" + `[{"id":"a"}]` + "\n\"YQ==\"",
 	} {
 		bad := filepath.Join(dir, "bad.json")
 		if err := os.WriteFile(bad, []byte(body), 0o600); err != nil {
@@ -103,7 +126,7 @@ func TestHandoverRecordRoundTrip(t *testing.T) {
 
 	// A source that does not decode is found by config.
 	bad := filepath.Join(dir, "source.json")
-	if err := os.WriteFile(bad, []byte(`{"version":1,"profile":"p"}`+"\n[]\n{\"not\":\"bytes\"}"), 0o600); err != nil {
+	if err := os.WriteFile(bad, []byte(`{"version":1,"profile":"p"}`+"\n[]\n[]\n{\"not\":\"bytes\"}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	got, _, err = Read(bad, "p")
@@ -119,7 +142,7 @@ func TestHandoverRecordRoundTrip(t *testing.T) {
 // version and the one this binary reads named.
 func TestHandoverRecordUnknownVersion(t *testing.T) {
 	path := filepath.Join(testdir.Temp(t), "handover.json")
-	body := `{"version":2,"profile":"p"}` + "\n[]\n\"YQ==\"\n"
+	body := `{"version":2,"profile":"p"}` + "\n[]\n[]\n\"YQ==\"\n"
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -129,55 +152,63 @@ func TestHandoverRecordUnknownVersion(t *testing.T) {
 	}
 }
 
-// The agents' line is one JSON array, whatever reads it; this binary
-// decodes its elements side by side, and reads a plain array too.
+// The rows' and the agents' lines are each one JSON array, whatever
+// reads them; this binary decodes their elements side by side, and reads
+// a plain array too.
 func TestHandoverAgentsSideBySide(t *testing.T) {
 	var agents []Agent
+	var rows []api.Agent
 	for i := range 7 {
 		id := fmt.Sprintf("a%d", i)
-		agents = append(agents, Agent{ID: id, Want: i%2 == 0,
-			Row:    api.Agent{ID: id, State: api.StateRunning, PID: 100 + i, Error: &api.Error{Code: api.CodeSpawn, Message: "a tab\there, a comma,\tand a line\nend"}},
+		agents = append(agents, Agent{ID: id, Want: i%2 == 0, DepErr: &api.Error{Code: api.CodeDependency, Message: "a tab\there,\tand a line\nend"},
 			Tether: &Tether{Conn: uintptr(9 + i), Version: 2, Pending: []byte("{\"type\":\t")}})
+		rows = append(rows, api.Agent{ID: id, State: api.StateRunning, PID: 100 + i, Error: &api.Error{Code: api.CodeSpawn, Message: "a tab\there, a comma,\tand a line\nend"}})
 	}
-	line, err := encodeAgents(agents)
+	checkSideBySide(t, agents, `[{"id":"a0",`+"\t"+`"want":true},`+"\t"+`{"id":"a1"}]`)
+	checkSideBySide(t, rows, `[{"id":"a0",`+"\t"+`"pid":3},`+"\t"+`{"id":"a1"}]`)
+}
+
+// checkSideBySide checks that elems, encoded by encodeSplit, decode as
+// a JSON array does, split or not, and that spaced, a line with a tab
+// of its own after a comma, is read whole.
+func checkSideBySide[T any](t *testing.T, elems []T, spaced string) {
+	t.Helper()
+	line, err := encodeSplit(elems)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := bytes.Count(line, []byte(agentsSep)); n != len(agents)-1 || bytes.ContainsAny(line, "\n") {
-		t.Errorf("%d separators in %s, want %d and no line end", n, line, len(agents)-1)
+	if n := bytes.Count(line, []byte(agentsSep)); n != len(elems)-1 || bytes.ContainsAny(line, "\n") {
+		t.Errorf("%d separators in %s, want %d and no line end", n, line, len(elems)-1)
 	}
 	// One plain array, as encoding/json writes it.
-	plain, err := json.Marshal(agents)
+	plain, err := json.Marshal(elems)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []Agent
+	var want []T
 	if err := json.Unmarshal(plain, &want); err != nil {
 		t.Fatal(err)
 	}
-	// An element with a tab of its own after a comma: the split
-	// breaks it, and the line is read whole.
-	spaced := []byte(`[{"id":"a0",` + "\t" + `"want":true},` + "\t" + `{"id":"a1"}]`)
-	for name, raw := range map[string][]byte{"side by side": line, "plain": plain, "spaced": spaced} {
-		var asArray []Agent
+	for name, raw := range map[string][]byte{"side by side": line, "plain": plain, "spaced": []byte(spaced)} {
+		var asArray []T
 		if err := json.Unmarshal(raw, &asArray); err != nil {
 			t.Errorf("%s: not a JSON array: %v", name, err)
 		}
-		rec := &Record{}
-		if err := rec.DecodeAgents(&RecordAgents{path: "r", raw: raw}); err != nil {
+		got, err := decodeSplit[T](raw)
+		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
-		if !reflect.DeepEqual(rec.Agents, asArray) {
-			t.Errorf("%s: decoded\n%+v\nwant\n%+v", name, rec.Agents, asArray)
+		if !reflect.DeepEqual(got, asArray) {
+			t.Errorf("%s: decoded\n%+v\nwant\n%+v", name, got, asArray)
 		}
-		if name != "spaced" && !reflect.DeepEqual(rec.Agents, want) {
-			t.Errorf("%s: decoded\n%+v\nwant\n%+v", name, rec.Agents, want)
+		if name != "spaced" && !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: decoded\n%+v\nwant\n%+v", name, got, want)
 		}
 	}
-	// A broken element is an unusable record, split or not.
+	// A broken element breaks the line, split or not.
 	broken := bytes.Replace(line, []byte(`"id":"a3"`), []byte(`"id":a3`), 1)
-	if err := (&Record{}).DecodeAgents(&RecordAgents{path: "r", raw: broken}); !errors.Is(err, ErrRecord) {
-		t.Errorf("a broken element: %v, want ErrRecord", err)
+	if _, err := decodeSplit[T](broken); err == nil {
+		t.Errorf("a broken element decoded")
 	}
 }

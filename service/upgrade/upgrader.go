@@ -157,7 +157,7 @@ func newID() string {
 // eachTether calls f with each tether of rec and the descriptor of its
 // conn in this process, and sets the tether's Conn to what f returns: on
 // Unix the descriptor itself (inherited across execve), on Windows its
-// duplicate in the successor.
+// duplicate in the successor. rec.Tethers lists them all.
 func eachTether(rec *Record, f func(fd uintptr) (uintptr, error)) error {
 	for i := range rec.Agents {
 		t := rec.Agents[i].Tether
@@ -174,6 +174,7 @@ func eachTether(rec *Record, f func(fd uintptr) (uintptr, error)) error {
 		if err != nil {
 			return fmt.Errorf("the tether of %q: %w", rec.Agents[i].ID, err)
 		}
+		rec.Tethers = append(rec.Tethers, t.Conn)
 	}
 	return nil
 }
