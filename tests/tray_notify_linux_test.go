@@ -914,3 +914,53 @@ func TestReloadSaysWhatItDid(t *testing.T) {
 		t.Errorf("the tray's reload notice: %q, urgency %d; want \"nothing changed\", low", n.body, n.urgency)
 	}
 }
+
+// A sticky "would not stop" bubble goes as soon as the process it names
+// dies: the guardian sees the death through its pidfd, not at its next
+// retry, and the tray takes the bubble down.
+func TestTrayCleanupNoticeGoesWithTheProcess(t *testing.T) {
+	d := newDesktop(t, true)
+	notes := d.monitorNotify()
+	fz := newFreezer(t)
+	w := newWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	_, child := frozenChild(t, fz, w, m)
+	tr := d.startTray(w, "default", false)
+	d.waitItem(tr.pid, 15*time.Second)
+	if r := w.run(60*time.Second, "stop", "x"); r.code != 5 {
+		t.Fatalf("stop with a frozen member: exit %d (want 5)\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	stuck := notes.wait(t, 15*time.Second, "x would not stop")
+	if stuck.urgency != 2 {
+		t.Errorf("the bubble of a process that would not stop has urgency %d, want 2 (critical)", stuck.urgency)
+	}
+	if err := unix.Kill(child, 0); err != nil {
+		t.Fatalf("the frozen child %d is gone already: %v", child, err)
+	}
+	// Each retry's report renews the row's since: wait for three (1, 2
+	// and 4 s apart), so that the next is 8 s away.
+	row := w.status("default")["x"]
+	for range 3 {
+		since := row.Since
+		if !testproc.UntilEvery(15*time.Second, 10*time.Millisecond, func() bool {
+			row = w.status("default")["x"]
+			return !row.Since.Equal(since)
+		}) {
+			t.Fatalf("no retry of the cleanup within 15 s: %+v %+v", row, row.Error)
+		}
+		if row.State != api.StateCleanupFailed {
+			t.Fatalf("before the thaw: %s %+v, want cleanup_failed", row.State, row.Error)
+		}
+	}
+	thawed := time.Now()
+	fz.thaw()
+	// Well before the guardian's next retry.
+	if !testproc.UntilEvery(5*time.Second, 20*time.Millisecond, func() bool { return notes.closes(stuck.id) }) {
+		t.Fatalf("the process died, and the bubble %d stays up; sent: %+v", stuck.id, notes.all())
+	}
+	t.Logf("the bubble went %v after the thaw", time.Since(thawed))
+	if row := w.status("default")["x"]; row.State != api.StateStopped {
+		t.Errorf("after the thaw: %s %+v, want stopped", row.State, row.Error)
+	}
+}
