@@ -255,7 +255,16 @@ func TestAgentSignalsAtDefault(t *testing.T) {
 	spec := e.spec("signals@default")
 	spec.Argv = []string{"sleep", "1000"}
 	s := e.start(spec)
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.Ready().AgentPID))
+	pid := s.Ready().AgentPID
+	// Read once it runs sleep: between the fork and the exec the child
+	// is still the guardian's copy, whose signals are the runtime's.
+	if !testproc.Until(5*time.Second, func() bool {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		return strings.TrimSpace(string(comm)) == "sleep"
+	}) {
+		t.Fatalf("agent %d never ran sleep", pid)
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
