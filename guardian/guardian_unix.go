@@ -122,6 +122,12 @@ func run() int {
 	// did. SIGPROF is the runtime's own, and harmless.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM,
 		syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGVTALRM)
+	// The signals the runtime never touches are put at their default
+	// too, in case whoever started the service left them ignored: the
+	// agent inherits none ignored.
+	if err := punix.DefaultUnmanagedSignals(); err != nil {
+		fmt.Fprintf(os.Stderr, "tether guardian: %v\n", err)
+	}
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 
