@@ -196,7 +196,7 @@ func (e *sandbox) secondProfile(a api.Agent) error {
 	if code != 4 {
 		return fmt.Errorf("the second profile's start exited %d, want 4 (contention): %s", code, msg)
 	}
-	e.say("   exit %d: %s", code, strings.TrimSpace(msg))
+	e.say("   exit %d (contention): %s", code, strings.TrimSpace(msg))
 	if n, err := treesOf(a.PID); err != nil || n != 1 {
 		return fmt.Errorf("%d trees of %q after the second profile tried (%v)", n, identity, err)
 	}

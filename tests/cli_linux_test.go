@@ -94,8 +94,7 @@ func TestDemoRunsAndCleansUp(t *testing.T) {
 		"escapee in its own session",
 		"worker in its own process group",
 		"tree gone, private dir removed and lock free after",
-		"exit 4: ",
-		"contention",
+		"exit 4 (contention): ",
 		"live trees of \"demo@local\": 1",
 		"ok: one identity ran exactly once",
 	} {

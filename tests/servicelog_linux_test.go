@@ -63,7 +63,8 @@ func TestServiceLogTellsTheStory(t *testing.T) {
 	log := svc.output()
 	version := strings.Fields(w.mustRun("version").stdout)[1]
 	for _, line := range []string{
-		`agent "loop": crash loop: failed 3 times within 10m; last: the agent exited: exit status 3; parked: not started again until someone starts it`,
+		`agent "loop": crash loop: failed 3 times within 10m (`,
+		`; last: the agent exited: exit status 3; parked: not started again until someone starts it`,
 		`agent "nocmd": failed (spawn): `,
 		`agent "contender": its identity "shared@relay" is held here by someone else: `,
 		`: added late`,
