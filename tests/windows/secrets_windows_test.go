@@ -47,6 +47,7 @@ func TestSecretsWindows(t *testing.T) {
 	p := w.profile("secret")
 	t.Cleanup(func() { _ = keyring.Delete("tether/"+p, key) })
 	tokenFile := w.pids + ".token"
+	testproc.Used("token") // started by the service, from the config
 	cfg := fmt.Sprintf(`agents:
   - id: probe
     identity: %s
