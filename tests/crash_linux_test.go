@@ -246,7 +246,7 @@ func TestServiceKilledWithAGuardian(t *testing.T) {
 	if err := unix.Kill(row.GuardianPID, unix.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	svc.kill()
+	<-svc.done
 	took := w.waitOwnerGone("default", m, begin, stop+ownerGoneMargin)
 	t.Logf("both trees, private dirs and locks gone %v after the SIGKILLs (stop timeout %v)", took, stop)
 	if left := reapAdopted(5 * time.Second); len(left) > 0 {

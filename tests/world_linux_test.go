@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -169,9 +170,11 @@ func (s *service) output() string {
 	return string(b)
 }
 
+// kill SIGKILLs the service and waits for its exit. A service already
+// gone, reaped by the waiter, is not an error: it is what was asked.
 func (s *service) kill() {
 	s.w.t.Helper()
-	if err := s.cmd.Process.Kill(); err != nil {
+	if err := s.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		s.w.t.Fatal(err)
 	}
 	<-s.done
