@@ -5,11 +5,13 @@
 // watch) and a member's status, with nothing but net/http and
 // encoding/json, so that the binary links neither gRPC nor protobuf.
 //
-// A Client knows several members: it sends each request to the one that
-// answered last, and moves to the next on a connection error, on an
-// answer of 500 or above, or when the member has no leader (every request
-// asks for one, as etcd's require-leader option does). Connections are
-// kept alive between requests, so that a request costs one round trip.
+// A Client knows several members: it sends each request to the leader
+// once it has found it (after the first answer, and again after every
+// election it sees), else to the one that answered last, and moves to the
+// next on a connection error, on an answer of 500 or above, or when the
+// member has no leader (every request asks for one, as etcd's
+// require-leader option does). Connections are kept alive between
+// requests, so that a request costs one round trip.
 //
 // Only the lease client and the tests' etcd harness import it.
 package gateway
@@ -93,8 +95,12 @@ type Client struct {
 	ctx    context.Context // ended by Close: every request and watch with it
 	cancel context.CancelFunc
 
-	mu   sync.Mutex
-	good int // the endpoint that answered last, tried first
+	mu      sync.Mutex
+	good    int    // the endpoint that answered last, tried first after the leader
+	leader  int    // the leader's endpoint, tried first; -1 when not known
+	term    uint64 // the raft term of the last answer
+	seeking bool   // a search for the leader runs
+	wg      sync.WaitGroup
 }
 
 // New is a client of the members at endpoints (http:// or https:// URLs
@@ -105,7 +111,7 @@ func New(endpoints []string, tlsConfig *tls.Config) (*Client, error) {
 	if len(endpoints) == 0 {
 		return nil, errors.New("no etcd endpoint")
 	}
-	c := &Client{}
+	c := &Client{leader: -1}
 	for _, ep := range endpoints {
 		u, err := url.Parse(ep)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -133,18 +139,24 @@ func New(endpoints []string, tlsConfig *tls.Config) (*Client, error) {
 // connections. Requests after it fail with ErrClosed.
 func (c *Client) Close() {
 	c.cancel()
+	c.wg.Wait()
 	c.tr.CloseIdleConnections()
 }
 
-// order is the endpoints in the order to try them: the one that answered
-// last first, then the others in turn.
+// order is the endpoints in the order to try them: the leader's, when
+// known, then the one that answered last, then the others in turn.
 func (c *Client) order() []int {
 	c.mu.Lock()
-	first := c.good
+	first, leader := c.good, c.leader
 	c.mu.Unlock()
-	out := make([]int, len(c.endpoints))
-	for i := range out {
-		out[i] = (first + i) % len(c.endpoints)
+	out := make([]int, 0, len(c.endpoints))
+	if leader >= 0 {
+		out = append(out, leader)
+	}
+	for i := range len(c.endpoints) {
+		if j := (first + i) % len(c.endpoints); j != leader {
+			out = append(out, j)
+		}
 	}
 	return out
 }
@@ -159,6 +171,11 @@ func (c *Client) answered(i int, ok bool) {
 		c.good = i
 	case c.good == i:
 		c.good = (i + 1) % len(c.endpoints)
+	}
+	if !ok && c.leader == i {
+		// Out of reach, failing or without a leader itself: looked
+		// for again at the next answer's term, or the next election.
+		c.leader, c.term = -1, 0
 	}
 }
 
@@ -263,6 +280,9 @@ func (c *Client) call(ctx context.Context, path string, in, out any) error {
 		return fmt.Errorf("etcd at %s: reading the answer to %s: %w", c.endpoints[i], path, err)
 	}
 	drain(rc)
+	if h, ok := out.(headed); ok {
+		c.saw(i, h.header())
+	}
 	return nil
 }
 
@@ -283,7 +303,7 @@ func (c *Client) stream(ctx context.Context, path string, in any) (*stream, erro
 	if err != nil {
 		return nil, err
 	}
-	return &stream{rc: rc, dec: json.NewDecoder(rc), endpoint: c.endpoints[i]}, nil
+	return &stream{rc: rc, dec: json.NewDecoder(rc), endpoint: c.endpoints[i], at: i}, nil
 }
 
 // stream is a streamed answer.
@@ -291,6 +311,7 @@ type stream struct {
 	rc       io.ReadCloser
 	dec      *json.Decoder
 	endpoint string
+	at       int // the endpoint's index
 }
 
 // next decodes the next result into out: io.EOF at the stream's end, an

@@ -191,3 +191,61 @@ func TestWatch(t *testing.T) {
 		t.Error("the watch goes on after its context ended")
 	}
 }
+
+// memberID is the id of the member at endpoint, asking it alone.
+func memberID(t *testing.T, endpoint string) uint64 {
+	t.Helper()
+	cli, err := gateway.New([]string{endpoint}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := cli.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Header.MemberID
+}
+
+// Requests go to the leader once the client has found it, though it is
+// the last endpoint named; and to the new leader after an election.
+func TestRequestsGoToTheLeader(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	c.WaitServing(20 * time.Second)
+	lead := c.Leader()
+	var endpoints []string
+	for _, m := range c.Members {
+		if m != lead {
+			endpoints = append(endpoints, m.ClientURL)
+		}
+	}
+	cli, err := gateway.New(append(endpoints, lead.ClientURL), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	servedBy := func() uint64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		r, err := cli.Put(ctx, gateway.PutRequest{Key: []byte("k"), Value: []byte("v")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Header.MemberID
+	}
+	want := memberID(t, lead.ClientURL)
+	testproc.Eventually(t, 5*time.Second, func() bool { return servedBy() == want }, "no put was served by the leader")
+	for i := range 20 {
+		if got := servedBy(); got != want {
+			t.Fatalf("put %d served by %x, not the leader %x", i, got, want)
+		}
+	}
+
+	lead.Stop()
+	c.WaitServing(20 * time.Second)
+	next := c.Leader()
+	want = memberID(t, next.ClientURL)
+	testproc.Eventually(t, 10*time.Second, func() bool { return servedBy() == want }, "no put was served by the new leader")
+}

@@ -53,6 +53,7 @@ func (c *Client) KeepAliveOnce(ctx context.Context, id int64) (*LeaseKeepAliveRe
 	}
 	// etcd ends the stream once it has answered the one renewal sent.
 	s.finish()
+	c.saw(s.at, out.Header)
 	return out, nil
 }
 

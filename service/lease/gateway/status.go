@@ -13,7 +13,7 @@ type StatusResponse struct {
 // /v3/maintenance/status): a Client of one endpoint asks that member.
 func (c *Client) Status(ctx context.Context) (*StatusResponse, error) {
 	out := &StatusResponse{}
-	if err := c.call(ctx, "/v3/maintenance/status", struct{}{}, out); err != nil {
+	if err := c.call(ctx, statusPath, struct{}{}, out); err != nil {
 		return nil, err
 	}
 	return out, nil
