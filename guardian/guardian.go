@@ -62,8 +62,12 @@ type guardian struct {
 	readiness  *readiness // nil without a readiness or health check
 	// deadline is when the tree must be dead, on this process's
 	// monotonic clock, unless the owner renews it: the agent's identity
-	// is held under a lease (request.Deadline). Zero without one.
+	// is held under a lease (request.Deadline, or the go of a held
+	// start). Zero without one.
 	deadline time.Time
+	// givenUp says the owner gave a held start up (EOF before its go):
+	// what was prepared is undone, and nothing is said of it.
+	givenUp bool
 	// reclaims are the reclaims under way of the trees of guardians
 	// that died with the owner (Unix, see reclaimSiblings): the
 	// guardian exits only once they end. None starts once the
@@ -205,8 +209,11 @@ func (g *guardian) serve(term <-chan os.Signal) int {
 		g.fail(fl)
 		return 1
 	}
-	if fl := g.start(); fl != nil {
+	if fl := g.start(rd); fl != nil {
 		g.abort()
+		if g.givenUp {
+			return 0
+		}
 		g.logf("not started: %s: %s", fl.Code, fl.Message)
 		g.fail(fl)
 		return 1

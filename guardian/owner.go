@@ -117,19 +117,39 @@ func (g *spawned) discard() {
 
 // handshake sends the start request and waits for the answer.
 func (g *spawned) handshake(ctx context.Context, spec Spec, req *request) (*Session, error) {
+	h, err := g.send(spec, req)
+	if err != nil {
+		return nil, err
+	}
+	return h.answer(ctx, nil)
+}
+
+// Held is a start whose guardian prepares it (takes the lock, builds the
+// containment and the private directory) and waits for Go before it
+// starts the agent: the owner learns meanwhile what the agent's start
+// needs (its lease's fencing token and deadline). Exactly one of Go and
+// Abort must follow.
+type Held struct {
+	g      *spawned
+	spec   Spec
+	s      *Session
+	rd     *lineReader
+	failed func(error) *StartError
+}
+
+// send writes the start request req to the guardian and returns the
+// start, whose answer is to be read.
+func (g *spawned) send(spec Spec, req *request) (*Held, error) {
 	conn, proc, stderr := g.conn, g.proc, g.stderr
 	rd := newLineReader(conn)
 	s := newSession(spec, conn, rd, proc)
-	reapLater := func() {
-		conn.Close()
-		go func() { _ = proc.Wait(); close(s.done) }()
-	}
+	h := &Held{g: g, spec: spec, s: s, rd: rd}
 	// A handshake failure closes the tether, which tells the guardian its
 	// owner is gone: it undoes whatever it had done, then exits and is
 	// reaped. A guardian that is exiting anyway is given a moment, so its
 	// stderr can explain the failure.
 	handshakeFailed := func(err error) *StartError {
-		reapLater()
+		h.reapLater()
 		se := &StartError{Identity: spec.Identity, handshake: err}
 		select {
 		case <-s.done:
@@ -138,7 +158,8 @@ func (g *spawned) handshake(ctx context.Context, spec Spec, req *request) (*Sess
 		}
 		return se
 	}
-	if !spec.Deadline.IsZero() {
+	h.failed = handshakeFailed
+	if !spec.Deadline.IsZero() && !req.Hold {
 		// Counted as late as can be: the guardian counts from its read.
 		d := wire.Duration(time.Until(spec.Deadline))
 		if d <= 0 {
@@ -149,9 +170,49 @@ func (g *spawned) handshake(ctx context.Context, spec Spec, req *request) (*Sess
 	if err := s.write(message{Type: wire.MsgStart, Version: wire.Version, Start: req}); err != nil {
 		return nil, handshakeFailed(fmt.Errorf("sending the start request: %w", err))
 	}
-	m, err := handshake(ctx, conn, rd, spec.HandshakeTimeout)
+	return h, nil
+}
+
+// Go starts the agent of a held start, its environment extended by env,
+// its tree to be dead by deadline unless renewed (zero: no deadline), and
+// waits for the guardian's answer, as Start does.
+func (h *Held) Go(ctx context.Context, env []string, deadline time.Time) (*Session, error) {
+	m := message{Type: wire.MsgGo, Env: env}
+	if !deadline.IsZero() {
+		d := wire.Duration(time.Until(deadline))
+		if d <= 0 {
+			h.Abort()
+			return nil, &StartError{Identity: h.spec.Identity, handshake: fmt.Errorf("the lease's deadline passed before the start went ahead")}
+		}
+		m.Deadline = &d
+	}
+	// A guardian whose preparation failed has answered already and
+	// exited: its answer is read whether or not this write went through.
+	werr := h.s.write(m)
+	return h.answer(ctx, werr)
+}
+
+// Abort gives up a held start before Go: the guardian undoes what it
+// prepared and exits, and is reaped in the background.
+func (h *Held) Abort() { h.reapLater() }
+
+// reapLater closes the tether, which tells the guardian its owner is
+// gone, and reaps the guardian in the background.
+func (h *Held) reapLater() {
+	h.g.conn.Close()
+	go func() { _ = h.g.proc.Wait(); close(h.s.done) }()
+}
+
+// answer reads the guardian's answer to the start; werr, when not nil,
+// is the error of the last write, reported if no answer came.
+func (h *Held) answer(ctx context.Context, werr error) (*Session, error) {
+	spec, s := h.spec, h.s
+	m, err := handshake(ctx, h.g.conn, h.rd, spec.HandshakeTimeout)
 	if err != nil {
-		return nil, handshakeFailed(err)
+		if werr != nil {
+			err = fmt.Errorf("sending go: %w", werr)
+		}
+		return nil, h.failed(err)
 	}
 	s.version = m.Version
 	switch {
@@ -160,7 +221,7 @@ func (g *spawned) handshake(ctx context.Context, spec Spec, req *request) (*Sess
 		go s.run()
 		return s, nil
 	case m.Type == wire.MsgFailed && m.Failure != nil:
-		reapLater()
+		h.reapLater()
 		f := m.Failure
 		se := &StartError{Identity: spec.Identity, Code: f.Code, Message: f.Message, Path: f.Path, Cause: f.Cause, Holder: f.Holder}
 		if _, ok := codeSentinels[f.Code]; !ok {
@@ -175,7 +236,7 @@ func (g *spawned) handshake(ctx context.Context, spec Spec, req *request) (*Sess
 		}
 		return nil, se
 	default:
-		reapLater()
+		h.reapLater()
 		return nil, &StartError{Identity: spec.Identity, handshake: fmt.Errorf("unexpected first answer %q", m.Type)}
 	}
 }

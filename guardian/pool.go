@@ -68,6 +68,37 @@ func (p *Pool) Start(ctx context.Context, spec Spec) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer p.refillLater()
+	g, err := p.take(prog)
+	if err != nil {
+		return nil, &StartError{Identity: spec.Identity, Code: wire.CodeInternal, Message: err.Error()}
+	}
+	return g.handshake(ctx, spec, req)
+}
+
+// Begin is Start of a held start: the guardian prepares it and waits for
+// the Held's Go, which starts the agent, or its Abort. spec.Deadline is
+// not used: the deadline comes with Go.
+func (p *Pool) Begin(spec Spec) (*Held, error) {
+	if spec.Executable == "" {
+		spec.Executable = p.exe
+	}
+	spec.Deadline = time.Time{}
+	req, prog, err := prepare(&spec)
+	if err != nil {
+		return nil, err
+	}
+	req.Hold = true
+	defer p.refillLater()
+	g, err := p.take(prog)
+	if err != nil {
+		return nil, &StartError{Identity: spec.Identity, Code: wire.CodeInternal, Message: err.Error()}
+	}
+	return g.send(spec, req)
+}
+
+// take is a warm guardian running prog, or a new one.
+func (p *Pool) take(prog Program) (*spawned, error) {
 	var g *spawned
 	p.mu.Lock()
 	if len(p.warm) > 0 {
@@ -76,16 +107,13 @@ func (p *Pool) Start(ctx context.Context, spec Spec) (*Session, error) {
 		g, p.warm = p.warm[0], p.warm[1:]
 	}
 	p.mu.Unlock()
-	defer p.refillLater()
 	if g == nil || g.prog != prog {
 		if g != nil {
 			g.discard()
 		}
-		if g, err = spawn(prog); err != nil {
-			return nil, &StartError{Identity: spec.Identity, Code: wire.CodeInternal, Message: err.Error()}
-		}
+		return spawn(prog)
 	}
-	return g.handshake(ctx, spec, req)
+	return g, nil
 }
 
 // refillLater refills after refillDelay, unless a refill is due already.

@@ -85,6 +85,11 @@ type request struct {
 	// until the tree must be dead unless a deadline message renews it:
 	// the agent's identity is held under a lease (see Spec.Deadline).
 	Deadline *wire.Duration `json:"deadline,omitempty"`
+	// Hold asks the guardian to prepare the start (the lock, the
+	// containment, the private directory) and then wait for a go message
+	// before it starts the agent; EOF instead undoes the start quietly.
+	// The deadline, if any, comes with the go.
+	Hold bool `json:"hold,omitempty"`
 }
 
 // message is one line on the tether. Only the fields of its Type are set.
@@ -116,8 +121,10 @@ type message struct {
 	// Waiting describes a guardian waiting to be adopted (waiting).
 	Waiting *wire.Waiting `json:"waiting,omitempty"`
 	// Deadline is the time left, as the message is sent, until the tree
-	// must be dead unless another deadline comes (deadline).
+	// must be dead unless another deadline comes (deadline, go).
 	Deadline *wire.Duration `json:"deadline,omitempty"`
+	// Env is added to the agent's environment (go).
+	Env []string `json:"env,omitempty"`
 }
 
 // lineReader reads protocol lines. A read that fails on a deadline (one

@@ -1,6 +1,7 @@
 package guardian
 
 import (
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -9,15 +10,16 @@ import (
 )
 
 // start takes the lock, makes the private directory and starts the agent;
-// for a reclaim it stops after the lock. On failure it leaves what it
-// made for abort to undo.
+// for a reclaim it stops after the lock; for a held start it waits on rd
+// for the owner's go before the agent's start. On failure it leaves what
+// it made for abort to undo.
 //
 // The owner record is locked throughout, so a contender never sees a
 // holder without its record. It is written before the private directory
 // is made and again once the agent runs, so that the next holder of the
 // identity finds what a guardian that died part way left behind
 // (clearEarlier).
-func (g *guardian) start() *wire.Failure {
+func (g *guardian) start(rd *lineReader) *wire.Failure {
 	if err := platform.SecureDir(g.req.LockDir); err != nil {
 		return &wire.Failure{Code: wire.CodeLock, Path: g.req.LockDir, Message: "lock directory: " + err.Error()}
 	}
@@ -75,6 +77,11 @@ func (g *guardian) start() *wire.Failure {
 	}
 	g.privateDir = planned
 
+	if g.req.Hold {
+		if fl := g.awaitGo(rd); fl != nil {
+			return fl
+		}
+	}
 	c, fl := g.command()
 	if fl != nil {
 		return fl
@@ -95,5 +102,28 @@ func (g *guardian) start() *wire.Failure {
 	if err := rec.write(self); err != nil {
 		g.logf("writing the owner record: %v", err)
 	}
+	return nil
+}
+
+// awaitGo waits for the go of a held start: the agent's environment gets
+// its additions, and the tree its deadline, counted from this read. EOF,
+// or a broken tether, is the owner giving the start up (givenUp).
+func (g *guardian) awaitGo(rd *lineReader) *wire.Failure {
+	m, err := rd.next()
+	read := time.Now()
+	if err != nil {
+		g.givenUp = true
+		return &wire.Failure{Code: wire.CodeInternal, Message: "the owner gave the start up: " + err.Error()}
+	}
+	if m.Type != wire.MsgGo {
+		return &wire.Failure{Code: wire.CodeConfig, Message: fmt.Sprintf("a held start got %q, want %q", m.Type, wire.MsgGo)}
+	}
+	if m.Deadline != nil {
+		if *m.Deadline <= 0 {
+			return &wire.Failure{Code: wire.CodeConfig, Message: fmt.Sprintf("deadline %v: already passed", time.Duration(*m.Deadline))}
+		}
+		g.deadline = read.Add(m.Deadline.Duration())
+	}
+	g.req.Env = append(g.req.Env, m.Env...)
 	return nil
 }

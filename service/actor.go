@@ -579,24 +579,43 @@ func (a *actor) start() {
 	a.stopElsewhere()
 	a.row.Status, a.restartWhy = a.restartWhy, ""
 	a.setState(api.StateStarting, a.row.Error)
+	// With a lease, etcd commits the hold while the start is prepared
+	// here and by the guardian (the lock, the containment, the private
+	// directory); the agent starts only once it is held there too (I10,
+	// D214).
+	var hold <-chan holding
+	if a.leased() {
+		hold = a.c.leases.acquireAsync(a.id, a.cfg.Identity)
+	}
 	env, e := a.environ()
 	if e != nil {
+		a.dropHold(hold)
 		a.fail(e)
 		return
 	}
 	spec := a.spec(env)
-	if a.leased() {
-		// Held here only once held in etcd too (I10).
-		fence, deadline, err := a.c.leases.acquire(a.id, a.cfg.Identity)
-		if err != nil {
-			a.leaseFailed(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	var s *guardian.Session
+	var err error
+	if hold != nil {
+		held, berr := a.c.pool.Begin(spec)
+		if berr != nil {
+			cancel()
+			a.dropHold(hold)
+			a.startFailed(berr)
 			return
 		}
-		spec.Env = append(spec.Env, "TETHER_FENCE="+fence.String())
-		spec.Deadline = deadline
+		h := <-hold
+		if h.err != nil {
+			held.Abort()
+			cancel()
+			a.leaseFailed(h.err)
+			return
+		}
+		s, err = held.Go(ctx, []string{"TETHER_FENCE=" + h.fence.String()}, h.deadline)
+	} else {
+		s, err = a.c.pool.Start(ctx, spec)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	s, err := a.c.pool.Start(ctx, spec)
 	cancel()
 	if err != nil {
 		a.releaseLease()

@@ -104,3 +104,15 @@ func (a *actor) holdAgain() {
 		a.requestStop()
 	}
 }
+
+// dropHold gives up the hold of a start that failed before its guardian
+// went ahead: once etcd has answered, the identity is let go if it was
+// held.
+func (a *actor) dropHold(hold <-chan holding) {
+	if hold == nil {
+		return
+	}
+	if h := <-hold; h.err == nil {
+		a.releaseLease()
+	}
+}

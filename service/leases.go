@@ -112,6 +112,24 @@ func (l *leases) acquire(id, identity string) (lease.Fence, time.Time, error) {
 	return f, d, nil
 }
 
+// holding is what an acquire answered.
+type holding struct {
+	fence    lease.Fence
+	deadline time.Time
+	err      error
+}
+
+// acquireAsync is acquire in the background: its answer comes on the
+// channel returned, which must be read.
+func (l *leases) acquireAsync(id, identity string) <-chan holding {
+	c := make(chan holding, 1)
+	go func() {
+		f, d, err := l.acquire(id, identity)
+		c <- holding{f, d, err}
+	}()
+	return c
+}
+
 // run says that g is the guardian of agent id's tree, held by acquire:
 // it gets every renewal's deadline from now on. When the lease was lost
 // meanwhile, the guardian stops the tree by the deadline it has.

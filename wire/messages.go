@@ -29,6 +29,7 @@ const (
 	MsgQuery         MsgType = "query"          // anyone of the user -> waiting guardian: who are you
 	MsgWaiting       MsgType = "waiting"        // waiting guardian -> asker: Waiting
 	MsgDeadline      MsgType = "deadline"       // owner -> guardian: the tree must be dead within Deadline, unless renewed
+	MsgGo            MsgType = "go"             // owner -> guardian, after a start with Hold: start the agent (Env, Deadline)
 )
 
 // KillMargin is the time a guardian leaves between the SIGKILL of its
