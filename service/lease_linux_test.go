@@ -126,6 +126,48 @@ func TestLeaseOneHostAtATime(t *testing.T) {
 	waitState(t, vps.c, "a", api.StateHeldElsewhere)
 }
 
+// A start that fails here after it asked etcd for the identity (its
+// env_file gone since the config was read) lets the identity go in
+// etcd: the other host starts it at once, though the failed host's
+// service runs on and renews its lease.
+func TestLeaseFailedStartLetsGo(t *testing.T) {
+	cl := etcdtest.Start(t, 3)
+	prefix := leasePrefix(t)
+	laptop, vps := newLeaseHost(t, cl, "laptop", prefix), newLeaseHost(t, cl, "vps", prefix)
+	envFile := filepath.Join(laptop.w.dir, "agent.env")
+	if err := os.WriteFile(envFile, []byte("X=1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(laptop.w.paths.Config, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fmt.Fprintf(f, "    env_file: %q\n", envFile)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	laptop.start(t)
+	if err := os.Remove(envFile); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := laptop.c.Start(ctx, "a", false); err == nil {
+			t.Fatal("laptop: an agent whose env_file is gone started")
+		}
+	}
+	vps.start(t)
+	if _, err := vps.c.Start(ctx, "a", false); err != nil {
+		t.Fatalf("vps, after the laptop's failed starts: %v", err)
+	}
+	waitState(t, vps.c, "a", api.StateRunning)
+}
+
 // A holder cut off from etcd has its whole tree dead before its lease
 // can expire; only then does the other host start it.
 func TestLeasePartitionStopsHolder(t *testing.T) {
