@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,31 +8,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/internal/testproc"
 )
-
-// lockedBuffer is a bytes.Buffer a process writes while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // waitingRow is a row of "status --json" with what it waits for.
 type waitingRow struct {
@@ -62,7 +42,7 @@ func (w *world) waitingRows() map[string]waitingRow {
 // startInBackground starts cmd, its output into out, and kills and
 // waits for it when the test ends if it is still running; the returned
 // channel has its end.
-func startInBackground(t *testing.T, cmd *exec.Cmd, out, errOut *lockedBuffer) <-chan error {
+func startInBackground(t *testing.T, cmd *exec.Cmd, out, errOut *testproc.Buffer) <-chan error {
 	t.Helper()
 	cmd.Stdout, cmd.Stderr = out, errOut
 	if err := cmd.Start(); err != nil {
@@ -104,7 +84,7 @@ func TestStartSaysWhatItWaitsFor(t *testing.T) {
 
 	// On a terminal: script(1) runs the command on a pseudo-terminal of
 	// its own, and records what the terminal got.
-	var term, termErr lockedBuffer
+	var term, termErr testproc.Buffer
 	cmd := exec.Command("script", "-qec", tether+" start slowpoke", os.DevNull)
 	cmd.Env = append(w.env, "COLUMNS=200")
 	done := startInBackground(t, cmd, &term, &termErr)
@@ -125,7 +105,7 @@ func TestStartSaysWhatItWaitsFor(t *testing.T) {
 	}
 	// An agent that starts after it waits for it, named (its start
 	// answers once it is spawned, after slowpoke is ready).
-	var nextOut, nextErr lockedBuffer
+	var nextOut, nextErr testproc.Buffer
 	next := w.cmd(tether, "start", "next")
 	next.Env = w.env
 	nextDone := startInBackground(t, next, &nextOut, &nextErr)
@@ -181,7 +161,7 @@ func TestStartSaysWhatItWaitsFor(t *testing.T) {
 	if err := os.Remove(flag); err != nil {
 		t.Fatal(err)
 	}
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testproc.Buffer
 	piped := w.cmd(tether, "start", "slowpoke")
 	piped.Env = w.env
 	done = startInBackground(t, piped, &stdout, &stderr)

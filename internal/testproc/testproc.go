@@ -4,7 +4,8 @@
 // failing a run that never starts one), a readiness pipe over
 // which helpers say they are up (Ready, Announce), the sweep of processes
 // that outlived the tests (Sweep), and one way to wait for a condition
-// with a deadline (Eventually, Until). Only test files import it; it
+// with a deadline (Eventually, Until), and a buffer a process's output
+// goes to while the test reads it (Buffer). Only test files import it; it
 // imports neither platform package, whose own tests use it.
 //
 // A helper process is the test binary run as "BINARY NAME ARGS...": a

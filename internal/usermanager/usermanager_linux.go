@@ -40,7 +40,6 @@ package usermanager
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -52,7 +51,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -104,26 +102,7 @@ type Manager struct {
 	v1     string // the delegated name=systemd v1 directory, if any
 	cmd    *exec.Cmd
 	exited chan struct{}
-	log    *lockedBuffer
-}
-
-// lockedBuffer collects the manager's output, written by os/exec's copier
-// while the test may read it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	log    *testproc.Buffer
 }
 
 // PickUser returns an unprivileged user to run a manager as: the first
@@ -202,7 +181,7 @@ func Start(t testing.TB, opts Options) *Manager {
 			skipOrFail(t, "%v", err)
 		}
 	}
-	m := &Manager{UID: opts.UID, GID: opts.GID, t: t, exited: make(chan struct{}), log: &lockedBuffer{}}
+	m := &Manager{UID: opts.UID, GID: opts.GID, t: t, exited: make(chan struct{}), log: &testproc.Buffer{}}
 	t.Cleanup(m.stop)
 
 	name := "usermanager-" + randomHex()
