@@ -275,14 +275,23 @@ func (c *Client) call(ctx context.Context, path string, in, out any) error {
 	if err != nil {
 		return err
 	}
-	defer rc.Close()
-	if err := json.NewDecoder(io.LimitReader(rc, maxBody)).Decode(out); err != nil {
-		return fmt.Errorf("etcd at %s: reading the answer to %s: %w", c.endpoints[i], path, err)
+	if err := decode(rc, c.endpoints[i], path, out); err != nil {
+		return err
 	}
-	drain(rc)
 	if h, ok := out.(headed); ok {
 		c.saw(i, h.header())
 	}
+	return nil
+}
+
+// decode reads the answer rc, from endpoint to path, into out, and
+// closes it once read to its end.
+func decode(rc io.ReadCloser, endpoint, path string, out any) error {
+	defer rc.Close()
+	if err := json.NewDecoder(io.LimitReader(rc, maxBody)).Decode(out); err != nil {
+		return fmt.Errorf("etcd at %s: reading the answer to %s: %w", endpoint, path, err)
+	}
+	drain(rc)
 	return nil
 }
 

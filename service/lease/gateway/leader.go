@@ -3,8 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"time"
 )
 
@@ -146,10 +144,5 @@ func (c *Client) callAt(ctx context.Context, endpoint, path string, in, out any)
 	if err != nil {
 		return err
 	}
-	defer rc.Close()
-	if err := json.NewDecoder(io.LimitReader(rc, maxBody)).Decode(out); err != nil {
-		return fmt.Errorf("etcd at %s: reading the answer to %s: %w", endpoint, path, err)
-	}
-	drain(rc)
-	return nil
+	return decode(rc, endpoint, path, out)
 }
