@@ -130,45 +130,28 @@ func (g *spawned) handshake(ctx context.Context, spec Spec, req *request) (*Sess
 // needs (its lease's fencing token and deadline). Exactly one of Go and
 // Abort must follow.
 type Held struct {
-	g      *spawned
-	spec   Spec
-	s      *Session
-	rd     *lineReader
-	failed func(error) *StartError
+	g    *spawned
+	spec Spec
+	s    *Session
+	rd   *lineReader
 }
 
 // send writes the start request req to the guardian and returns the
 // start, whose answer is to be read.
 func (g *spawned) send(spec Spec, req *request) (*Held, error) {
-	conn, proc, stderr := g.conn, g.proc, g.stderr
-	rd := newLineReader(conn)
-	s := newSession(spec, conn, rd, proc)
+	rd := newLineReader(g.conn)
+	s := newSession(spec, g.conn, rd, g.proc)
 	h := &Held{g: g, spec: spec, s: s, rd: rd}
-	// A handshake failure closes the tether, which tells the guardian its
-	// owner is gone: it undoes whatever it had done, then exits and is
-	// reaped. A guardian that is exiting anyway is given a moment, so its
-	// stderr can explain the failure.
-	handshakeFailed := func(err error) *StartError {
-		h.reapLater()
-		se := &StartError{Identity: spec.Identity, handshake: err}
-		select {
-		case <-s.done:
-			se.Stderr = stderr.String()
-		case <-time.After(500 * time.Millisecond):
-		}
-		return se
-	}
-	h.failed = handshakeFailed
 	if !spec.Deadline.IsZero() && !req.Hold {
 		// Counted as late as can be: the guardian counts from its read.
 		d := wire.Duration(time.Until(spec.Deadline))
 		if d <= 0 {
-			return nil, handshakeFailed(fmt.Errorf("the lease's deadline passed before the start request was sent"))
+			return nil, h.failed(fmt.Errorf("the lease's deadline passed before the start request was sent"))
 		}
 		req.Deadline = &d
 	}
 	if err := s.write(message{Type: wire.MsgStart, Version: wire.Version, Start: req}); err != nil {
-		return nil, handshakeFailed(fmt.Errorf("sending the start request: %w", err))
+		return nil, h.failed(fmt.Errorf("sending the start request: %w", err))
 	}
 	return h, nil
 }
@@ -201,6 +184,21 @@ func (h *Held) Abort() { h.reapLater() }
 func (h *Held) reapLater() {
 	h.g.conn.Close()
 	go func() { _ = h.g.proc.Wait(); close(h.s.done) }()
+}
+
+// failed is a handshake that failed: it closes the tether, which tells
+// the guardian its owner is gone, so that it undoes whatever it had done,
+// then exits and is reaped. A guardian that is exiting anyway is given a
+// moment, so its stderr can explain the failure.
+func (h *Held) failed(err error) *StartError {
+	h.reapLater()
+	se := &StartError{Identity: h.spec.Identity, handshake: err}
+	select {
+	case <-h.s.done:
+		se.Stderr = h.g.stderr.String()
+	case <-time.After(500 * time.Millisecond):
+	}
+	return se
 }
 
 // answer reads the guardian's answer to the start; werr, when not nil,

@@ -61,17 +61,10 @@ func NewPoolAfter(exe string, delay time.Duration) *Pool {
 // Start is Start with a warm guardian when one is ready; spec.Executable
 // must be empty or the pool's.
 func (p *Pool) Start(ctx context.Context, spec Spec) (*Session, error) {
-	if spec.Executable == "" {
-		spec.Executable = p.exe
-	}
-	req, prog, err := prepare(&spec)
+	defer p.refillLater()
+	g, req, err := p.claim(&spec, false)
 	if err != nil {
 		return nil, err
-	}
-	defer p.refillLater()
-	g, err := p.take(prog)
-	if err != nil {
-		return nil, &StartError{Identity: spec.Identity, Code: wire.CodeInternal, Message: err.Error()}
 	}
 	return g.handshake(ctx, spec, req)
 }
@@ -80,21 +73,31 @@ func (p *Pool) Start(ctx context.Context, spec Spec) (*Session, error) {
 // the Held's Go, which starts the agent, or its Abort. spec.Deadline is
 // not used: the deadline comes with Go.
 func (p *Pool) Begin(spec Spec) (*Held, error) {
-	if spec.Executable == "" {
-		spec.Executable = p.exe
-	}
 	spec.Deadline = time.Time{}
-	req, prog, err := prepare(&spec)
+	defer p.refillLater()
+	g, req, err := p.claim(&spec, true)
 	if err != nil {
 		return nil, err
 	}
-	req.Hold = true
-	defer p.refillLater()
+	return g.send(spec, req)
+}
+
+// claim builds spec's start request (held or not) and takes a guardian
+// for it; the caller refills after its handshake.
+func (p *Pool) claim(spec *Spec, hold bool) (*spawned, *request, error) {
+	if spec.Executable == "" {
+		spec.Executable = p.exe
+	}
+	req, prog, err := prepare(spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Hold = hold
 	g, err := p.take(prog)
 	if err != nil {
-		return nil, &StartError{Identity: spec.Identity, Code: wire.CodeInternal, Message: err.Error()}
+		return nil, nil, &StartError{Identity: spec.Identity, Code: wire.CodeInternal, Message: err.Error()}
 	}
-	return g.send(spec, req)
+	return g, req, nil
 }
 
 // take is a warm guardian running prog, or a new one.
