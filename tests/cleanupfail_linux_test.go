@@ -198,23 +198,10 @@ func TestCleanupFailureEndsAtOnce(t *testing.T) {
 
 	// Each retry's report renews the row's since: wait for two retries
 	// (1 s and 2 s after the first report), so that the next is 4 s away.
-	row := w.status("default")["x"]
-	for retries := 0; retries < 2; {
-		since := row.Since
-		if !testproc.UntilEvery(15*time.Second, 10*time.Millisecond, func() bool {
-			row = w.status("default")["x"]
-			return !row.Since.Equal(since)
-		}) {
-			t.Fatalf("no retry of the cleanup within 15 s: %+v %+v", row, row.Error)
-		}
-		if row.State != api.StateCleanupFailed {
-			t.Fatalf("before the thaw: %s %+v, want cleanup_failed", row.State, row.Error)
-		}
-		retries++
-	}
+	w.waitCleanupRetries(t, "x", 2)
 	thawed := time.Now()
 	fz.thaw()
-	row = w.waitState("default", "x", api.StateStopped)
+	row := w.waitState("default", "x", api.StateStopped)
 	took := time.Since(thawed)
 	t.Logf("stopped %v after the thaw (error %+v)", took, row.Error)
 	if took > 1500*time.Millisecond {
@@ -225,6 +212,26 @@ func TestCleanupFailureEndsAtOnce(t *testing.T) {
 	for _, line := range []string{`agent "x": cleanup failed: `, `agent "x": the cleanup failure is over`} {
 		if n := strings.Count(log, line); n != 1 {
 			t.Errorf("%d lines with %q in the service's log, want 1:\n%s", n, line, log)
+		}
+	}
+}
+
+// waitCleanupRetries waits for n retries of agent id's failed cleanup in
+// the default profile, each seen as a new since of its row, which stays
+// cleanup_failed throughout.
+func (w *world) waitCleanupRetries(t *testing.T, id string, n int) {
+	t.Helper()
+	row := w.status("default")[id]
+	for range n {
+		since := row.Since
+		if !testproc.UntilEvery(15*time.Second, 10*time.Millisecond, func() bool {
+			row = w.status("default")[id]
+			return !row.Since.Equal(since)
+		}) {
+			t.Fatalf("no retry of the cleanup within 15 s: %+v %+v", row, row.Error)
+		}
+		if row.State != api.StateCleanupFailed {
+			t.Fatalf("before the thaw: %s %+v, want cleanup_failed", row.State, row.Error)
 		}
 	}
 }

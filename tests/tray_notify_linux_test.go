@@ -940,19 +940,7 @@ func TestTrayCleanupNoticeGoesWithTheProcess(t *testing.T) {
 	}
 	// Each retry's report renews the row's since: wait for three (1, 2
 	// and 4 s apart), so that the next is 8 s away.
-	row := w.status("default")["x"]
-	for range 3 {
-		since := row.Since
-		if !testproc.UntilEvery(15*time.Second, 10*time.Millisecond, func() bool {
-			row = w.status("default")["x"]
-			return !row.Since.Equal(since)
-		}) {
-			t.Fatalf("no retry of the cleanup within 15 s: %+v %+v", row, row.Error)
-		}
-		if row.State != api.StateCleanupFailed {
-			t.Fatalf("before the thaw: %s %+v, want cleanup_failed", row.State, row.Error)
-		}
-	}
+	w.waitCleanupRetries(t, "x", 3)
 	thawed := time.Now()
 	fz.thaw()
 	// Well before the guardian's next retry.
