@@ -13,6 +13,7 @@ import (
 	"github.com/tether-dev/tether/client"
 	"github.com/tether-dev/tether/install"
 	"github.com/tether-dev/tether/internal/human"
+	"github.com/tether-dev/tether/internal/rowtext"
 	"github.com/tether-dev/tether/internal/suggest"
 	"github.com/tether-dev/tether/service"
 	"github.com/tether-dev/tether/service/config"
@@ -161,7 +162,8 @@ func (inv *invocation) action(verb string, args []string) int {
 			fmt.Fprintf(inv.stdout, "%s: %s\n", r.ID, state)
 			continue
 		}
-		fmt.Fprintf(inv.stderr, "tether %s %s: %s\n", verb, r.ID, r.Error.Message)
+		// Cause first, in a person's words, as status says it.
+		fmt.Fprintf(inv.stderr, "tether %s %s: %s\n", verb, r.ID, rowtext.Error(*r.Error))
 		code = worse(code, codeExit(r.Error.Code))
 	}
 	return code

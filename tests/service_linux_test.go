@@ -206,6 +206,10 @@ func TestTwoProfilesOneIdentity(t *testing.T) {
 	if r.code != 4 || !strings.Contains(r.stderr, fmt.Sprintf("profile %q", winner)) {
 		t.Fatalf("loser start: exit %d: %s", r.code, r.stderr)
 	}
+	// What a person reads names tether's process, not its inner words.
+	if strings.Contains(r.stderr, "guardian") || !strings.Contains(r.stderr, "held by tether pid ") {
+		t.Errorf("loser start says:\n%s\nwant the holder as a tether pid, and no word of a guardian", r.stderr)
+	}
 	if n := len(sessionsOf(m)); n != 1 {
 		t.Fatalf("%d trees after the loser's start", n)
 	}
