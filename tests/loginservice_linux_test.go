@@ -425,3 +425,90 @@ func TestSurviveServiceCrashUnderSystemd(t *testing.T) {
 	r.must(true, "service", "uninstall")
 	exactlyOnce(t, 0, map[string]int{m + "-x": 0})
 }
+
+// A service its user manager starts again after a crash: the tray, on a
+// desktop of the manager's user with a real panel and notification
+// server, says so once, at low urgency, naming the agents the restart
+// took down (their trees are new), and raises no "service stopped".
+func TestTrayToldOfTheManagersRestart(t *testing.T) {
+	r := newLoginRig(t)
+	ids := r.writeAgents(3)
+	r.must(true, "service", "install")
+	before := r.waitRunning(ids...)
+	d := newDesktopWith(t, deskOptions{panel: true, notifier: "dunst", user: r.m})
+	// The user's bus is the manager's, in its mount namespace: a
+	// monitor of the user's own there sees what the tray sends.
+	needTools(t, "dbus-monitor")
+	monitor := d.start("monitor", nil, "dbus-monitor", "--session", "type='method_call',interface='org.freedesktop.Notifications',member='Notify'")
+	tray := d.start("tray", nil, r.exe, "tray")
+	item := d.waitItem(tray.cmd.Process.Pid, 30*time.Second)
+	d.waitMenu(item, "3 running", func(n menuNode) bool { return n.children[0].label == "3 running" })
+
+	pid := r.unit("MainPID")
+	if out, err := r.m.Systemctl("kill", "--signal=KILL", "--kill-whom=main", "tether.service"); err != nil {
+		t.Fatalf("kill: %v: %s", err, out)
+	}
+	if !testproc.UntilEvery(30*time.Second, 20*time.Millisecond, func() bool {
+		return r.unit("MainPID") != pid && r.unit("ActiveState") == "active"
+	}) {
+		t.Fatalf("systemd did not restart the service: %s %s\n%s", r.unit("ActiveState"), r.unit("MainPID"), r.tail())
+	}
+	after := r.waitRunning(ids...)
+	for _, id := range ids {
+		if after[id].PID == before[id].PID {
+			t.Fatalf("%s kept pid %d across the service's SIGKILL: nothing to tell", id, before[id].PID)
+		}
+	}
+	d.waitNotification(30*time.Second, "service restarted", "3 agents were restarted with it: a01, a02, a03.")
+	// Sent once, at low urgency, and nothing of a loss.
+	restarted := 0
+	for _, c := range monitoredNotices(t, monitor.output()) {
+		switch {
+		case strings.Contains(c.summary, "stopped"), strings.Contains(c.summary, "is back"):
+			t.Errorf("the tray announced the restart as a loss: %s: %s", c.summary, c.body)
+		case strings.Contains(c.summary, "service restarted"):
+			restarted++
+			if c.urgency != 0 {
+				t.Errorf("the restart's notice has urgency %d, want 0 (low)", c.urgency)
+			}
+		}
+	}
+	if restarted != 1 {
+		t.Errorf("%d notices of the restart, want 1", restarted)
+	}
+}
+
+// monitoredNotices reads the Notify calls in what dbus-monitor printed:
+// the summary, body and urgency of each.
+func monitoredNotices(t *testing.T, out string) []notifyCall {
+	t.Helper()
+	var calls []notifyCall
+	for _, block := range strings.Split(out, "method call ")[1:] {
+		if !strings.Contains(block, "member=Notify") {
+			continue
+		}
+		// The call's own arguments are indented by three spaces:
+		// app name, icon, summary and body are its strings.
+		var strs []string
+		lines := strings.Split(block, "\n")
+		c := notifyCall{urgency: 255}
+		for i, line := range lines {
+			if v, ok := strings.CutPrefix(line, `   string "`); ok {
+				strs = append(strs, strings.TrimSuffix(v, `"`))
+			}
+			if strings.TrimSpace(line) == `string "urgency"` && i+1 < len(lines) {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(lines[i+1]), "variant"); ok {
+					if n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(v), "byte ")); err == nil {
+						c.urgency = byte(n)
+					}
+				}
+			}
+		}
+		if len(strs) < 4 {
+			t.Fatalf("a Notify call with %d strings, want 4:\n%s", len(strs), block)
+		}
+		c.summary, c.body = strs[2], strs[3]
+		calls = append(calls, c)
+	}
+	return calls
+}
