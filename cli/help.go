@@ -42,7 +42,8 @@ uninstall  stop the registered service and its agents, and remove the
            registration and the tray's autostart entry (a service run
            from a shell keeps running)
 start      start the registered service
-stop       stop the registered service, and its agents
+stop       stop the registered service, and its agents (where none is
+           registered, the one a "service run" runs)
 status     say whether it is registered, current and running
 upgrade [BINARY]
            replace the running service by BINARY (default: this one),

@@ -86,11 +86,16 @@ func (inv *invocation) printPlan(o install.Options) int {
 	return ExitOK
 }
 
-// stopService stops the registered service through its manager or, where
-// there is none to ask (Windows Run key), through the local API.
+// stopService stops the registered service through its manager or,
+// where there is none to ask (Windows Run key) or none registered while
+// a `service run` answers, through the local API.
 func (inv *invocation) stopService(p service.Paths, o install.Options) int {
 	err := install.Stop(o)
-	if errors.Is(err, install.ErrNoServiceManager) {
+	_, runs := service.RunningPID(p)
+	// Without a manager, or with one that has no service registered
+	// while a `service run` answers, the service that runs is asked to
+	// quit: it is the one the person means.
+	if errors.Is(err, install.ErrNoServiceManager) || errors.Is(err, install.ErrNotInstalled) && runs {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		if qerr := client.New(p.Socket).Quit(ctx); qerr != nil {

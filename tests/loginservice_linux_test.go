@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -511,4 +512,56 @@ func monitoredNotices(t *testing.T, out string) []notifyCall {
 		calls = append(calls, c)
 	}
 	return calls
+}
+
+// A service run from a shell is the person's, not the manager's:
+// uninstalling the registration leaves it running with its agents, as
+// the help says, and "service stop" then stops it, no registration
+// needed.
+func TestUninstallLeavesAServiceRunFromAShell(t *testing.T) {
+	r := newLoginRig(t)
+	m := r.marker
+	r.must(true, "service", "install", "--no-start")
+	shell := r.m.Command(r.exe, "service", "run")
+	shell.Env = append(shell.Env, "PATH="+r.bin+":/usr/local/bin:/usr/bin:/bin")
+	var out strings.Builder
+	shell.Stdout, shell.Stderr = &out, &out
+	if err := shell.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = shell.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = shell.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = shell.Process.Kill()
+			<-done
+		}
+	})
+	rows := r.waitRunning("x")
+	if res := r.must(true, "service", "status"); !strings.Contains(res.stdout, fmt.Sprintf("running (pid %d, not managed by", shell.Process.Pid)) {
+		t.Errorf("service status with a shell's service: %q", res.stdout)
+	}
+
+	res := r.must(true, "service", "uninstall")
+	t.Logf("uninstall said: %s", strings.TrimSpace(res.stdout))
+	if _, err := os.Stat(filepath.Join(r.m.Home, ".config", "systemd", "user", "tether.service")); !os.IsNotExist(err) {
+		t.Errorf("the unit is still there: %v", err)
+	}
+	if after, code := r.status(); code != 0 || after["x"].PID != rows["x"].PID {
+		t.Errorf("after uninstall, the shell's service: status exit %d, x %+v (was pid %d)\n%s", code, after["x"], rows["x"].PID, out.String())
+	}
+	exactlyOnce(t, 0, map[string]int{m + "-x": 1})
+
+	if res := r.must(true, "service", "stop"); !strings.Contains(res.stdout, "stopped") {
+		t.Errorf("service stop of the shell's service said %q", res.stdout)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the shell's service still runs after service stop:\n%s", out.String())
+	}
+	exactlyOnce(t, 0, map[string]int{m + "-x": 0})
 }
