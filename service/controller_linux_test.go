@@ -217,6 +217,72 @@ func TestRestartPolicyBackoffAndCrashLoop(t *testing.T) {
 	}
 }
 
+// A run of at least healthy_after counts as healthy: when it ends, the
+// backoff starts again at its first delay, and the failures before it no
+// longer count toward a crash loop.
+func TestRestartHealthyAfterResets(t *testing.T) {
+	w := newWorld(t, "p", nil)
+	dir := filepath.Join(w.dir, "starts")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// Three quick failures, a run of 1.5 s that then fails, and quick
+	// failures until it is parked.
+	w.yamlTop("", `  - id: x
+    command: AGENT, runs, `+dir+`, 0s, 0s, 0s, 1500ms]
+    restart: {policy: always, backoff: 200ms, max_backoff: 2s, healthy_after: 1s, crash_loop: {failures: 4, within: 1m}}
+`)
+	c := w.controller(Options{})
+	events, cancel := c.Subscribe(nil, 0)
+	defer cancel()
+	_, _ = c.Start(context.Background(), "x", false) // spawned is ready: it answers before the failures
+
+	// Each pause is from the row's backoff to its next start.
+	var pauses []time.Duration
+	var backoff time.Time
+	var last api.Agent
+	timeout := time.After(time.Minute)
+	for last.State != api.StateFailed {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatal("the event stream ended")
+			}
+			if ev.Type != api.EventAgent || ev.Agent == nil || ev.Agent.ID != "x" {
+				continue
+			}
+			last = *ev.Agent
+			switch {
+			case last.State == api.StateBackoff:
+				backoff = last.Since
+			case last.State == api.StateStarting && !backoff.IsZero():
+				pauses = append(pauses, last.Since.Sub(backoff))
+				backoff = time.Time{}
+			}
+		case <-timeout:
+			t.Fatalf("never parked; the pauses so far %v, the row %+v", pauses, last)
+		}
+	}
+	// Without the reset, the run that ended healthy would be the fourth
+	// failure in a row, and parked at once.
+	if n := starts(t, dir); n != 7 || last.Restarts != 6 || last.Error == nil || last.Error.Code != api.CodeCrashLoop ||
+		!strings.Contains(last.Error.Message, "failed 4 times within 1m") {
+		t.Fatalf("parked after %d starts, %d restarts, %+v: want 7 starts, the last 4 failures a crash loop", n, last.Restarts, last.Error)
+	}
+	// The pauses double from the first delay, and start again at it
+	// after the healthy run (a timer fires late, never early; without
+	// the reset the fourth pause would be 1.6 s).
+	want := []time.Duration{200, 400, 800, 200, 400, 800}
+	if len(pauses) != len(want) {
+		t.Fatalf("pauses %v, want %d", pauses, len(want))
+	}
+	for i, p := range pauses {
+		if d := want[i] * time.Millisecond; p < d-10*time.Millisecond || i == 3 && p >= 1200*time.Millisecond {
+			t.Errorf("pause %d was %v, want %v: all %v", i+1, p.Round(time.Millisecond), d, pauses)
+		}
+	}
+}
+
 // Two profiles on one identity: the second waits in backoff with a typed
 // contention error naming the holder, then parks in failed; it never runs
 // while the first does.

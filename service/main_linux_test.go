@@ -33,7 +33,9 @@ func init() {
 // with N at once, "count DIR" writes a file per start and sleeps,
 // "fence DIR" writes its TETHER_FENCE to DIR/<pid> and sleeps,
 // "count-crash DIR" writes a file per start and exits 3 unless DIR/ok
-// exists, and then sleeps, "burn" holds 64 MiB and keeps a CPU busy.
+// exists, and then sleeps, "burn" holds 64 MiB and keeps a CPU busy,
+// "runs DIR D1 D2 ..." writes a file per start and, at its nth start,
+// runs for Dn (a duration; past the list, none) and exits 3.
 func agentMain(args []string) int {
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
@@ -77,6 +79,15 @@ func agentMain(args []string) int {
 		for n := 0; ; n++ {
 			mem[n%len(mem)]++
 		}
+	case "runs":
+		// The files already there are the starts before this one.
+		before, _ := os.ReadDir(args[1])
+		_ = os.WriteFile(filepath.Join(args[1], strconv.Itoa(os.Getpid())), nil, 0o600)
+		if n := len(before); n < len(args)-2 {
+			d, _ := time.ParseDuration(args[2+n])
+			time.Sleep(d)
+		}
+		return 3
 	case "count-crash":
 		_ = os.WriteFile(filepath.Join(args[1], strconv.Itoa(os.Getpid())), nil, 0o600)
 		if _, err := os.Stat(filepath.Join(args[1], "ok")); err != nil {

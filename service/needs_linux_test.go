@@ -1,9 +1,13 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
+	"os"
+	"os/exec"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -11,6 +15,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/internal/testproc"
+	"github.com/tether-dev/tether/netwatch"
 )
 
 // offlineWaits counts the goroutines that wait for an agent's needs.
@@ -91,4 +96,138 @@ func TestOfflineUntilReachable(t *testing.T) {
 	}
 	testproc.Eventually(t, 10*time.Second, func() bool { return offlineWaits() == 0 },
 		"a stop while offline left %d waits", offlineWaits())
+}
+
+// netnsEnv names the test that the copy of the test binary in a network
+// namespace of its own runs.
+const netnsEnv = "TETHER_TEST_NETNS"
+
+// inOwnNetns runs the calling test alone in a copy of the test binary in
+// a network namespace of its own (unshare(1), as root), where the
+// machine's network is out of sight and the test may make its own, and
+// reports whether the caller is that copy.
+func inOwnNetns(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(netnsEnv) == t.Name() {
+		return true
+	}
+	for _, tool := range []string{"unshare", "ip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			skipOrFail(t, "%s not found (util-linux, iproute2): %v", tool, err)
+		}
+	}
+	if os.Geteuid() != 0 {
+		skipOrFail(t, "a network namespace of its own needs root")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "unshare", "--net", "--", testproc.Executable(),
+		"-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.count=1", "-test.v", "-test.timeout=2m")
+	cmd.Env = append(testproc.Environ(), netnsEnv+"="+t.Name())
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	switch {
+	case err != nil:
+		t.Fatalf("%s in a network namespace of its own: %v\n%s", t.Name(), err, out.Bytes())
+	case bytes.Contains(out.Bytes(), []byte("--- SKIP: "+t.Name()+" ")):
+		t.Skipf("skipped in the network namespace:\n%s", out.Bytes())
+	case !bytes.Contains(out.Bytes(), []byte("--- PASS: "+t.Name()+" ")):
+		t.Fatalf("%s did not run in the network namespace:\n%s", t.Name(), out.Bytes())
+	case testing.Verbose():
+		t.Logf("in the network namespace:\n%s", out.Bytes())
+	}
+	return false
+}
+
+// skipOrFail skips the test, or fails it under CI=true, where every tool
+// is to be there.
+func skipOrFail(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true: "+format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// ip runs ip(8) with args.
+func ip(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// needs: network, in a network namespace with only its loopback: the
+// agent waits offline, through re-checks and link changes that bring no
+// network, and starts as soon as an interface comes up with an address,
+// told by netlink, well before the next re-check.
+func TestOfflineUntilNetwork(t *testing.T) {
+	if !inOwnNetns(t) {
+		return
+	}
+	ip(t, "link", "set", "lo", "up")
+	if netwatch.Up() {
+		t.Fatal("a network is up in a namespace with only its loopback")
+	}
+	w := newWorld(t, "p", nil)
+	w.yaml(`  - id: a
+    command: AGENT, sleep]
+    needs: network
+    stop_timeout: 2s
+`)
+	c := w.controller(Options{})
+	events, cancel := c.Subscribe(nil, 0)
+	defer cancel()
+	_, err := c.Start(context.Background(), "a", false)
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Code != api.CodeUnreachable || !strings.Contains(ae.Message, "the network") {
+		t.Fatalf("start: %v, want unreachable naming the network", err)
+	}
+	row := waitState(t, c, "a", api.StateOffline)
+	if row.Error == nil || row.Error.Code != api.CodeUnreachable || row.PID != 0 {
+		t.Fatalf("offline row %+v %+v", row, row.Error)
+	}
+
+	// A link with an address, down, and its peer up: changes, but no
+	// network yet.
+	if out, err := exec.Command("ip", "link", "add", "tn0", "type", "veth", "peer", "name", "tn1").CombinedOutput(); err != nil {
+		skipOrFail(t, "no veth link can be made here: %v: %s", err, out)
+	}
+	ip(t, "addr", "add", "192.0.2.1/24", "dev", "tn0")
+	ip(t, "link", "set", "tn1", "up")
+	// Offline through a re-check too, and past it: from here, only the
+	// OS's signal starts it before the next one.
+	past := row.Since.Add(needsRecheck + needsRecheck/4)
+	if testproc.UntilEvery(time.Until(past), 20*time.Millisecond, func() bool {
+		return c.row("a").State != api.StateOffline
+	}) {
+		t.Fatalf("left offline with no network: %+v", c.row("a"))
+	}
+
+	up := time.Now()
+	ip(t, "link", "set", "tn0", "up")
+	timeout := time.After(10 * time.Second)
+	for row.State != api.StateStarting {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatal("the event stream ended")
+			}
+			if ev.Type == api.EventAgent && ev.Agent != nil && ev.Agent.ID == "a" {
+				row = *ev.Agent
+			}
+		case <-timeout:
+			t.Fatalf("not started 10s after the network came up: %+v", c.row("a"))
+		}
+	}
+	took := row.Since.Sub(up)
+	t.Logf("starting %v after the link came up", took.Round(time.Millisecond))
+	if took >= needsRecheck/2 {
+		t.Errorf("started %v after the network came up: the re-check's doing, not the OS's signal", took.Round(time.Millisecond))
+	}
+	if row = waitState(t, c, "a", api.StateRunning); row.Error != nil {
+		t.Errorf("running with %+v", row.Error)
+	}
 }
