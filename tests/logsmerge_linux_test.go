@@ -3,6 +3,9 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,4 +134,92 @@ func TestLogsMerged(t *testing.T) {
 	if !streams["stdout"] || !streams["stderr"] {
 		t.Errorf("streams %v, want stdout and stderr", streams)
 	}
+}
+
+// onTerminal runs "tether ARGS" on a pseudo-terminal of its own
+// (script(1)), with env, and returns what the terminal got so far; the
+// command is killed when the test ends, if still running.
+func (w *world) onTerminal(env []string, args ...string) *testproc.Buffer {
+	w.t.Helper()
+	var term, termErr testproc.Buffer
+	cmd := exec.Command("script", "-qec", "exec "+tether+" "+strings.Join(args, " "), os.DevNull)
+	cmd.Env = env
+	startInBackground(w.t, cmd, &term, &termErr)
+	return &term
+}
+
+// "tether logs -f a b" on a terminal colours each agent's "id |" prefix,
+// each agent its own colour; NO_COLOR takes the colours away.
+func TestLogsMergedColoursOnATerminal(t *testing.T) {
+	needTools(t, "script")
+	w := newWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	w.writeConfig("agents:\n" + chattyYAML("a", m, 20*time.Millisecond) + chattyYAML("bee", m, 30*time.Millisecond))
+	w.startService("default")
+	w.waitState("default", "a", api.StateRunning)
+	w.waitState("default", "bee", api.StateRunning)
+	var env []string
+	for _, kv := range w.env {
+		if !strings.HasPrefix(kv, "NO_COLOR=") {
+			env = append(env, kv)
+		}
+	}
+
+	term := w.onTerminal(env, "logs", "-f", "a", "bee", "-n", "0")
+	colours := map[string]string{}
+	if !testproc.UntilEvery(30*time.Second, 20*time.Millisecond, func() bool {
+		for _, l := range termLines(term.String()) {
+			g := colouredPrefix.FindStringSubmatch(l)
+			if g == nil {
+				continue
+			}
+			id := g[2]
+			if text := logfile.Parse([]byte(g[3])).Text; !strings.HasPrefix(text, id+" ") {
+				t.Fatalf("a line of another agent after %s's prefix: %q", id, l)
+			}
+			if c, seen := colours[id]; seen && c != g[1] {
+				t.Fatalf("%s's prefix in colour %s, then %s", id, c, g[1])
+			}
+			colours[id] = g[1]
+		}
+		return len(colours) == 2
+	}) {
+		t.Fatalf("the terminal never showed both agents' prefixes coloured:\n%q", term.String())
+	}
+	if colours["a"] == colours["bee"] {
+		t.Errorf("both agents' prefixes in colour %s", colours["a"])
+	}
+
+	// NO_COLOR: the same prefixes, with no colour at all.
+	term = w.onTerminal(append(env, "NO_COLOR=1"), "logs", "-f", "a", "bee", "-n", "0")
+	seen := map[string]bool{}
+	if !testproc.UntilEvery(30*time.Second, 20*time.Millisecond, func() bool {
+		for _, l := range termLines(term.String()) {
+			if g := plainPrefix.FindStringSubmatch(l); g != nil && strings.HasPrefix(logfile.Parse([]byte(g[2])).Text, g[1]+" ") {
+				seen[g[1]] = true
+			}
+		}
+		return len(seen) == 2
+	}) {
+		t.Fatalf("with NO_COLOR the terminal never showed both agents' prefixes:\n%q", term.String())
+	}
+	if sgr.MatchString(term.String()) {
+		t.Errorf("colours with NO_COLOR set:\n%q", term.String())
+	}
+}
+
+// A line of "tether logs a bee" on a terminal: the prefix, padded,
+// between an SGR colour and the reset; or with no colour. sgr is any SGR
+// sequence (a colour, a reset).
+var (
+	colouredPrefix = regexp.MustCompile(`^\x1b\[([0-9;]+)m(a|bee) *\|\x1b\[0m (.*)$`)
+	plainPrefix    = regexp.MustCompile(`^(a|bee) *\| (.*)$`)
+	sgr            = regexp.MustCompile(`\x1b\[[0-9;]*m`)
+)
+
+// termLines are the whole lines a terminal got (each ends with CR LF).
+func termLines(s string) []string {
+	lines := strings.Split(s, "\r\n")
+	return lines[:len(lines)-1]
 }
