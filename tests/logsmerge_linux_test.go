@@ -75,9 +75,9 @@ func checkMerged(t *testing.T, lines []string, ids ...string) {
 	}
 }
 
-// "tether logs a b" and "--all" merge the agents' lines in time order,
-// each after "id |"; -f goes on across rotations; --json and --since.
-func TestLogsMerged(t *testing.T) {
+// chattyWorld is a service running the chatty agents a and bee.
+func chattyWorld(t *testing.T) *world {
+	t.Helper()
 	w := newWorld(t)
 	m := uniqueMarker()
 	cleanupTrees(t, m)
@@ -85,6 +85,13 @@ func TestLogsMerged(t *testing.T) {
 	w.startService("default")
 	w.waitState("default", "a", api.StateRunning)
 	w.waitState("default", "bee", api.StateRunning)
+	return w
+}
+
+// "tether logs a b" and "--all" merge the agents' lines in time order,
+// each after "id |"; -f goes on across rotations; --json and --since.
+func TestLogsMerged(t *testing.T) {
+	w := chattyWorld(t)
 	testproc.Eventually(t, 20*time.Second, func() bool {
 		r := w.run(10*time.Second, "logs", "a", "bee", "-n", "40")
 		return r.code == 0 && strings.Count(r.stdout, "\n") == 40
@@ -152,13 +159,7 @@ func (w *world) onTerminal(env []string, args ...string) *testproc.Buffer {
 // each agent its own colour; NO_COLOR takes the colours away.
 func TestLogsMergedColoursOnATerminal(t *testing.T) {
 	needTools(t, "script")
-	w := newWorld(t)
-	m := uniqueMarker()
-	cleanupTrees(t, m)
-	w.writeConfig("agents:\n" + chattyYAML("a", m, 20*time.Millisecond) + chattyYAML("bee", m, 30*time.Millisecond))
-	w.startService("default")
-	w.waitState("default", "a", api.StateRunning)
-	w.waitState("default", "bee", api.StateRunning)
+	w := chattyWorld(t)
 	var env []string
 	for _, kv := range w.env {
 		if !strings.HasPrefix(kv, "NO_COLOR=") {
