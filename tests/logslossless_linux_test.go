@@ -150,3 +150,53 @@ func TestLogLosesNothingAcrossServiceCrash(t *testing.T) {
 	wholeLog(t, done, log)
 	w.mustRun("stop", "n")
 }
+
+// I11 across a crash without survive_service_crash: the service is
+// SIGKILLed while the agent writes as fast as it can, and its guardian
+// tears the agent down (a SIGTERM, at which the agent writes a burst of
+// lines larger than the pipe holds, a last line, and exits; by a builtin,
+// as a process started now would have a SIGTERM of its own) and drains
+// the pipe before it exits itself: every line the agent wrote is in the
+// log once, whole and in order, its last line last.
+func TestLogLosesNothingWhenTheServiceDies(t *testing.T) {
+	w, bash, _ := crashWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	const burst = 20000 // lines of about 20 bytes: three pipes' worth
+	w.writeConfig(fmt.Sprintf(`agents:
+  - id: n
+    command: [%s, -c, 'trap "printf \"at the end %%d\\n\" {1..%d}; echo end; exit 0" TERM; for ((i=1; ; i++)); do echo $i; done', %s]
+    autostart: true
+    restart: never
+    stop_timeout: 30s
+    logs: {max_size: 256KiB, keep: 1000}
+`, bash, burst, m))
+	svc := w.startService("default")
+	w.waitState("default", "n", api.StateRunning)
+	log := filepath.Join(w.dir, "state", "tether", "default", "logs", "n.log")
+	testproc.Eventually(t, 2*time.Minute, func() bool { return logSize(log) > 1<<20 }, "the agent wrote nothing")
+	svc.kill()
+	// The guardian, the service's child, is this process's once the
+	// service is dead: gone means its teardown and its drain are done.
+	if left := reapAdopted(time.Minute); len(left) > 0 {
+		t.Fatalf("the guardian still runs a minute after the service's death: %v", left)
+	}
+	if procs := procsWith(m); len(procs) > 0 {
+		t.Fatalf("the agent outlived its guardian: %s", describe(procs))
+	}
+	lines := stdoutLines(t, log)
+	n := len(lines) - burst - 1 // the numbered lines before the SIGTERM
+	if n < 1 || lines[len(lines)-1] != "end" {
+		t.Fatalf("the agent's last line, written at its SIGTERM, is not the log's last: %d lines, the last %q", len(lines), lines[max(0, len(lines)-3):])
+	}
+	for i, l := range lines[:len(lines)-1] {
+		want := strconv.Itoa(i + 1)
+		if i >= n {
+			want = "at the end " + strconv.Itoa(i-n+1)
+		}
+		if l != want {
+			t.Fatalf("line %d is %q, want %q: a line lost, duplicated, cut or out of order", i+1, l, want)
+		}
+	}
+	t.Logf("%d numbered lines, then the %d of the SIGTERM and the last", n, burst)
+}
