@@ -4,12 +4,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/internal/testproc"
+	"golang.org/x/sys/unix"
 )
 
 // pane is a program running in a detached tmux session of its own server,
@@ -308,4 +311,184 @@ func screenshotText(t *testing.T, screen, path string) {
 		t.Fatalf("rendering the screen to %s: %v\n%s", path, err, out)
 	}
 	t.Logf("the screen, rendered: %s", path)
+}
+
+// pid is the pid of the pane's program: started with exec, the process
+// tmux runs is the program itself.
+func (p *pane) pid() int {
+	p.t.Helper()
+	n, err := strconv.Atoi(strings.TrimSpace(p.tmux("display-message", "-p", "#{pane_pid}")))
+	if err != nil {
+		p.t.Fatalf("the pane's pid: %v", err)
+	}
+	return n
+}
+
+// screenSGR is what the pane shows now with its attributes, as escape
+// sequences (capture-pane -e).
+func (p *pane) screenSGR() string {
+	out, err := exec.Command("tmux", "-S", p.sock, "capture-pane", "-p", "-e").Output()
+	if err != nil {
+		return ""
+	}
+	return string(out)
+}
+
+// sgrRE is one SGR sequence; its parameters the submatch.
+var sgrRE = regexp.MustCompile(`\x1b\[([0-9;:]*)m`)
+
+// colours returns the SGR sequences of s that set a colour (foreground
+// or background, 8, 16, 256 or true colour): not bold, reverse or the
+// resets to the default colours, which tmux writes around any attribute.
+func colours(s string) []string {
+	var out []string
+	for _, m := range sgrRE.FindAllStringSubmatch(s, -1) {
+		for _, p := range strings.FieldsFunc(m[1], func(r rune) bool { return r == ';' || r == ':' }) {
+			n, _ := strconv.Atoi(p)
+			if n >= 30 && n <= 38 || n >= 40 && n <= 48 || n >= 90 && n <= 97 || n >= 100 && n <= 107 {
+				out = append(out, m[0])
+				break
+			}
+		}
+	}
+	return out
+}
+
+// topPane runs "tether top" of w's config in a tmux pane of its own under
+// dir, as the pane's process (exec), with the environment's NO_COLOR as
+// noColor says.
+func topPane(t *testing.T, w *world, dir string, noColor bool) *pane {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	nc := "NO_COLOR="
+	if noColor {
+		nc = "NO_COLOR=1"
+	}
+	return tmuxPane(t, dir, append(w.env, nc), "exec "+tether+" --config "+w.configPath()+" top")
+}
+
+// TestTopStartRestartAndColour: s starts the selected stopped agent and
+// r restarts it, a new tree each time, as the service says; the state's
+// word is coloured, and with NO_COLOR set nothing on the screen is.
+func TestTopStartRestartAndColour(t *testing.T) {
+	w, _, p := alphaBetaTop(t, false)
+	// alpha runs, so it is first: beta is the second row.
+	p.keys("Down", "s")
+	started := w.waitState("default", "beta", api.StateRunning)
+	p.waitFor("beta running with its pid, and the start done", func(s string) bool {
+		return hasRow("beta", api.StateRunning)(s) && strings.Contains(row(s, "beta"), " "+strconv.Itoa(started.PID)+" ") &&
+			strings.Contains(s, "start beta: done")
+	})
+	// The state's word in green, as the pane holds it.
+	if sgr := p.screenSGR(); !strings.Contains(sgr, "\x1b[32mrunning") {
+		t.Errorf("the running state is not green:\n%q", sgr)
+	}
+
+	p.keys("r")
+	var restarted statusRow
+	if !testproc.UntilEvery(30*time.Second, 20*time.Millisecond, func() bool {
+		restarted = w.status("default")["beta"]
+		return restarted.State == api.StateRunning && restarted.PID != started.PID && restarted.PID > 0
+	}) {
+		t.Fatalf("r did not restart beta: %+v, was pid %d\n%s", restarted, started.PID, p.screen())
+	}
+	p.waitFor("beta's new pid and the restart done", func(s string) bool {
+		return hasRow("beta", api.StateRunning)(s) && strings.Contains(row(s, "beta"), " "+strconv.Itoa(restarted.PID)+" ") &&
+			strings.Contains(s, "restart beta: done")
+	})
+	if !testproc.Until(5*time.Second, func() bool { return unix.Kill(started.PID, 0) != nil }) {
+		t.Errorf("beta's first tree, pid %d, lives on after the restart", started.PID)
+	}
+	p.keys("q")
+
+	plain := topPane(t, w, filepath.Join(w.dir, "plain"), true)
+	plain.waitFor("both running", func(s string) bool {
+		return hasRow("alpha", api.StateRunning)(s) && hasRow("beta", api.StateRunning)(s)
+	})
+	if c := colours(plain.screenSGR()); len(c) > 0 {
+		t.Errorf("with NO_COLOR the screen has colours %q:\n%q", c, plain.screenSGR())
+	}
+	plain.keys("q")
+}
+
+// alphaBetaTop is a service of two agents, alpha running and beta
+// stopped, and tether top showing them, NO_COLOR set as noColor says.
+func alphaBetaTop(t *testing.T, noColor bool) (*world, *service, *pane) {
+	t.Helper()
+	needTools(t, "tmux")
+	m := marker(t)
+	cleanupTrees(t, m)
+	w := newWorld(t)
+	w.writeConfig("agents:\n" + agentYAML("alpha", "alpha@top", m, true) + agentYAML("beta", "beta@top", m+"-b", false))
+	svc := w.startService("default")
+	w.waitState("default", "alpha", api.StateRunning)
+	p := topPane(t, w, w.dir, noColor)
+	p.waitFor("alpha running, beta stopped", func(s string) bool {
+		return hasRow("alpha", api.StateRunning)(s) && hasRow("beta", api.StateStopped)(s)
+	})
+	return w, svc, p
+}
+
+// TestTopSurvivesUpgrade: a hot upgrade of the service (to the binary it
+// runs) leaves an open tether top running, the same process, and it
+// goes on showing what happens: an agent started from the command line
+// after the upgrade shows as running.
+func TestTopSurvivesUpgrade(t *testing.T) {
+	w, svc, p := alphaBetaTop(t, true)
+	pid := p.pid()
+	if c := cmdline(pid); !strings.Contains(c, "\x00top") {
+		t.Fatalf("the pane's process %d is not tether top: %q", pid, c)
+	}
+	before := w.status("default")
+	if r := w.run(time.Minute, "service", "upgrade"); r.code != 0 {
+		t.Fatalf("service upgrade: exit %d: %s%s\nservice log:\n%s", r.code, r.stdout, r.stderr, svc.output())
+	}
+	if after := w.status("default"); after["alpha"].PID != before["alpha"].PID {
+		t.Fatalf("the upgrade restarted alpha: %+v, was %+v", after["alpha"], before["alpha"])
+	}
+	if _, st := rowsByID(t, w.client("default")); st.Service == nil || st.Service.Upgrade == nil || st.Service.Upgrade.Error != nil {
+		t.Fatalf("status says of the upgrade %+v", st.Service)
+	}
+	w.mustRun("start", "beta")
+	beta := w.waitState("default", "beta", api.StateRunning)
+	p.waitFor("beta running, started after the upgrade", func(s string) bool {
+		return hasRow("beta", api.StateRunning)(s) && strings.Contains(row(s, "beta"), " "+strconv.Itoa(beta.PID)+" ") &&
+			hasRow("alpha", api.StateRunning)(s) && !strings.Contains(s, "service not reachable")
+	})
+	if now := p.pid(); now != pid || !strings.Contains(cmdline(pid), "\x00top") {
+		t.Errorf("tether top was pid %d before the upgrade, the pane runs %d (%q) after it", pid, now, cmdline(now))
+	}
+	p.keys("q")
+}
+
+// TestTopIdleWakeups: an open tether top with nothing changing wakes at
+// most once a second. What is counted: the context switches of every
+// thread of its process (voluntary and involuntary, /proc/PID/task/*),
+// the Go runtime's own included, over 10 s once it has settled.
+func TestTopIdleWakeups(t *testing.T) {
+	_, _, p := alphaBetaTop(t, false)
+	pid := p.pid()
+	// Past the first frames and the runtime's start: the count stands
+	// still for a whole second, or 10 s have passed (a view that keeps
+	// waking is measured all the same).
+	prev := int64(-1)
+	testproc.UntilEvery(10*time.Second, time.Second, func() bool {
+		cur := contextSwitches(t, pid)
+		still := cur == prev
+		prev = cur
+		return still
+	})
+
+	const idle = 10 * time.Second
+	woke := wakesIn(t, pid, idle)
+	t.Logf("the idle tether top woke %d times in %v", woke, idle)
+	if most := int64(idle / time.Second); woke > most {
+		t.Errorf("the idle tether top woke %d times in %v, want at most %d (once a second)", woke, idle, most)
+	}
+	if scr := p.screen(); !hasRow("alpha", api.StateRunning)(scr) {
+		t.Errorf("the view changed while idle:\n%s", scr)
+	}
+	p.keys("q")
 }
