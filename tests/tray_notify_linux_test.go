@@ -952,3 +952,35 @@ func TestTrayCleanupNoticeGoesWithTheProcess(t *testing.T) {
 		t.Errorf("after the thaw: %s %+v, want stopped", row.State, row.Error)
 	}
 }
+
+// A crash loop the person handles with Stop (in the tray's menu) takes
+// its sticky bubble down: the agent is stopped, nothing is crashing any
+// more.
+func TestTrayCrashLoopNoticeGoesOnStop(t *testing.T) {
+	d := newDesktop(t, true)
+	notes := d.monitorNotify()
+	w := newWorld(t)
+	m := uniqueMarker()
+	cleanupTrees(t, m)
+	w.writeConfig(fmt.Sprintf(`agents:
+  - id: loop
+    command: [/bin/sh, -c, 'exit 3', %s]
+    restart: {policy: always, backoff: 100ms, crash_loop: {failures: 3, within: 10m}}
+    autostart: true
+`, m))
+	w.startService("default")
+	tr := d.startTray(w, "default", false)
+	item := d.waitItem(tr.pid, 15*time.Second)
+	w.waitAgent("loop", 30*time.Second, crashLooped)
+	loop := notes.wait(t, 15*time.Second, "loop keeps crashing")
+	if loop.urgency != 2 {
+		t.Errorf("the crash loop's bubble has urgency %d, want 2 (critical)", loop.urgency)
+	}
+	menu := d.waitMenu(item, "loop's Stop", func(n menuNode) bool { s, ok := n.find("loop: failed", "Stop"); return ok && s.enabled })
+	stop, _ := menu.find("loop: failed", "Stop")
+	d.click(item, stop.id)
+	w.waitState("default", "loop", api.StateStopped)
+	if !testproc.UntilEvery(15*time.Second, 20*time.Millisecond, func() bool { return notes.closes(loop.id) }) {
+		t.Fatalf("loop was stopped, and its crash loop's bubble %d stays up; sent: %+v", loop.id, notes.all())
+	}
+}
