@@ -202,3 +202,41 @@ func needGenerator(t *testing.T) {
 		skipOrFail(t, "no systemd XDG autostart generator: %v", err)
 	}
 }
+
+// The tray's autostart entry alone (no login service: it was uninstalled
+// and the entry written back) starts the agents at the next login, its
+// tray starting the service: the tray's "Start at login" is ticked, and
+// service status says that it starts at login. Without the entry it does
+// not.
+func TestTrayTickWithTheAutostartEntryAlone(t *testing.T) {
+	r := newLoginRig(t)
+	d := newDesktopWith(t, deskOptions{panel: true, user: r.m})
+	s := &loginSession{r: r, d: d}
+	r.must(true, "tray", "--set-login=on")
+	entry, err := os.ReadFile(s.entry())
+	if err != nil {
+		t.Fatalf("Start at login wrote no autostart entry: %v", err)
+	}
+	r.must(true, "service", "uninstall")
+	s.writeEntry(string(entry))
+	if _, err := os.Stat(filepath.Join(r.m.Home, ".config", "systemd", "user", "tether.service")); !os.IsNotExist(err) {
+		t.Fatalf("after uninstall the unit is still there: %v", err)
+	}
+
+	if res := r.must(true, "service", "status"); !strings.Contains(res.stdout, "not installed") || !strings.Contains(res.stdout, "; starts at login") {
+		t.Errorf("service status with the autostart entry alone: %q, want not installed and that it starts at login", res.stdout)
+	}
+	tray := d.start("tray", d.env, r.exe, "tray")
+	item := d.waitItem(tray.cmd.Process.Pid, 30*time.Second)
+	d.waitMenu(item, "Start at login ticked", func(n menuNode) bool {
+		l, ok := n.find("Start at login")
+		return ok && l.toggle == 1
+	})
+
+	if err := os.Remove(s.entry()); err != nil {
+		t.Fatal(err)
+	}
+	if res := r.must(true, "service", "status"); !strings.Contains(res.stdout, "; does not start at login") {
+		t.Errorf("service status with no entry and no unit: %q, want that it does not start at login", res.stdout)
+	}
+}
