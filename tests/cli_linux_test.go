@@ -129,6 +129,8 @@ func TestCommandLineContract(t *testing.T) {
 		{[]string{"logs"}, 2, "", "usage: tether logs"},
 		{[]string{"config", "frob"}, 2, "", "usage: tether config init"},
 		{[]string{"service", "install", "--print"}, 0, "WantedBy=default.target", ""},
+		// The PATH the agents will see: the installing shell's, shown.
+		{[]string{"service", "install", "--print"}, 0, "\nEnvironment=PATH=" + os.Getenv("PATH") + "\n", ""},
 		{[]string{"service", "install"}, 1, "", "tether service run"},
 		{[]string{"tray", "extra"}, 2, "", "takes no arguments"},
 	} {

@@ -142,7 +142,8 @@ func copyTree(t *testing.T, from, to string) {
 }
 
 // TestStatusErrorNotCut: the error column is whole when the output is
-// not a terminal, and with --wide on one; on a terminal it is cut.
+// not a terminal, and with --wide on one; on a terminal it is cut;
+// --json has the whole message without repeated prefixes.
 func TestStatusErrorNotCut(t *testing.T) {
 	w := newWorld(t)
 	missing := "/nonexistent/" + strings.Repeat("a-very-long-directory-name/", 6) + "agent-END"
@@ -154,6 +155,12 @@ func TestStatusErrorNotCut(t *testing.T) {
 	}
 	if r := w.mustRun("status"); !strings.Contains(r.stdout, missing) {
 		t.Errorf("status to a pipe cut the error:\n%s", r.stdout)
+	}
+	// --json carries the whole message, once: no code or whose start it
+	// was before it (the row says both), nothing cut.
+	if e := w.status("default")["broken"].Error; e == nil || e.Code != api.CodeSpawn || !strings.Contains(e.Message, missing) ||
+		strings.Contains(e.Message, string(api.CodeSpawn)+":") || strings.Contains(e.Message, "guardian") {
+		t.Errorf("status --json's error: %+v, want code spawn and the whole message naming %s, without prefixes", e, missing)
 	}
 	needTools(t, "script")
 	onTTY := func(args ...string) string {
