@@ -463,10 +463,14 @@ func TestTopSurvivesUpgrade(t *testing.T) {
 	p.keys("q")
 }
 
-// TestTopIdleWakeups: an open tether top with nothing changing wakes at
-// most once a second. What is counted: the context switches of every
-// thread of its process (voluntary and involuntary, /proc/PID/task/*),
-// the Go runtime's own included, over 10 s once it has settled.
+// TestTopIdleWakeups: an open tether top with nothing changing does not
+// wake. What is counted: the context switches of every thread of its
+// process (voluntary and involuntary, /proc/PID/task/*), the Go runtime's
+// own included, over 10 s once it has settled. The bound, one a second,
+// leaves room for the runtime's rare background work; it is tighter than
+// the "wakes at most once a second", since one wake of the view
+// costs several context switches (a 1 Hz ticker in the view counts 70 to
+// 80 here): the view has no timer at all.
 func TestTopIdleWakeups(t *testing.T) {
 	_, _, p := alphaBetaTop(t, false)
 	pid := p.pid()
@@ -485,7 +489,7 @@ func TestTopIdleWakeups(t *testing.T) {
 	woke := wakesIn(t, pid, idle)
 	t.Logf("the idle tether top woke %d times in %v", woke, idle)
 	if most := int64(idle / time.Second); woke > most {
-		t.Errorf("the idle tether top woke %d times in %v, want at most %d (once a second)", woke, idle, most)
+		t.Errorf("the idle tether top woke %d times in %v, want at most %d", woke, idle, most)
 	}
 	if scr := p.screen(); !hasRow("alpha", api.StateRunning)(scr) {
 		t.Errorf("the view changed while idle:\n%s", scr)
