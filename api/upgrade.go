@@ -15,6 +15,13 @@ const EventHandover = "handover"
 type Service struct {
 	// Version is the tether version of the binary it runs.
 	Version string `json:"version"`
+	// Commit and Date are the commit that binary was built from and that
+	// commit's date (YYYY-MM-DD, UTC), as its `tether version` says
+	// them; "" when the binary does not know. Modified: it was built from
+	// a tree with changes not committed.
+	Commit   string `json:"commit,omitempty"`
+	Date     string `json:"date,omitempty"`
+	Modified bool   `json:"modified,omitempty"`
 	// Executable is the path of that binary.
 	Executable string `json:"executable"`
 	// Build tells one binary file from another (see BuildOf): a service

@@ -58,6 +58,7 @@ func (inv *invocation) status(args []string) int {
 		return inv.statusJSON(st)
 	}
 	writeStatusTable(inv.stdout, st, inv.tableWidth(*wide), time.Now())
+	writeServiceLine(inv.stdout, st)
 	for _, a := range st.Agents {
 		if a.IntentError != nil {
 			fmt.Fprintf(inv.stderr, "tether: %s: intent not saved: %s\n", a.ID, a.IntentError.Message)
@@ -206,9 +207,28 @@ type statusRow struct {
 	Usage       *api.Usage   `json:"usage,omitempty"`
 }
 
+// writeServiceLine writes the line under the table that says which
+// tether the service runs: its version, the commit and its date as
+// `tether version` of its binary says them, and its pid. Nothing when
+// no service answered.
+func writeServiceLine(w io.Writer, st api.Status) {
+	s := st.Service
+	if s == nil {
+		return
+	}
+	commit := "commit unknown"
+	if s.Commit != "" {
+		commit = commitText(s.Commit, s.Date, s.Modified)
+	}
+	fmt.Fprintf(w, "service: tether %s, %s, pid %d\n", s.Version, commit, st.ServicePID)
+}
+
 // statusService is the service in "status --json": the tether it runs.
 type statusService struct {
 	Version    string    `json:"version"`
+	Commit     string    `json:"commit,omitempty"`
+	Date       string    `json:"date,omitempty"`
+	Modified   bool      `json:"modified,omitempty"`
 	PID        int       `json:"pid"`
 	Executable string    `json:"executable"`
 	Started    time.Time `json:"started"`
@@ -225,7 +245,7 @@ func (inv *invocation) statusJSON(st api.Status) int {
 		ConfigError *api.Error     `json:"config_error,omitempty"`
 	}{Agents: []statusRow{}, StateError: st.StateError, ConfigError: st.ConfigError}
 	if s := st.Service; s != nil {
-		out.Service = &statusService{Version: s.Version, PID: st.ServicePID, Executable: s.Executable, Started: s.Started}
+		out.Service = &statusService{Version: s.Version, Commit: s.Commit, Date: s.Date, Modified: s.Modified, PID: st.ServicePID, Executable: s.Executable, Started: s.Started}
 	}
 	for _, a := range st.Agents {
 		out.Agents = append(out.Agents, statusRow{a.ID, a.Identity, a.State, a.PID, a.GuardianPID, a.Since, a.Restarts, a.Error, a.Status, a.Waiting, a.IntentError, a.Usage})
@@ -332,11 +352,13 @@ what a starting agent waits for and for how long so far, and the
 agent's own STATUS= text). PID is shown only while the agent's process
 may be alive: never on a stopped or failed row. On a terminal the error
 is cut to the terminal's width; with --wide, or written to a file or a
-pipe, it is whole.
+pipe, it is whole. Under the table, a line says which tether the
+service runs: its version, commit and date, and its pid.
 
 --json prints the rows as JSON:
 
-  {"service": {"version", "pid", "executable", "started"},
+  {"service": {"version", "commit", "date", "modified", "pid",
+               "executable", "started"},
    "agents": [{"id", "identity", "state", "pid", "guardian_pid", "since",
                "restarts", "error": null or {"code", "message", "time"},
                "status": the status text, when there is one,
@@ -355,8 +377,10 @@ descriptor), or "agents", the agents it starts after, named in
 (start_timeout). "for" is one of: ` + waitList() + `.
 "error"."time" is when the error came.
 "service" is the running service: its tether version (a service
-upgraded in place reports the new one), its pid, its binary, and when
-that binary began to serve. "since" and "started" are RFC 3339 times. "intent_error" (code ` + string(api.CodeState) + `) is there while the
+upgraded in place reports the new one), the commit its binary was built
+from and that commit's date (as its "tether version" says them; left
+out when unknown, "modified" when the tree had changes not committed),
+its pid, its binary, and when that binary began to serve. "since" and "started" are RFC 3339 times. "intent_error" (code ` + string(api.CodeState) + `) is there while the
 agent's start or stop could not be saved: the service retries until it
 is. "state_error" is there only when the state file cannot be used (code
 ` + string(api.CodeState) + `; the service goes on and leaves the file as it is), "config_error"

@@ -139,3 +139,28 @@ func TestStatusShowsWhatAStartingAgentWaitsFor(t *testing.T) {
 		t.Errorf("status of a starting agent:\n%s", b.String())
 	}
 }
+
+// TestStatusServiceLine: the human status ends with the service's
+// version, the commit and its date as `tether version` of its binary
+// says them, and its pid; nothing when no service answered.
+func TestStatusServiceLine(t *testing.T) {
+	const hash = "b32545f3b229e60996e928c9c6d4c46be0fbcaff"
+	for _, c := range []struct {
+		name string
+		svc  *api.Service
+		want string
+	}{
+		{"stamped", &api.Service{Version: "1.2.3", Commit: hash, Date: "2026-12-01"},
+			"service: tether 1.2.3, commit " + hash + " of 2026-12-01, pid 4242\n"},
+		{"from a changed tree", &api.Service{Version: "devel", Commit: hash, Date: "2026-12-01", Modified: true},
+			"service: tether devel, commit " + hash + " of 2026-12-01, with changes not committed, pid 4242\n"},
+		{"commit unknown", &api.Service{Version: "devel"}, "service: tether devel, commit unknown, pid 4242\n"},
+		{"none", nil, ""},
+	} {
+		var b strings.Builder
+		writeServiceLine(&b, api.Status{ServicePID: 4242, Service: c.svc})
+		if b.String() != c.want {
+			t.Errorf("%s: %q, want %q", c.name, b.String(), c.want)
+		}
+	}
+}

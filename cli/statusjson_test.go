@@ -47,18 +47,24 @@ func TestStatusJSONCarriesEveryCause(t *testing.T) {
 	}
 }
 
-// status --json names the service's own version, as the API reports it
-// (after an upgrade in place, the new one), and leaves the service out
-// when the API has none.
+// status --json names the service's own version, with the commit and
+// its date that `tether version` of its binary says, as the API reports
+// them (after an upgrade in place, the new one's), and leaves the
+// service out when the API has none.
 func TestStatusJSONCarriesServiceVersion(t *testing.T) {
+	const hash = "b32545f3b229e60996e928c9c6d4c46be0fbcaff"
 	started := time.Date(2026, 12, 5, 10, 2, 3, 0, time.UTC)
 	for _, c := range []struct {
 		name string
 		svc  *api.Service
 		want *statusService
 	}{
-		{"service", &api.Service{Version: "1.2.3", Executable: "/usr/bin/tether", Build: "b", Started: started},
-			&statusService{Version: "1.2.3", PID: 4242, Executable: "/usr/bin/tether", Started: started}},
+		{"service", &api.Service{Version: "1.2.3", Commit: hash, Date: "2026-12-01", Executable: "/usr/bin/tether", Build: "b", Started: started},
+			&statusService{Version: "1.2.3", Commit: hash, Date: "2026-12-01", PID: 4242, Executable: "/usr/bin/tether", Started: started}},
+		{"from a changed tree", &api.Service{Version: "devel", Commit: hash, Date: "2026-12-01", Modified: true, Executable: "/bin/tether", Build: "b", Started: started},
+			&statusService{Version: "devel", Commit: hash, Date: "2026-12-01", Modified: true, PID: 4242, Executable: "/bin/tether", Started: started}},
+		{"commit unknown", &api.Service{Version: "devel", Executable: "/bin/tether", Build: "b", Started: started},
+			&statusService{Version: "devel", PID: 4242, Executable: "/bin/tether", Started: started}},
 		{"none", nil, nil},
 	} {
 		var out, errb bytes.Buffer

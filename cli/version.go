@@ -23,14 +23,7 @@ func (inv *invocation) version(args []string) int {
 func writeVersion(w io.Writer, in buildinfo.Info) {
 	fmt.Fprintf(w, "tether %s\n", in.Version)
 	if in.Commit != "" {
-		line := "commit " + in.Commit
-		if in.Date != "" {
-			line += " of " + in.Date
-		}
-		if in.Modified {
-			line += ", with changes not committed"
-		}
-		fmt.Fprintln(w, line)
+		fmt.Fprintln(w, commitText(in.Commit, in.Date, in.Modified))
 	} else if in.HasBuildInfo {
 		fmt.Fprintln(w, "commit unknown: built without version control information")
 	}
@@ -39,4 +32,18 @@ func writeVersion(w io.Writer, in buildinfo.Info) {
 		return
 	}
 	fmt.Fprintf(w, "built with %s for %s\n", in.GoVersion, in.Platform)
+}
+
+// commitText says which commit a binary was built from, as `tether
+// version` and the service's line of `tether status` say it: "commit
+// <hash> of <date>", and whether the tree had changes not committed.
+func commitText(commit, date string, modified bool) string {
+	line := "commit " + commit
+	if date != "" {
+		line += " of " + date
+	}
+	if modified {
+		line += ", with changes not committed"
+	}
+	return line
 }

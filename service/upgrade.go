@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether-dev/tether/api"
 	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/internal/buildinfo"
 	"github.com/tether-dev/tether/internal/human"
 	"github.com/tether-dev/tether/service/upgrade"
 )
@@ -188,10 +189,13 @@ func (c *Controller) serviceInfo() api.Service {
 	return c.service
 }
 
-// ServiceInfo describes this process for Status: the binary it runs and
-// when it began to serve.
+// ServiceInfo describes this process for Status: the binary it runs
+// (its version, and the commit and date its build information holds, as
+// `tether version` says them) and when it began to serve.
 func ServiceInfo(exe, version string) api.Service {
-	return api.Service{Version: version, Executable: exe, Started: time.Now().UTC(), Build: upgrade.SelfBuild()}
+	in := buildinfo.Get()
+	return api.Service{Version: version, Commit: in.Commit, Date: in.Date, Modified: in.Modified,
+		Executable: exe, Started: time.Now().UTC(), Build: upgrade.SelfBuild()}
 }
 
 // globalArgs are the global flags the service was started with, for a

@@ -146,12 +146,25 @@ func TestPackageServiceUsesThePackagedUnit(t *testing.T) {
 	}
 	r.waitRunning("x")
 	exactlyOnce(t, 0, map[string]int{r.marker + "-x": 1})
+	// The service says the version, commit and date its binary's
+	// `tether version` says (make dist stamps them: make dist-test checks
+	// them against the commit), in status --json and under the table.
+	v, err := exec.Command("/usr/bin/tether", "version").Output()
+	lines := strings.Split(string(v), "\n")
+	commit, date, ok := strings.Cut(strings.TrimPrefix(lines[min(1, len(lines)-1)], "commit "), " of ")
+	if err != nil || !ok || len(commit) != 40 || len(date) != len("2006-01-02") {
+		t.Fatalf("tether version: %q, %v: want its commit and date", v, err)
+	}
 	res := r.must(false, "status", "--json")
 	var st struct {
-		Service struct{ Version string } `json:"service"`
+		Service struct{ Version, Commit, Date string } `json:"service"`
 	}
-	if err := json.Unmarshal([]byte(res.stdout), &st); err != nil || st.Service.Version != version {
-		t.Errorf("status --json service.version %q (%v), want %q", st.Service.Version, err, version)
+	if err := json.Unmarshal([]byte(res.stdout), &st); err != nil || st.Service.Version != version || st.Service.Commit != commit || st.Service.Date != date {
+		t.Errorf("status --json service %+v (%v), want version %q, commit %q, date %q", st.Service, err, version, commit, date)
+	}
+	line := fmt.Sprintf("service: tether %s, commit %s of %s, pid %s\n", version, commit, date, r.unit("MainPID"))
+	if res := r.must(false, "status"); !strings.HasSuffix(res.stdout, line) {
+		t.Errorf("status:\n%s\nwant it to end with %q", res.stdout, line)
 	}
 
 	r.must(false, "service", "uninstall")
