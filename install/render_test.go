@@ -198,6 +198,14 @@ func TestDesktopEntry(t *testing.T) {
 	if strings.Contains(string(f.Content), "X-GNOME-Autostart-Phase") {
 		t.Errorf("a startup phase, which systemd-xdg-autostart-generator refuses:\n%s", f.Content)
 	}
+	// The tray starts in every desktop's session: no OnlyShowIn or
+	// NotShowIn, which the generator's unit checks at start against
+	// XDG_CURRENT_DESKTOP.
+	for _, key := range []string{"OnlyShowIn", "NotShowIn"} {
+		if strings.Contains(string(f.Content), key) {
+			t.Errorf("%s, which keeps the tray from starting in some sessions:\n%s", key, f.Content)
+		}
+	}
 	if l := lines(f.Content); !slices.Contains(l, "[Desktop Entry]") || slices.Index(l, "[Desktop Entry]") > slices.IndexFunc(l, func(s string) bool { return strings.HasPrefix(s, "Exec=") }) {
 		t.Error("Exec is not in the [Desktop Entry] group")
 	}

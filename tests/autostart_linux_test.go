@@ -28,6 +28,11 @@ Description=A desktop session's startup, as a systemd session runs it
 Wants=xdg-desktop-autostart.target
 `
 
+// sessionDesktop is the session's XDG_CURRENT_DESKTOP, which the
+// generated unit checks an entry's OnlyShowIn and NotShowIn against at
+// start (the panel of the session is Xfce's).
+const sessionDesktop = "XFCE"
+
 // trayAtLoginUnit is the unit the generator makes of
 // ~/.config/autostart/tether.desktop.
 const trayAtLoginUnit = "app-tether@autostart.service"
@@ -57,7 +62,7 @@ func newLoginSession(r *loginRig) *loginSession {
 	if err := chownAll(filepath.Join(r.m.Home, ".config"), r.m.UID, r.m.GID); err != nil {
 		r.t.Fatal(err)
 	}
-	if out, err := r.m.Systemctl("set-environment", "DISPLAY="+d.display, "XDG_CURRENT_DESKTOP=XFCE", "XDG_SESSION_TYPE=x11"); err != nil {
+	if out, err := r.m.Systemctl("set-environment", "DISPLAY="+d.display, "XDG_CURRENT_DESKTOP="+sessionDesktop, "XDG_SESSION_TYPE=x11"); err != nil {
 		r.t.Fatalf("systemctl --user set-environment: %v: %s", err, out)
 	}
 	return &loginSession{r: r, d: d}
@@ -139,7 +144,8 @@ func (s *loginSession) unitProps(names ...string) map[string]string {
 // (tether tray --set-login=on), as the user, with the rig's tether; then
 // a login starts the tray from its autostart entry through the
 // generator, running the rig's tether, and the tray joins the panel's
-// tray. An entry with GNOME's startup phase, one that is hidden and one
+// tray. An entry with GNOME's startup phase, one that is hidden, one
+// that OnlyShowIn or NotShowIn keep out of the session's desktop and one
 // whose Exec is not the tray's start no tray: the check can fail.
 func trayStartsAtLogin(t *testing.T, r *loginRig) {
 	s := newLoginSession(r)
@@ -172,6 +178,8 @@ func trayStartsAtLogin(t *testing.T, r *loginRig) {
 	for _, c := range []struct{ name, entry string }{
 		{"GNOME's startup phase", entry + "X-GNOME-Autostart-Phase=Applications\n"},
 		{"Hidden=true", entry + "Hidden=true\n"},
+		{"NotShowIn naming the session's desktop", entry + "NotShowIn=" + sessionDesktop + ";\n"},
+		{"OnlyShowIn naming another desktop", entry + "OnlyShowIn=KDE;\n"},
 		{"an Exec of no program", strings.Replace(entry, "Exec="+exec, "Exec="+r.exe+"-tray --at-login", 1)},
 		{"an Exec that is not the tray", strings.Replace(entry, "Exec="+exec, "Exec="+r.exe+" tray --at-logon", 1)},
 	} {

@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/tether-dev/tether/assets"
 	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
@@ -20,19 +22,26 @@ import (
 // The .deb of make dist, installed for real (make dist-test runs these
 // with TETHER_PACKAGE_DEB and TETHER_PACKAGE_VERSION; they skip without).
 
-// packagedFiles are the files the .deb must install.
-var packagedFiles = []string{
-	"/usr/bin/tether",
-	"/usr/lib/systemd/user/tether.service",
-	"/usr/share/applications/tether.desktop",
-	"/usr/share/metainfo/tether.metainfo.xml",
-	"/usr/share/icons/hicolor/48x48/apps/tether.png",
-	"/usr/share/icons/hicolor/scalable/apps/tether.svg",
-	"/usr/share/man/man1/tether.1.gz",
-	"/usr/share/bash-completion/completions/tether",
-	"/usr/share/zsh/vendor-completions/_tether",
-	"/usr/share/fish/vendor_completions.d/tether.fish",
-	"/usr/share/doc/tether/copyright",
+// packagedFiles are the files the .deb and the .rpm must install: the
+// icons in every size of the application icon's (assets.AppIconSizes)
+// and the SVG among them.
+func packagedFiles() []string {
+	files := []string{
+		"/usr/bin/tether",
+		"/usr/lib/systemd/user/tether.service",
+		"/usr/share/applications/tether.desktop",
+		"/usr/share/metainfo/tether.metainfo.xml",
+		"/usr/share/icons/hicolor/scalable/apps/tether.svg",
+		"/usr/share/man/man1/tether.1.gz",
+		"/usr/share/bash-completion/completions/tether",
+		"/usr/share/zsh/vendor-completions/_tether",
+		"/usr/share/fish/vendor_completions.d/tether.fish",
+		"/usr/share/doc/tether/copyright",
+	}
+	for _, n := range assets.AppIconSizes {
+		files = append(files, fmt.Sprintf("/usr/share/icons/hicolor/%dx%d/apps/tether.png", n, n))
+	}
+	return files
 }
 
 // installDeb installs the .deb of TETHER_PACKAGE_DEB with apt-get, as a
@@ -77,7 +86,7 @@ func TestPackageInstallsEveryFileAndStartsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	listed := strings.Split(strings.TrimSpace(string(out)), "\n")
-	for _, f := range packagedFiles {
+	for _, f := range packagedFiles() {
 		if !slices.Contains(listed, f) {
 			t.Errorf("dpkg -L does not list %s", f)
 		}
@@ -277,6 +286,9 @@ func TestPackageAppMenuEntryStartsTheTray(t *testing.T) {
 	stopTray(t, pid)
 }
 
+// packagedExe is the binary the packages install.
+const packagedExe = "/usr/bin/tether"
+
 // runningPackaged returns the processes that run /usr/bin/tether.
 func runningPackaged() []int {
 	var pids []int
@@ -329,7 +341,8 @@ func (r *loginRig) serviceVersion() string {
 // request is refused, and the tray the user opened from the app menu
 // says it was updated, in a notification of the desktop's notification
 // server. Then apt-get remove stops the service and its agents before
-// the binary goes, and purge leaves the user's config and state alone.
+// the binary goes, and it and purge leave the user's config, drop-in,
+// state and logs alone.
 func TestPackageUpgradeIsHotAndRemoveStops(t *testing.T) {
 	next, nextVersion := os.Getenv("TETHER_PACKAGE_DEB_NEXT"), os.Getenv("TETHER_PACKAGE_VERSION_NEXT")
 	if next == "" || nextVersion == "" {
@@ -370,7 +383,6 @@ func TestPackageUpgradeIsHotAndRemoveStops(t *testing.T) {
 	stopTray(t, tray)
 
 	// apt-get remove: the service and every agent stop, cleanly.
-	cfg := filepath.Join(r.m.Home, ".config", "tether", "agents.yaml")
 	cmd := exec.Command("apt-get", "-y", "-q", "remove", "tether")
 	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -384,67 +396,140 @@ func TestPackageUpgradeIsHotAndRemoveStops(t *testing.T) {
 	}
 	// The package has no conffiles: remove left nothing for apt-get
 	// purge to find, and dpkg --purge makes sure.
+	r.requireUserData(ids, "apt-get remove")
 	if out, err := exec.Command("dpkg", "--purge", "tether").CombinedOutput(); err != nil {
 		t.Fatalf("dpkg --purge: %v\n%s", err, out)
 	}
-	if _, err := os.Stat(cfg); err != nil {
-		t.Errorf("the user's config after purge: %v", err)
+	r.requireUserData(ids, "dpkg --purge")
+}
+
+// requireUserData fails the test unless what the user's tether wrote is
+// all there after what (a package's removal): the config, the drop-in of
+// the user's unit, the state directory with its state file, and the
+// log file of each of ids, not empty.
+func (r *loginRig) requireUserData(ids []string, what string) {
+	r.t.Helper()
+	state := filepath.Join(r.m.Home, ".local", "state", "tether", "default")
+	files := map[string]string{
+		"config":     filepath.Join(r.m.Home, ".config", "tether", "agents.yaml"),
+		"drop-in":    filepath.Join(r.m.Home, ".config", "systemd", "user", "tether.service.d", "tether.conf"),
+		"state file": filepath.Join(state, "state.json"),
 	}
-	if _, err := os.Stat(filepath.Join(r.m.Home, ".config", "systemd", "user", "tether.service.d", "tether.conf")); err != nil {
-		t.Errorf("the user's drop-in after purge: %v", err)
+	for _, id := range ids {
+		files["log of "+id] = filepath.Join(state, "logs", id+".log")
+	}
+	for name, f := range files {
+		fi, err := os.Stat(f)
+		switch {
+		case err != nil:
+			r.t.Errorf("the user's %s after %s: %v", name, what, err)
+		case !fi.Mode().IsRegular() || fi.Size() == 0:
+			r.t.Errorf("the user's %s after %s: %s is %v, %d bytes", name, what, f, fi.Mode(), fi.Size())
+		}
 	}
 }
 
 // hotUpgrade runs upgrade, a package tool that lands a newer package of
 // tether, while the rig's service runs the agents ids (their rows before
 // it in before), with status requests all along, as a client would make
-// them. The service must become nextVersion by itself within 5 s of the
-// package tool's start, in the same process, with no agent restarted
-// (the same pids) and no request refused.
+// them. The package lands when the tool puts the new /usr/bin/tether in
+// place of the old one (its scripts, which ask the service to upgrade,
+// and the triggers run after). The service must say nextVersion within
+// 5 s of the package landing, in the same process, with no agent
+// restarted (the same pids) and no request refused.
 func hotUpgrade(t *testing.T, r *loginRig, ids []string, before map[string]statusRow, upgrade *exec.Cmd, nextVersion string) {
 	t.Helper()
 	servicePID := r.unit("MainPID")
-	// Requests all along the upgrade, as a client would make them.
+	was, err := os.Stat(packagedExe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu             sync.Mutex
+		landed, served time.Time // when the binary was replaced; when an answer first said nextVersion
+	)
 	stop := make(chan struct{})
-	done := make(chan [2]int)
+	var wg sync.WaitGroup
+	// The landing: the first moment /usr/bin/tether is another file.
+	wg.Add(1)
 	go func() {
-		var asked, refused int
+		defer wg.Done()
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if fi, err := os.Stat(packagedExe); err == nil && !os.SameFile(fi, was) {
+				mu.Lock()
+				landed = time.Now()
+				mu.Unlock()
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	// Requests all along the upgrade, as a client would make them; the
+	// first answer with the new version is when it served (at the
+	// latest).
+	var asked, refused int
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
 		for {
 			select {
 			case <-stop:
-				done <- [2]int{asked, refused}
 				return
 			default:
 			}
 			asked++
-			if res := r.tether(false, "status"); res.code != 0 {
+			res := r.tether(false, "status", "--json")
+			if res.code != 0 {
 				refused++
 				t.Logf("status refused: exit %d: %s", res.code, res.stderr)
+				continue
+			}
+			var st struct {
+				Service struct{ Version string } `json:"service"`
+			}
+			if json.Unmarshal([]byte(res.stdout), &st) == nil && st.Service.Version == nextVersion {
+				mu.Lock()
+				if served.IsZero() {
+					served = time.Now()
+				}
+				mu.Unlock()
 			}
 		}
 	}()
+	stopAll := sync.OnceFunc(func() {
+		close(stop)
+		wg.Wait()
+	})
+	defer stopAll()
 	began := time.Now()
 	tool := strings.Join(upgrade.Args, " ")
 	out, err := upgrade.CombinedOutput()
 	if err != nil {
-		close(stop)
-		<-done
 		t.Fatalf("%s: %v\n%s", tool, err, out)
 	}
-	installed := time.Since(began)
+	took := time.Since(began)
 	t.Logf("%s:\n%s", tool, out)
-	var serving time.Duration
-	served := testproc.UntilEvery(5*time.Second, 20*time.Millisecond, func() bool {
-		serving = time.Since(began)
-		return r.serviceVersion() == nextVersion
-	})
-	if !served {
-		close(stop)
-		<-done
-		t.Fatalf("the service is not %s 5 s after the package landed\n%s", nextVersion, r.tail())
+	mu.Lock()
+	landedAt := landed
+	mu.Unlock()
+	if landedAt.IsZero() {
+		t.Fatalf("%s did not replace %s", tool, packagedExe)
 	}
-	close(stop)
-	counts := <-done
+	testproc.UntilEvery(time.Until(landedAt.Add(5*time.Second)), 20*time.Millisecond, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return !served.IsZero()
+	})
+	stopAll()
+	if served.IsZero() || served.Sub(landedAt) > 5*time.Second {
+		t.Fatalf("the service is not %s 5 s after the package landed (%v into %s)\n%s", nextVersion, landedAt.Sub(began).Round(time.Millisecond), tool, r.tail())
+	}
 	after := r.waitRunning(ids...)
 	restarted := 0
 	for _, id := range ids {
@@ -452,10 +537,10 @@ func hotUpgrade(t *testing.T, r *loginRig, ids []string, before map[string]statu
 			restarted++
 		}
 	}
-	t.Logf("package upgrade with %d agents: %s took %v, the new version served %v after it began; agents restarted %d; requests refused %d of %d",
-		len(ids), upgrade.Args[0], installed.Round(time.Millisecond), serving.Round(time.Millisecond), restarted, counts[1], counts[0])
-	if restarted != 0 || counts[1] != 0 {
-		t.Errorf("%d agents restarted, %d requests refused; want 0 and 0", restarted, counts[1])
+	t.Logf("package upgrade with %d agents: %s took %v; the package landed %v into it and the new version served %v after that; agents restarted %d; requests refused %d of %d",
+		len(ids), upgrade.Args[0], took.Round(time.Millisecond), landedAt.Sub(began).Round(time.Millisecond), served.Sub(landedAt).Round(time.Millisecond), restarted, refused, asked)
+	if restarted != 0 || refused != 0 {
+		t.Errorf("%d agents restarted, %d requests refused; want 0 and 0", restarted, refused)
 	}
 	if pid := r.unit("MainPID"); pid != servicePID {
 		t.Errorf("the service's pid went from %s to %s", servicePID, pid)
@@ -527,12 +612,22 @@ func installRPM(t *testing.T, pkg string) string {
 // itself, the same pids, no request refused (the package's %post with
 // 2, "a second package installed"); then rpm -e stops the service and
 // its agents before the binary goes (%preun with 0) and leaves the
-// user's config.
+// user's config, drop-in, state and logs.
 func TestPackageRPMUpgradeIsHotAndEraseStops(t *testing.T) {
 	pkg, next := os.Getenv("TETHER_PACKAGE_RPM"), os.Getenv("TETHER_PACKAGE_RPM_NEXT")
 	version, nextVersion := os.Getenv("TETHER_PACKAGE_VERSION"), os.Getenv("TETHER_PACKAGE_VERSION_NEXT")
 	if pkg == "" || next == "" || version == "" || nextVersion == "" {
 		t.Skip("TETHER_PACKAGE_RPM, TETHER_PACKAGE_RPM_NEXT and their versions are not set (make dist-test sets them)")
+	}
+	out, err := exec.Command("rpm", "-qlp", pkg).Output()
+	if err != nil {
+		t.Fatalf("rpm -qlp %s: %v", pkg, err)
+	}
+	listed := strings.Fields(string(out))
+	for _, f := range packagedFiles() {
+		if !slices.Contains(listed, f) {
+			t.Errorf("rpm -qlp does not list %s", f)
+		}
 	}
 	db := installRPM(t, pkg)
 	r := newLoginRig(t)
@@ -548,7 +643,6 @@ func TestPackageRPMUpgradeIsHotAndEraseStops(t *testing.T) {
 	}
 	hotUpgrade(t, r, ids, before, exec.Command("rpm", "-U", "--nodeps", "--dbpath", db, next), nextVersion)
 
-	cfg := filepath.Join(r.m.Home, ".config", "tether", "agents.yaml")
 	if out, err := exec.Command("rpm", "-e", "--nodeps", "--dbpath", db, "tether").CombinedOutput(); err != nil {
 		t.Fatalf("rpm -e: %v\n%s", err, out)
 	}
@@ -561,7 +655,5 @@ func TestPackageRPMUpgradeIsHotAndEraseStops(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/tether"); err == nil {
 		t.Error("rpm -e left /usr/bin/tether")
 	}
-	if _, err := os.Stat(cfg); err != nil {
-		t.Errorf("the user's config after rpm -e: %v", err)
-	}
+	r.requireUserData(ids, "rpm -e")
 }
