@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -418,14 +419,18 @@ func (r *loginRig) requireUserData(ids []string, what string) {
 	for _, id := range ids {
 		files["log of "+id] = filepath.Join(state, "logs", id+".log")
 	}
-	for name, f := range files {
-		fi, err := os.Stat(f)
+	var lost []string
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		fi, err := os.Stat(files[name])
 		switch {
 		case err != nil:
-			r.t.Errorf("the user's %s after %s: %v", name, what, err)
+			lost = append(lost, fmt.Sprintf("%s: %v", name, err))
 		case !fi.Mode().IsRegular() || fi.Size() == 0:
-			r.t.Errorf("the user's %s after %s: %s is %v, %d bytes", name, what, f, fi.Mode(), fi.Size())
+			lost = append(lost, fmt.Sprintf("%s: %s is %v, %d bytes", name, files[name], fi.Mode(), fi.Size()))
 		}
+	}
+	if len(lost) > 0 {
+		r.t.Errorf("after %s, the user's data is not all there:\n%s", what, strings.Join(lost, "\n"))
 	}
 }
 
