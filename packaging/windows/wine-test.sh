@@ -3,8 +3,8 @@
 # a person would, silently, into a fresh Wine prefix, and checks what it
 # left: the files, the Start-menu entry, the uninstall key and the Run
 # value (reg query), that the installed tether.exe runs the service and
-# an agent, that a newer installer over it while the service runs
-# upgrades that service in place (the agent keeps its pid, the service
+# 20 agents, that a newer installer over it while the service runs
+# upgrades that service in place (every agent keeps its pid, the service
 # answers with the newer version, no status request made all along is
 # refused), and that the
 # silent uninstaller stops the service, removes what was installed and
@@ -184,27 +184,30 @@ w "$exew" version || fail "tether.exe version"
 grep -q '^tether ' "$tmp/out" || fail "tether.exe version says no version"
 ok "tether.exe version: $(head -1 "$tmp/out")"
 
-# ---- the service and an agent, as a person's ----
+# ---- the service and its agents, as a person's ----
+# As many agents as the package upgrade's test on Linux runs, each a
+# sleeper of an identity of its own.
 mkdir -p "$roaming/tether"
 sleeperw=$(HOME="$winehome" winepath -w "$tmp/sleeper.exe" 2>/dev/null)
-cat >"$roaming/tether/agents.yaml" <<EOF
-agents:
-  - id: sleeper
-    identity: sleeper@wine
-    command: ['$sleeperw']
-    stop_timeout: 2s
-EOF
+agents=20
+ids=$(seq -f 'sleeper%02g' 1 "$agents")
+{
+	echo agents:
+	for id in $ids; do
+		printf "  - id: %s\n    identity: %s@wine\n    command: ['%s']\n    stop_timeout: 2s\n" "$id" "$id" "$sleeperw"
+	done
+} >"$roaming/tether/agents.yaml"
 HOME="$winehome" wine "$exew" service run >"$tmp/service.log" 2>&1 &
 service=$!
-# agentpid: the agent's pid, once it runs.
-agentpid() {
+# agentpids: each agent's id and pid (id:pid ...), once every one runs.
+agentpids() {
 	w "$exew" status --json || return 1
-	python3 - "$tmp/out" <<'PY'
+	python3 - "$tmp/out" "$agents" <<'PY'
 import json, sys
-agent = json.load(open(sys.argv[1]))["agents"][0]
-if agent["state"] != "running":
+rows = json.load(open(sys.argv[1]))["agents"]
+if len(rows) != int(sys.argv[2]) or any(r["state"] != "running" for r in rows):
     sys.exit(1)
-print(agent["pid"])
+print(" ".join(f'{r["id"]}:{r["pid"]}' for r in sorted(rows, key=lambda r: r["id"])))
 PY
 }
 # serviceversion: the version the running service says it runs.
@@ -213,11 +216,12 @@ serviceversion() {
 	python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["service"]["version"])' "$tmp/out"
 }
 eventually 60 w "$exew" status || fail "the service did not answer"
-w "$exew" start sleeper || fail "tether.exe start sleeper"
-eventually 30 agentpid >/dev/null || fail "the service did not run its agent"
-pid=$(agentpid)
+# shellcheck disable=SC2086 # the ids, one word each
+w "$exew" start $ids || fail "tether.exe start $ids"
+eventually 120 agentpids >/dev/null || fail "the service did not run its $agents agents"
+pids=$(agentpids)
 [ "$(serviceversion)" = "$old" ] || fail "the service says it runs $(serviceversion), not $old"
-ok "tether.exe service run: the agent runs (pid $pid), the service is $old"
+ok "tether.exe service run: the $agents agents run, the service is $old"
 
 # ---- a newer installer over it, the service running ----
 # A client asks for the status all along the upgrade, from a copy of the
@@ -236,21 +240,21 @@ began=$(date +%s%N)
 w "$setup" /S || { touch "$tmp/upgraded"; wait "$asker"; fail "the installer of $version over $old exited $?"; }
 [ "$(regval "$uninstKey" DisplayVersion)" = "$version" ] || { touch "$tmp/upgraded"; wait "$asker"; fail "DisplayVersion is not $version after the upgrade"; }
 # The service that ran the old binary handed over to the new one and
-# exited; its agent went on.
+# exited; its agents went on.
 newversion() { [ "$(serviceversion)" = "$version" ]; }
 eventually 30 newversion || { touch "$tmp/upgraded"; wait "$asker"; fail "the service does not say it runs $version after the upgrade"; }
 served=$((($(date +%s%N) - began) / 1000000))
 touch "$tmp/upgraded"
 wait "$asker"
 eventually 30 bash -c "! kill -0 $service 2>/dev/null" || fail "the old service still runs after the upgrade"
-eventually 30 agentpid >/dev/null || fail "no service answers after the upgrade"
-[ "$(agentpid)" = "$pid" ] || fail "the agent was restarted by the upgrade ($pid, now $(agentpid))"
+eventually 60 agentpids >/dev/null || fail "no service answers with its $agents agents running after the upgrade"
+[ "$(agentpids)" = "$pids" ] || fail "agents were restarted by the upgrade: before $pids, after $(agentpids)"
 [ "$(regval "$runKey" tether)" = "\"$exew\" service run" ] || fail "the upgrade dropped the Run value"
 asked=$(grep -c . "$tmp/asked" || true)
 refused=$(grep -c '^refused' "$tmp/asked" || true)
 [ "$asked" -gt 0 ] || fail "no status request was made during the upgrade"
 [ "$refused" = 0 ] || fail "$refused of $asked status requests were refused during the upgrade: $(grep -m3 '^refused' "$tmp/asked")"
-ok "upgraded $old -> $version with the service running: the same agent (pid $pid), the service says $version within ${served} ms of the installer's start, $asked status requests answered, none refused, the Run value kept"
+ok "upgraded $old -> $version with the service running: the same $agents agents (the same pids), the service says $version within ${served} ms of the installer's start, $asked status requests answered, none refused, the Run value kept"
 
 # ---- uninstall, silently ----
 # ours: the command lines of the Windows processes of this prefix that
@@ -281,12 +285,13 @@ w "$exew" --profile held service stop || fail "stopping the held profile's servi
 w "$exew" service install --no-start || fail "tether service install"
 HOME="$winehome" wine "$exew" service run >"$tmp/service.log" 2>&1 &
 eventually 60 w "$exew" status || fail "the service did not answer again"
-w "$exew" start sleeper || fail "tether.exe start sleeper, again"
-eventually 30 agentpid >/dev/null || fail "the service did not run its agent again"
+# shellcheck disable=SC2086 # the ids, one word each
+w "$exew" start $ids || fail "tether.exe start $ids, again"
+eventually 120 agentpids >/dev/null || fail "the service did not run its agents again"
 w "$sysreg" add "$runKey" /v keep /d 'C:\other.exe' /f || fail "writing another Run value"
 w "$inst/uninstall.exe" /S "_?=$instw" || fail "the uninstaller exited $?"
 # It returned once the service and its guardians had exited.
-if agentpid >/dev/null; then fail "the service still answers after the uninstall"; fi
+if agentpids >/dev/null; then fail "the service still answers after the uninstall"; fi
 for f in tether.exe tether.ico completions/tether.ps1; do
 	[ ! -e "$inst/$f" ] || fail "$f is left after the uninstall"
 done
@@ -297,7 +302,7 @@ if w "$sysreg" query "$uninstKey"; then fail "the uninstall key is left"; fi
 if regval "$runKey" tether >/dev/null; then fail "the Run value is left"; fi
 regval "$runKey" keep >/dev/null || fail "the uninstaller removed a Run value that was not tether's"
 [ -f "$roaming/tether/agents.yaml" ] || fail "the uninstaller removed the user's config"
-[ -f "$local/tether/logs/sleeper.log" ] || [ -n "$(find "$local/tether" -name 'sleeper*.log' 2>/dev/null)" ] ||
+[ -f "$local/tether/logs/sleeper01.log" ] || [ -n "$(find "$local/tether" -name 'sleeper01*.log' 2>/dev/null)" ] ||
 	fail "the uninstaller removed the user's state and logs ($local/tether)"
 ok "uninstalled: the service stopped, the files, entry, key and Run value gone; config, state and logs kept"
 echo "dist-test-windows passed in $(($(date +%s) - begin))s"
