@@ -46,11 +46,11 @@ func helperChanges([]string) int {
 func TestLinkUpIsAChange(t *testing.T) {
 	for _, tool := range []string{"unshare", "ip"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			skipOrFail(t, "%s not found: %v", tool, err)
+			testproc.SkipOrFail(t, "%s not found: %v", tool, err)
 		}
 	}
 	if os.Geteuid() != 0 {
-		skipOrFail(t, "a network namespace of its own needs root")
+		testproc.SkipOrFail(t, "a network namespace of its own needs root")
 	}
 	argv := testproc.Argv("changes")
 	cmd := exec.Command("unshare", append([]string{"--net"}, argv...)...)
@@ -59,14 +59,4 @@ func TestLinkUpIsAChange(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "changed") {
 		t.Fatalf("%v: %s", err, out)
 	}
-}
-
-// skipOrFail skips the test, or fails it under CI=true, where every tool
-// is to be there.
-func skipOrFail(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf(format, args...)
-	}
-	t.Skipf(format, args...)
 }

@@ -113,11 +113,11 @@ func inOwnNetns(t *testing.T) bool {
 	}
 	for _, tool := range []string{"unshare", "ip"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			skipOrFail(t, "%s not found (util-linux, iproute2): %v", tool, err)
+			testproc.SkipOrFail(t, "%s not found (util-linux, iproute2): %v", tool, err)
 		}
 	}
 	if os.Geteuid() != 0 {
-		skipOrFail(t, "a network namespace of its own needs root")
+		testproc.SkipOrFail(t, "a network namespace of its own needs root")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -139,16 +139,6 @@ func inOwnNetns(t *testing.T) bool {
 		t.Logf("in the network namespace:\n%s", out.Bytes())
 	}
 	return false
-}
-
-// skipOrFail skips the test, or fails it under CI=true, where every tool
-// is to be there.
-func skipOrFail(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true: "+format, args...)
-	}
-	t.Skipf(format, args...)
 }
 
 // ip runs ip(8) with args.
@@ -193,7 +183,7 @@ func TestOfflineUntilNetwork(t *testing.T) {
 	// A link with an address, down, and its peer up: changes, but no
 	// network yet.
 	if out, err := exec.Command("ip", "link", "add", "tn0", "type", "veth", "peer", "name", "tn1").CombinedOutput(); err != nil {
-		skipOrFail(t, "no veth link can be made here: %v: %s", err, out)
+		testproc.SkipOrFail(t, "no veth link can be made here: %v: %s", err, out)
 	}
 	ip(t, "addr", "add", "192.0.2.1/24", "dev", "tn0")
 	ip(t, "link", "set", "tn1", "up")

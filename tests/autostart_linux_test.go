@@ -207,7 +207,7 @@ const xdgAutostartGenerator = "/usr/lib/systemd/user-generators/systemd-xdg-auto
 func needGenerator(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat(xdgAutostartGenerator); err != nil {
-		skipOrFail(t, "no systemd XDG autostart generator: %v", err)
+		testproc.SkipOrFail(t, "no systemd XDG autostart generator: %v", err)
 	}
 }
 

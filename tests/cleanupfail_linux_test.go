@@ -32,14 +32,14 @@ type freezer struct {
 func newFreezer(t *testing.T) *freezer {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		skipOrFail(t, "running as uid %d: a freezer cgroup needs root", os.Geteuid())
+		testproc.SkipOrFail(t, "running as uid %d: a freezer cgroup needs root", os.Geteuid())
 	}
 	if _, err := os.Stat(filepath.Join(freezerRoot, "cgroup.procs")); err != nil {
-		skipOrFail(t, "no cgroup v1 freezer: %v", err)
+		testproc.SkipOrFail(t, "no cgroup v1 freezer: %v", err)
 	}
 	dir := filepath.Join(freezerRoot, fmt.Sprintf("tether-e2e-%d-%d", os.Getpid(), time.Now().UnixNano()))
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		skipOrFail(t, "cannot create a freezer cgroup: %v", err)
+		testproc.SkipOrFail(t, "cannot create a freezer cgroup: %v", err)
 	}
 	f := &freezer{t: t, dir: dir}
 	t.Cleanup(func() {

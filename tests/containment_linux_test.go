@@ -364,12 +364,12 @@ func TestContainmentSessionEscapee(t *testing.T) {
 	if uid == 0 {
 		var err error
 		if uid, gid, err = usermanager.PickUser(); err != nil {
-			skipOrFail(t, "an unprivileged user to run the service as: %v", err)
+			testproc.SkipOrFail(t, "an unprivileged user to run the service as: %v", err)
 		}
 		command = asUser(uid, gid)
 	}
 	if dir, err := punix.OwnCgroupDir(); err == nil && unix.Faccessat(unix.AT_FDCWD, dir, unix.W_OK, 0) == nil && uid == os.Geteuid() {
-		skipOrFail(t, "this user may write its cgroup %s: no rung 3 to test", dir)
+		testproc.SkipOrFail(t, "this user may write its cgroup %s: no rung 3 to test", dir)
 	}
 	m := uniqueMarker()
 	cleanupTrees(t, m)
@@ -412,10 +412,10 @@ func TestContainmentScopeEscapee(t *testing.T) {
 // Rung 1: as root, with a writable cgroup of its own.
 func TestContainmentCgroupEscapee(t *testing.T) {
 	if os.Geteuid() != 0 {
-		skipOrFail(t, "a writable cgroup v2 needs root here")
+		testproc.SkipOrFail(t, "a writable cgroup v2 needs root here")
 	}
 	if cg, err := punix.NewCgroup("tether-probe-" + uniqueMarker()); err != nil {
-		skipOrFail(t, "no writable cgroup v2: %v", err)
+		testproc.SkipOrFail(t, "no writable cgroup v2: %v", err)
 	} else {
 		_ = cg.Remove()
 	}

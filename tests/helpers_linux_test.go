@@ -21,24 +21,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// skipOrFail skips a test whose requirement this machine lacks, except on
-// CI (CI=true), where a missing requirement fails it: a CI run that skips
-// quietly proves nothing.
-func skipOrFail(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true: "+format, args...)
-	}
-	t.Skipf(format, args...)
-}
-
 // needTools skips (or, on CI, fails) a test when a program it runs is
 // missing.
 func needTools(t *testing.T, names ...string) {
 	t.Helper()
 	for _, n := range names {
 		if _, err := exec.LookPath(n); err != nil {
-			skipOrFail(t, "%s not found: %v", n, err)
+			testproc.SkipOrFail(t, "%s not found: %v", n, err)
 		}
 	}
 }

@@ -140,7 +140,7 @@ func TestLocalAPIRefusals(t *testing.T) {
 // the test binary, re-executed as uid 65534, still gets 403.
 func TestLocalAPIRefusesOtherUID(t *testing.T) {
 	if os.Geteuid() != 0 {
-		skipOrFail(t, "running as uid %d: only root can run a client as another uid", os.Geteuid())
+		testproc.SkipOrFail(t, "running as uid %d: only root can run a client as another uid", os.Geteuid())
 	}
 	const nobody = 65534
 	w := newWorld(t)

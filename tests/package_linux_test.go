@@ -55,7 +55,7 @@ func installDeb(t *testing.T) string {
 		t.Skip("TETHER_PACKAGE_DEB and TETHER_PACKAGE_VERSION are not set (make dist-test sets them)")
 	}
 	if os.Geteuid() != 0 {
-		skipOrFail(t, "installing a package needs root")
+		testproc.SkipOrFail(t, "installing a package needs root")
 	}
 	needTools(t, "apt-get", "dpkg")
 	if out, err := exec.Command("dpkg", "-s", "tether").CombinedOutput(); err == nil {
@@ -572,7 +572,7 @@ func TestPackageTrayStartsAtLogin(t *testing.T) {
 func installRPM(t *testing.T, pkg string) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		skipOrFail(t, "installing a package needs root")
+		testproc.SkipOrFail(t, "installing a package needs root")
 	}
 	needTools(t, "rpm", "dpkg")
 	if out, err := exec.Command("dpkg", "-s", "tether").CombinedOutput(); err == nil {

@@ -328,11 +328,11 @@ func TestSecretUnreadableFailsTheStart(t *testing.T) {
 // the command line all that user's.
 func TestSecretsAsAnUnprivilegedUser(t *testing.T) {
 	if os.Geteuid() != 0 {
-		skipOrFail(t, "running as another user needs root")
+		testproc.SkipOrFail(t, "running as another user needs root")
 	}
 	uid, gid, err := usermanager.PickUser()
 	if err != nil {
-		skipOrFail(t, "an unprivileged user: %v", err)
+		testproc.SkipOrFail(t, "an unprivileged user: %v", err)
 	}
 	w := userWorld(t, uid, gid, asUser(uid, gid))
 	w.withKeyring()

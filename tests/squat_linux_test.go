@@ -76,7 +76,7 @@ func squat(sock, logPath string) int {
 //     exit 3 with the reason.
 func TestClientRefusesAnotherUsersService(t *testing.T) {
 	if os.Geteuid() != 0 {
-		skipOrFail(t, "playing two other users needs root (uid %d)", os.Geteuid())
+		testproc.SkipOrFail(t, "playing two other users needs root (uid %d)", os.Geteuid())
 	}
 	const squatter = 65534
 	var victim int

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tether-dev/tether/guardian"
+	"github.com/tether-dev/tether/internal/testproc"
 	punix "github.com/tether-dev/tether/platform/unix"
 	"golang.org/x/sys/unix"
 )
@@ -82,11 +83,11 @@ func TestServiceSweepsLeftoverPrivateDirs(t *testing.T) {
 // alone.
 func TestServiceSweepsLeftoverCgroups(t *testing.T) {
 	if os.Geteuid() != 0 {
-		skipOrFail(t, "a writable cgroup v2 needs root here")
+		testproc.SkipOrFail(t, "a writable cgroup v2 needs root here")
 	}
 	own, err := punix.OwnCgroupDir()
 	if err != nil {
-		skipOrFail(t, "no cgroup v2: %v", err)
+		testproc.SkipOrFail(t, "no cgroup v2: %v", err)
 	}
 	m := uniqueMarker()
 	key := guardian.Key(m + "@relay")
@@ -95,7 +96,7 @@ func TestServiceSweepsLeftoverCgroups(t *testing.T) {
 	busy := filepath.Join(own, "tether-"+key+"-"+strings.Repeat("cd", 16))
 	for _, dir := range []string{left, other, busy} {
 		if err := os.Mkdir(dir, 0o755); err != nil {
-			skipOrFail(t, "no writable cgroup v2: %v", err)
+			testproc.SkipOrFail(t, "no writable cgroup v2: %v", err)
 		}
 		t.Cleanup(func() { _ = os.Remove(dir) })
 	}

@@ -140,22 +140,12 @@ func PickUser() (uid, gid int, err error) {
 	return 0, 0, errors.New("no unprivileged user in /etc/passwd")
 }
 
-// skipOrFail skips t, or fails it under CI=true, where a skip would prove
-// nothing.
-func skipOrFail(t testing.TB, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true: "+format, args...)
-	}
-	t.Skipf(format, args...)
-}
-
 // Start starts a manager for t. It returns once the manager has finished
 // starting up and owns org.freedesktop.systemd1 on its session bus.
 func Start(t testing.TB, opts Options) *Manager {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		skipOrFail(t, "a systemd user manager for the test needs root (cgroup delegation, a mount namespace)")
+		testproc.SkipOrFail(t, "a systemd user manager for the test needs root (cgroup delegation, a mount namespace)")
 	}
 	systemd := ""
 	for _, p := range systemdPaths {
@@ -165,20 +155,20 @@ func Start(t testing.TB, opts Options) *Manager {
 		}
 	}
 	if systemd == "" {
-		skipOrFail(t, "no systemd binary at %s (apt-get install systemd)", strings.Join(systemdPaths, " or "))
+		testproc.SkipOrFail(t, "no systemd binary at %s (apt-get install systemd)", strings.Join(systemdPaths, " or "))
 	}
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
-			skipOrFail(t, "a systemd user manager for the test needs %s: %v", tool, err)
+			testproc.SkipOrFail(t, "a systemd user manager for the test needs %s: %v", tool, err)
 		}
 	}
 	v2, v1, err := hierarchies()
 	if err != nil {
-		skipOrFail(t, "no cgroup v2 hierarchy to delegate: %v", err)
+		testproc.SkipOrFail(t, "no cgroup v2 hierarchy to delegate: %v", err)
 	}
 	if opts.UID == 0 {
 		if opts.UID, opts.GID, err = PickUser(); err != nil {
-			skipOrFail(t, "%v", err)
+			testproc.SkipOrFail(t, "%v", err)
 		}
 	}
 	m := &Manager{UID: opts.UID, GID: opts.GID, t: t, exited: make(chan struct{}), log: &testproc.Buffer{}}
@@ -189,7 +179,7 @@ func Start(t testing.TB, opts Options) *Manager {
 		t.Fatal(err)
 	}
 	if m.Cgroup, err = delegate(v2, name, m.UID, m.GID); err != nil {
-		skipOrFail(t, "cgroup v2 at %s is not writable here: %v", v2, err)
+		testproc.SkipOrFail(t, "cgroup v2 at %s is not writable here: %v", v2, err)
 	}
 	if v1 != "" {
 		if m.v1, err = delegate(v1, name, m.UID, m.GID); err != nil {

@@ -53,13 +53,3 @@ func enterScope(args []string) int {
 	}
 	return 0
 }
-
-// skipOrFail skips the test, or fails it where CI=true asks for every
-// test to run.
-func skipOrFail(t testing.TB, why string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true and %s", why)
-	}
-	t.Skip(why)
-}

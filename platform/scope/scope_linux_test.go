@@ -29,7 +29,7 @@ func TestEnterWithoutManager(t *testing.T) {
 
 	daemon, err := exec.LookPath("dbus-daemon")
 	if err != nil {
-		skipOrFail(t, "dbus-daemon not found: "+err.Error())
+		testproc.SkipOrFail(t, "dbus-daemon not found: %v", err)
 	}
 	sock := filepath.Join(dir, "bus")
 	cmd := exec.Command(daemon, "--session", "--nofork", "--nopidfile", "--nosyslog", "--address=unix:path="+sock)

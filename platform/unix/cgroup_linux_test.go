@@ -29,7 +29,7 @@ func newTestCgroup(t *testing.T) *Cgroup {
 	cg, err := NewCgroup(name)
 	if err != nil {
 		if errors.Is(err, ErrNoCgroup) {
-			skipOrFail(t, fmt.Sprintf("no writable cgroup v2: %v", err))
+			testproc.SkipOrFail(t, "no writable cgroup v2: %v", err)
 		}
 		t.Fatalf("NewCgroup(%q): %v", name, err)
 	}

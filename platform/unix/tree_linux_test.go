@@ -24,15 +24,15 @@ const freezerRoot = "/sys/fs/cgroup/freezer"
 func requireFreezer(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		skipOrFail(t, "the cgroup v1 freezer test needs root")
+		testproc.SkipOrFail(t, "the cgroup v1 freezer test needs root")
 	}
 	var st syscall.Statfs_t
 	const cgroupSuperMagic = 0x27e0eb
 	if err := syscall.Statfs(freezerRoot, &st); err != nil || st.Type != cgroupSuperMagic {
-		skipOrFail(t, fmt.Sprintf("no cgroup v1 freezer hierarchy at %s (statfs: %v)", freezerRoot, err))
+		testproc.SkipOrFail(t, "no cgroup v1 freezer hierarchy at %s (statfs: %v)", freezerRoot, err)
 	}
 	if _, err := os.Stat(filepath.Join(freezerRoot, "cgroup.procs")); err != nil {
-		skipOrFail(t, fmt.Sprintf("no cgroup v1 freezer hierarchy at %s: %v", freezerRoot, err))
+		testproc.SkipOrFail(t, "no cgroup v1 freezer hierarchy at %s: %v", freezerRoot, err)
 	}
 }
 
@@ -67,7 +67,7 @@ func newFreezer(t *testing.T) *freezer {
 	t.Helper()
 	dir := filepath.Join(freezerRoot, fmt.Sprintf("tether-unix-test-%d-%d", os.Getpid(), time.Now().UnixNano()))
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		skipOrFail(t, fmt.Sprintf("cannot create a freezer group: %v", err))
+		testproc.SkipOrFail(t, "cannot create a freezer group: %v", err)
 	}
 	t.Cleanup(func() {
 		var err error
