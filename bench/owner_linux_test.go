@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,7 +73,7 @@ func runOwner([]string) int {
 type owner struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stderr *syncBuffer
+	stderr *testproc.Buffer
 	answer ownerAnswer
 
 	waitOnce sync.Once
@@ -89,7 +88,7 @@ func startOwner(spec guardian.Spec) (*owner, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &owner{cmd: testproc.Command("owner"), stderr: &syncBuffer{}}
+	o := &owner{cmd: testproc.Command("owner"), stderr: &testproc.Buffer{}}
 	o.cmd.Stderr = o.stderr
 	if o.stdin, err = o.cmd.StdinPipe(); err != nil {
 		return nil, err
@@ -158,22 +157,4 @@ func (o *owner) wait() error {
 		o.waitErr = o.cmd.Wait()
 	})
 	return o.waitErr
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
