@@ -96,16 +96,17 @@ func (r *runner) serve(b *beginning, started func(*Controller, *localapi.Server)
 		defer orphans.Close()
 	}
 	c := NewController(Options{Paths: p, Executable: r.exe, Orphans: orphans, Logf: logf, resumed: b.resumed, leaseID: b.leaseID}, b.cfg, b.store)
-	c.service = ServiceInfo(r.exe, r.version)
 	var srv *localapi.Server
 	var served chan error
 	if e := b.early; e != nil {
-		// It answers already: from now on through the controller.
+		// It answers already, as the service it described then: from
+		// now on through the controller.
 		c.service = *e.api.status.Service
 		srv, served = e.srv, e.served
 		e.api.run(c)
 		upgrade.StopAt(upgrade.StepRunsAll)
 	} else {
+		c.service = ServiceInfo(r.exe, r.version)
 		srv, served = localapi.New(c, b.listener), make(chan error, 1)
 		go func() { served <- srv.Serve() }()
 	}
