@@ -35,9 +35,13 @@ import (
 //   - again-ms: from the upgrade request until the first status answer
 //     from the successor reaches a client (the request's first
 //     milliseconds check the new binary, with the API answering);
-//   - gap-ms: from the moment the API stopped accepting (the pause,
-//     Status.Service.Upgrade.Paused) until that first answer: how long
-//     the API did not answer, which the target (50 ms) bounds;
+//   - gap-ms: from the moment the service stopped accepting (the
+//     pause, Status.Service.Upgrade.Paused) until a client's first
+//     status answer after it, the stand-in's (see upgrade.StandIn) or
+//     else the successor's: how long the API did not answer, which the
+//     target (50 ms) bounds;
+//   - successor-ms: from the pause until the successor's first answer
+//     (every request but a status waits that long);
 //   - wait-max-ms: the longest any status request waited during the
 //     upgrade (it queues in the listener's backlog meanwhile);
 //   - refused: status requests that failed (the target is none);
@@ -98,7 +102,7 @@ func benchUpgrades(b *testing.B, c upgradeCase) {
 	}
 	before := rowsOf(up.rows)
 
-	var took, again, gap, waitMax []time.Duration
+	var took, again, gap, successor, waitMax []time.Duration
 	refused, changed := 0, 0
 	for b.Loop() {
 		if c.land {
@@ -125,7 +129,11 @@ func benchUpgrades(b *testing.B, c upgradeCase) {
 			b.Fatalf("%v\nservice log:\n%s", err, s.output())
 		}
 		took, again, gap, waitMax = append(took, r.took...), append(again, r.again...), append(gap, r.gap...), append(waitMax, r.waitMax)
+		successor = append(successor, r.successor...)
 		refused += r.refused
+		for _, err := range r.errs {
+			b.Logf("a status refused during an upgrade: %v", err)
+		}
 		b.StopTimer()
 		st, err := w.client.Status(context.Background())
 		if err != nil {
@@ -156,6 +164,7 @@ func benchUpgrades(b *testing.B, c upgradeCase) {
 	reportDurations(b, "upgrade-", took)
 	reportDurations(b, "again-", again)
 	reportDurations(b, "gap-", gap)
+	reportDurations(b, "successor-", successor)
 	b.ReportMetric(millis(quantile(waitMax, 1)), "wait-max-ms")
 	b.ReportMetric(float64(refused), "refused")
 	b.ReportMetric(float64(changed), "changed")
@@ -244,12 +253,13 @@ func rowsOf(rows []api.Agent) map[string]api.Agent {
 // hammerEvery paces each status client of BenchmarkUpgrade.
 const hammerEvery = 5 * time.Millisecond
 
-// upgradeResult is one call of upgradeOnce as it saw it: took, again
-// and gap hold one figure for each upgrade asked.
+// upgradeResult is one call of upgradeOnce as it saw it: took, again,
+// gap and successor hold one figure for each upgrade asked.
 type upgradeResult struct {
-	took, again, gap []time.Duration
-	waitMax          time.Duration
-	refused          int
+	took, again, gap, successor []time.Duration
+	errs                        []error // the refusals
+	waitMax                     time.Duration
+	refused                     int
 }
 
 // upgradeOnce asks the world's service for asks upgrades to exe at the
@@ -264,9 +274,10 @@ func (w *svcWorld) upgradeOnce(exe string, asks int) (upgradeResult, error) {
 		ids[i] = fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), i)
 	}
 	var mu sync.Mutex
-	first := map[string]time.Time{} // each upgrade's successor's first answer
-	ups := map[string]api.Upgrade{} // each upgrade, as its successor told it
-	seen := 0                       // clients that have had an answer from the last successor
+	first := map[string]time.Time{}  // each upgrade's successor's first answer
+	paused := map[string]time.Time{} // each upgrade's first answer after its pause
+	ups := map[string]api.Upgrade{}  // each upgrade, as its successor told it
+	seen := 0                        // clients that have had an answer from the last successor
 	var wg sync.WaitGroup
 	begin := time.Now()
 	for range 4 {
@@ -279,12 +290,18 @@ func (w *svcWorld) upgradeOnce(exe string, asks int) (upgradeResult, error) {
 				r.waitMax = max(r.waitMax, t1.Sub(t0))
 				if err != nil {
 					r.refused++
+					r.errs = append(r.errs, fmt.Errorf("after %v (%s, sent %s): %w", t1.Sub(begin), t1.Format("15:04:05.000000"), t0.Format("15:04:05.000000"), err))
 				}
 				var u *api.Upgrade
 				if err == nil && st.Service != nil {
 					u = st.Service.Upgrade
 				}
 				successor := u != nil && slices.Contains(ids, u.ID) && u.Took > 0
+				if u != nil && slices.Contains(ids, u.ID) && u.Paused > 0 {
+					if f, ok := paused[u.ID]; !ok || t1.Before(f) {
+						paused[u.ID] = t1
+					}
+				}
 				if successor {
 					if f, ok := first[u.ID]; !ok || t1.Before(f) {
 						first[u.ID] = t1
@@ -328,7 +345,8 @@ func (w *svcWorld) upgradeOnce(exe string, asks int) (upgradeResult, error) {
 		}
 		r.took = append(r.took, u.Took)
 		r.again = append(r.again, first[id].Sub(begin))
-		r.gap = append(r.gap, first[id].Sub(u.Began.Add(u.Paused)))
+		r.gap = append(r.gap, paused[id].Sub(u.Began.Add(u.Paused)))
+		r.successor = append(r.successor, first[id].Sub(u.Began.Add(u.Paused)))
 	}
 	return r, nil
 }

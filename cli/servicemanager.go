@@ -22,7 +22,7 @@ func (inv *invocation) serviceManager(p service.Paths, args []string) int {
 	case "upgrade":
 		return inv.upgrade(p, args[1:])
 	case "handover-check":
-		return upgrade.HandoverCheck(Version, os.Stdin, inv.stdout)
+		return upgrade.HandoverCheck(Version, os.Stdin, inv.stdout, service.ServeStandIn)
 	}
 	fs := newFlags("service "+verb, inv)
 	printOnly := fs.Bool("print", false, "show exactly what would be written, and write nothing")

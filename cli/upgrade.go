@@ -71,9 +71,14 @@ func upgradeService(c *client.Client, exe string) (api.Upgrade, error) {
 		return api.Upgrade{}, err
 	}
 	id := ans.Upgrade.ID
+	// A stand-in answered for the service while it handed over: the
+	// successor had not answered yet.
+	stoodIn := false
 	for {
 		st, err := c.Status(ctx)
 		switch {
+		case errors.Is(err, client.ErrNotRunning) && stoodIn:
+			return api.Upgrade{}, &api.Error{Code: api.CodeUpgrade, Message: "the service ended during the upgrade: its successor died before it answered; the service manager, if any, starts it again"}
 		case errors.Is(err, client.ErrNotRunning):
 			return api.Upgrade{}, &api.Error{Code: api.CodeUpgrade, Message: "the service stopped during the upgrade: its successor died after taking over (the service manager, if any, starts it again)"}
 		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded):
@@ -95,6 +100,7 @@ func upgradeService(c *client.Client, exe string) (api.Upgrade, error) {
 			if u.Took > 0 {
 				return u, nil
 			}
+			stoodIn = stoodIn || u.Paused > 0
 		}
 		select {
 		case <-ctx.Done():

@@ -88,12 +88,14 @@ func unwrapOpError(err error) error {
 	return err
 }
 
+// peerOf takes a unix socket connection, or one that wraps it and
+// gives its descriptor (SyscallConn).
 func peerOf(c net.Conn) (Peer, error) {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
+	sc, ok := c.(syscall.Conn)
+	if a := c.LocalAddr(); !ok || a == nil || a.Network() != "unix" {
 		return Peer{}, fmt.Errorf("%T is not a unix socket connection", c)
 	}
-	uid, pid, err := punix.PeerUID(uc)
+	uid, pid, err := punix.PeerUID(sc)
 	return Peer{User: strconv.Itoa(uid), PID: pid}, err
 }
 

@@ -38,6 +38,9 @@ type apiListener struct {
 	done    chan struct{} // closed by Close
 	// deadline is the one SetDeadline gave, which a new socket gets too.
 	deadline time.Time
+	// held are connections accepted elsewhere (a stand-in's), which
+	// Accept returns before it accepts anything.
+	held []net.Conn
 }
 
 // listenAPI listens on the profile's socket and keeps it.
@@ -78,10 +81,24 @@ func currentListener(l net.Listener) net.Listener {
 	return l
 }
 
+// hold makes Accept return conns first, in their order: connections a
+// stand-in accepted and held, their requests unread.
+func (a *apiListener) hold(conns []net.Conn) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.held = append(a.held, conns...)
+}
+
 // Accept implements net.Listener.
 func (a *apiListener) Accept() (net.Conn, error) {
 	for {
 		a.mu.Lock()
+		if len(a.held) > 0 && !a.closed {
+			c := a.held[0]
+			a.held = a.held[1:]
+			a.mu.Unlock()
+			return c, nil
+		}
 		l := a.cur
 		a.mu.Unlock()
 		c, err := l.Accept()
@@ -131,6 +148,10 @@ func (a *apiListener) Close() error {
 	}
 	a.closed = true
 	close(a.done)
+	for _, c := range a.held {
+		c.Close()
+	}
+	a.held = nil
 	a.stopWatchLocked()
 	return a.cur.Close()
 }

@@ -116,6 +116,7 @@ func (r *runner) serve(b *beginning, started func(*Controller, *localapi.Server)
 	u := &upgrade.Upgrader{Profile: p.Profile, StateDir: p.StateDir, Exe: r.exe, Version: r.version, Args: globalArgs(p),
 		Control: upgradeControl{c}, Server: srv, Inherit: b.inherit,
 		Listener: func() net.Listener { return currentListener(b.listener) },
+		Held:     b.listener.hold,
 		Logf:     logf, Notify: notify, Env: r.mgr.Env()}
 
 	// After a resume every agent is looked at at once (Slept).

@@ -46,9 +46,13 @@ func (r *runner) takeOver(path string, began time.Time, beganCPU time.Duration) 
 		// first, from the rows: the rest of the agents, the config,
 		// the state and the controller (some 25 ms of a core for 200
 		// agents) wait for the first answer to be out, or answerWait.
-		select {
-		case <-early.srv.Answered():
-		case <-time.After(answerWait):
+		// Where a stand-in answered them, what it held waits for the
+		// controller: it goes on at once.
+		if !early.stoodIn {
+			select {
+			case <-early.srv.Answered():
+			case <-time.After(answerWait):
+			}
 		}
 	}
 	b, err := h.begin()
@@ -77,9 +81,11 @@ func (r *runner) takeOver(path string, began time.Time, beganCPU time.Duration) 
 		// binary an install replaced frees its pages, milliseconds of
 		// a core that the first answers need more.
 		go func() {
-			select {
-			case <-srv.Answered():
-			case <-time.After(attachWait):
+			if !early.stoodIn {
+				select {
+				case <-srv.Answered():
+				case <-time.After(attachWait):
+				}
 			}
 			attachAll(p, b, logf)
 			b.inherit.Served()
@@ -102,10 +108,14 @@ type answering struct {
 	served  chan error // Serve's end
 	upgrade api.Upgrade
 	steps   []upgrade.StepAt // the timeline up to serving
+	// stoodIn: a stand-in answered the statuses meanwhile, and handed
+	// back the rest.
+	stoodIn bool
 }
 
 // answerEarly serves the API on the listener handed over, from the
-// record h read until the controller is given (takeoverAPI.run).
+// record h read until the controller is given (takeoverAPI.run), once
+// the stand-in, if any, has stopped: what it held is served first.
 func (r *runner) answerEarly(h *handover) *answering {
 	up := h.rec.Upgrade
 	up.Took = time.Since(up.Began)
@@ -118,6 +128,15 @@ func (r *runner) answerEarly(h *handover) *answering {
 	svc.Upgrade = &up
 	a := &answering{api: newTakeoverAPI(r.p, svc, h.rows), served: make(chan error, 1), upgrade: up}
 	a.srv = localapi.New(a.api, h.listener)
+	if h.rec.StandIn != 0 {
+		held, err := h.in.Recall()
+		if err != nil {
+			r.logf("upgrade %s: %v", up.ID, err)
+		}
+		h.listener.hold(held)
+		a.stoodIn = true
+		upgrade.StopAt(upgrade.StepRecalled)
+	}
 	go func() { a.served <- a.srv.Serve() }()
 	upgrade.StopAt(upgrade.StepServing)
 	a.steps = upgrade.Steps()

@@ -78,6 +78,7 @@ func (u upgradeControl) Freeze(ctx context.Context) (*upgrade.Frozen, error) {
 }
 func (u upgradeControl) SetUpgrade(up api.Upgrade) { u.c.setUpgrade(up) }
 func (u upgradeControl) Build() string             { return u.c.serviceInfo().Build }
+func (u upgradeControl) Status() api.Status        { return u.c.Status() }
 
 // freeze stops every actor where nothing is in flight and detaches its
 // session, lets go of the warm guardians, and writes the queued run

@@ -234,7 +234,7 @@ exit 1
 	} {
 		r := w.run(time.Minute, "service", "upgrade", c.path)
 		if r.code != 1 || !strings.Contains(r.stderr, c.want) {
-			t.Errorf("%s: exit %d, stderr %q; want exit 1 saying %q", c.name, r.code, r.stderr, c.want)
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 saying %q\n%s", c.name, r.code, r.stderr, c.want, svc.output())
 		}
 	}
 	after, st := rowsByID(t, c)
@@ -246,7 +246,6 @@ exit 1
 		t.Errorf("status says of the last upgrade %+v, want its error", u)
 	}
 	exactlyOnce(t, 100*time.Millisecond, map[string]int{m + "-x": 1, m + "-y": 1, m + "-z": 1})
-	_ = svc
 }
 
 // A binary that refuses the config is refused before anything is
@@ -317,7 +316,7 @@ func TestUpgradeExecFails(t *testing.T) {
 	c := w.client("default")
 	before, _ := rowsByID(t, c)
 	vanishing := filepath.Join(w.dir, "vanishing")
-	body := fmt.Sprintf("#!/bin/sh\nif [ \"$3\" = service ] && [ \"$4\" = handover-check ]; then %q \"$@\"; rc=$?; rm -f \"$0\"; exit $rc; fi\nexec %q \"$@\"\n", tether, tether)
+	body := fmt.Sprintf("#!/bin/sh\nif [ \"$3\" = service ] && [ \"$4\" = handover-check ]; then rm -f \"$0\"; exec %q \"$@\"; fi\nexec %q \"$@\"\n", tether, tether)
 	if err := os.WriteFile(vanishing, []byte(body), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +343,7 @@ func TestUpgradeExecFails(t *testing.T) {
 // exactly once: never two trees.
 func TestUpgradeKilledAtEachStep(t *testing.T) {
 	const stop = 300 * time.Millisecond
-	for _, step := range []string{"paused", "frozen", "recorded", "exec", "successor", "serving", "attaching", "announcing"} {
+	for _, step := range []string{"paused", "stand-in", "frozen", "recorded", "exec", "successor", "recalled", "serving", "attaching", "announcing"} {
 		t.Run(step, func(t *testing.T) {
 			w, svc, m := upgradeWorld(t, stop, "TETHER_TEST_HANDOVER_STOP="+step)
 			upgraded := make(chan result, 1)
@@ -562,6 +561,79 @@ func TestUpgradeSuccessorThatHangsIsBounded(t *testing.T) {
 	}
 	waitTrees(t, m+"-x", 1)
 	exactlyOnce(t, 300*time.Millisecond, map[string]int{m + "-x": 1, m + "-y": 1, m + "-z": 1})
+}
+
+// While the successor starts (here it waits two seconds before it execs
+// this tether), a stand-in answers every status at once, with the rows
+// as the pause left them and the upgrade under way; a request that is
+// not a status (a stop) waits, and the successor answers it; once the
+// successor serves, the stand-in is gone.
+func TestUpgradeStandInAnswersMeanwhile(t *testing.T) {
+	w, svc, _ := upgradeWorld(t, 300*time.Millisecond)
+	c := w.client("default")
+	before, st0 := rowsByID(t, c)
+	slow := successorScript(t, w, "slow", fmt.Sprintf("sleep 2\nexec %q \"$@\"", tether))
+	upgraded := make(chan result, 1)
+	go func() { upgraded <- w.run(time.Minute, "service", "upgrade", slow) }()
+	standing := func(st api.Status) bool {
+		u := st.Service.Upgrade
+		return u != nil && u.Paused > 0 && u.Took == 0
+	}
+	var st api.Status
+	if !testproc.UntilEvery(10*time.Second, 5*time.Millisecond, func() bool {
+		var err error
+		st, err = c.Status(context.Background())
+		return err == nil && st.Service != nil && standing(st)
+	}) {
+		t.Fatalf("no status answered during the handover\nservice log:\n%s", svc.output())
+	}
+	stopped := make(chan result, 1)
+	go func() { stopped <- w.run(time.Minute, "stop", "z") }()
+	for range 5 {
+		begin := time.Now()
+		st, err := c.Status(context.Background())
+		if took := time.Since(begin); err != nil || took > time.Second || !standing(st) {
+			t.Errorf("a status while the successor starts: %v after %v, upgrade %+v; want the stand-in's answer at once", err, took, st.Service)
+		}
+		after := map[string]api.Agent{}
+		for _, a := range st.Agents {
+			after[a.ID] = a
+		}
+		sameAgents(t, before, after)
+		if st.ServicePID != st0.ServicePID {
+			t.Errorf("the stand-in says the service is pid %d, want %d", st.ServicePID, st0.ServicePID)
+		}
+	}
+	if r := <-upgraded; r.code != 0 {
+		t.Fatalf("the upgrade: exit %d %s%s\nservice log:\n%s", r.code, r.stdout, r.stderr, svc.output())
+	}
+	if r := <-stopped; r.code != 0 {
+		t.Errorf("a stop asked during the handover: exit %d %s%s", r.code, r.stdout, r.stderr)
+	}
+	after, st := rowsByID(t, c)
+	if z := after["z"]; z.State != api.StateStopped {
+		t.Errorf("z after its stop: %s", z.State)
+	}
+	delete(before, "z")
+	sameAgents(t, before, after)
+	if u := st.Service.Upgrade; u == nil || u.Took == 0 {
+		t.Errorf("the successor says of the upgrade %+v", u)
+	}
+	standIns := func() (left []int) {
+		procs, _ := punix.Processes()
+		for _, p := range procs {
+			if p.PPid != st0.ServicePID || p.Zombie() {
+				continue
+			}
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.Pid)); err == nil && strings.Contains(string(b), "handover-check") {
+				left = append(left, p.Pid)
+			}
+		}
+		return left
+	}
+	if !testproc.Until(5*time.Second, func() bool { return len(standIns()) == 0 }) {
+		t.Errorf("stand-ins left: %v", standIns())
+	}
 }
 
 // Two upgrades asked at once go one after the other: both succeed, each

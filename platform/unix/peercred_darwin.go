@@ -1,8 +1,8 @@
 package unix
 
 import (
-	"net"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -12,11 +12,12 @@ import (
 const xucredVersion = 0
 
 // PeerUID returns the effective uid and the pid of the process at the other
-// end of c, as the kernel recorded them when the connection was made
+// end of c, a unix socket connection (or one that wraps it), as the
+// kernel recorded them when the connection was made
 // (LOCAL_PEERCRED, LOCAL_PEERPID). The pid is 0 when the kernel does not
 // report it (LOCAL_PEERPID appeared in macOS 10.8); the uid is what
 // callers check.
-func PeerUID(c *net.UnixConn) (uid int, pid int, err error) {
+func PeerUID(c syscall.Conn) (uid int, pid int, err error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return -1, 0, err

@@ -1,17 +1,18 @@
 package unix
 
 import (
-	"net"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
 // PeerUID returns the effective uid and the pid of the process at the other
-// end of c, as the kernel recorded them when the connection was made
+// end of c, a unix socket connection (or one that wraps it), as the
+// kernel recorded them when the connection was made
 // (SO_PEERCRED). They describe the connecting process, not whoever holds
 // the descriptor now.
-func PeerUID(c *net.UnixConn) (uid int, pid int, err error) {
+func PeerUID(c syscall.Conn) (uid int, pid int, err error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return -1, 0, err

@@ -114,6 +114,15 @@ func (g *generation) quiet(now time.Time) (next time.Time, quiet bool) {
 	return next, len(g.conns) == 0
 }
 
+// CloseAfterAnswer makes every answer close its connection, for a
+// server that answers once per connection (an upgrade's stand-in). Call
+// it before Serve.
+func (s *Server) CloseAfterAnswer() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gen.hs.SetKeepAlivesEnabled(false)
+}
+
 // Resume serves the listener again after a Pause.
 func (s *Server) Resume() {
 	s.mu.Lock()

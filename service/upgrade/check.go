@@ -38,6 +38,12 @@ type Answer struct {
 	Guardian string `json:"guardian,omitempty"`
 	// Error says why it cannot take over; empty: it can.
 	Error string `json:"error,omitempty"`
+	// StandIn: it stays, on the control socket offered, to stand in
+	// for the service while it hands over (see StandIn).
+	StandIn bool `json:"stand_in,omitempty"`
+	// PID is the check's process: a check stands in only when it is the
+	// process the service started.
+	PID int `json:"pid,omitempty"`
 }
 
 // Offer is what the running service tells the new binary.
@@ -45,15 +51,19 @@ type Offer struct {
 	Handover int    `json:"handover"` // the record version this service writes
 	Guardian []int  `json:"guardian"` // the protocol versions of the running guardians
 	Config   Config `json:"config"`
+	// StandIn: the check has a control socket (descriptor 3), and may
+	// stand in for the service while it hands over (see StandIn).
+	StandIn bool `json:"stand_in,omitempty"`
 }
 
 // HandoverCheck is "tether service handover-check": it reads an Offer on
 // stdin and answers with an Answer on stdout, once it has parsed the
 // offered config, saying whether this binary can take over the service
-// that asks. It exits 0 when it can.
-func HandoverCheck(version string, stdin io.Reader, stdout io.Writer) int {
+// that asks. It exits 0 when it can; offered a control socket, it then
+// stands in for the service, with serve, until the handover ends.
+func HandoverCheck(version string, stdin io.Reader, stdout io.Writer, serve StatusServer) int {
 	ans := Answer{Version: version, Build: SelfBuild(), Handover: Version,
-		Protocol: [2]int{wire.Version, wire.Version}}
+		Protocol: [2]int{wire.Version, wire.Version}, PID: os.Getpid()}
 	// The guardian program beside this binary is asked for its
 	// protocol while the offer is read.
 	guardianCheck := make(chan guardianProgramCheck, 1)
@@ -83,10 +93,14 @@ func HandoverCheck(version string, stdin io.Reader, stdout io.Writer) int {
 		}
 	}
 	ans.Error = strings.Join(problems, "; ")
+	ans.StandIn = ans.Error == "" && offer.StandIn && serve != nil && canStandIn()
 	b, _ := json.Marshal(ans)
 	_, _ = stdout.Write(append(b, '\n'))
 	if ans.Error != "" {
 		return 1
+	}
+	if ans.StandIn {
+		return standIn(serve)
 	}
 	return 0
 }
@@ -120,61 +134,112 @@ func checkGuardianProgram() guardianProgramCheck {
 }
 
 // check runs exe's handover-check with offer, and returns its answer
-// once it has said yes and exited 0: checkTimeout at most for the
-// answer, and checkExitWait more for the exit, after which it is killed.
-func check(ctx context.Context, exe string, globalArgs []string, offer Offer) (Answer, error) {
+// once it has said yes: checkTimeout at most for the answer. A check
+// that stands in is returned, running; one that does not must exit 0
+// within checkExitWait more, or it is killed.
+func check(exe string, globalArgs []string, offer Offer) (Answer, *StandIn, error) {
 	var ans Answer
 	fi, err := os.Stat(exe)
 	switch {
 	case err != nil:
-		return ans, err
+		return ans, nil, err
 	case !fi.Mode().IsRegular():
-		return ans, fmt.Errorf("%s is not a regular file", exe)
+		return ans, nil, fmt.Errorf("%s is not a regular file", exe)
 	case runtime.GOOS != "windows" && fi.Mode().Perm()&0o111 == 0:
-		return ans, fmt.Errorf("%s is not executable (mode %v)", exe, fi.Mode().Perm())
+		return ans, nil, fmt.Errorf("%s is not executable (mode %v)", exe, fi.Mode().Perm())
 	}
+	lk, theirs, err := newLink()
+	if err != nil {
+		return ans, nil, err
+	}
+	if theirs != nil {
+		defer theirs.Close()
+		offer.StandIn = true
+	}
+	kept := false
+	defer func() {
+		if !kept && lk != nil {
+			lk.close()
+		}
+	}()
 	in, err := json.Marshal(offer)
 	if err != nil {
-		return ans, err
+		return ans, nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
-	defer cancel()
+	// The context ends the check (its group) when it does not answer in
+	// time, or once it has exited; a stand-in's lasts until it exits.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() {
+		if !kept {
+			cancel()
+		}
+	}()
+	timedOut := make(chan struct{})
+	timer := time.AfterFunc(checkTimeout, func() { close(timedOut); cancel() })
+	defer timer.Stop()
 	cmd := exec.CommandContext(ctx, exe, slices.Concat(globalArgs, []string{"service", "handover-check"})...)
 	cmd.Stdin = bytes.NewReader(in)
 	var stderr bytes.Buffer
 	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
 	cmd.WaitDelay = time.Second
+	if theirs != nil {
+		cmd.ExtraFiles = []*os.File{theirs}
+	}
 	// What it forks is killed with it, and once it has ended: no check
 	// leaves a process behind (it would be the service's child).
 	platform.IsolateGroup(cmd)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return ans, err
+		return ans, nil, err
 	}
 	if err := platform.StartChild(cmd); err != nil {
-		return ans, fmt.Errorf("%s cannot take over: %w", exe, err)
+		return ans, nil, fmt.Errorf("%s cannot take over: %w", exe, err)
 	}
-	defer platform.KillGroup(cmd)
+	if theirs != nil {
+		// Its end is the check's alone: the stand-in's end is seen.
+		theirs.Close()
+	}
+	defer func() {
+		if !kept {
+			platform.KillGroup(cmd)
+		}
+	}()
 	// What it wrote, kept for the message when it is not an answer.
 	var out bytes.Buffer
 	dec := json.NewDecoder(io.TeeReader(io.LimitReader(stdout, 16<<20), &out))
-	if err := dec.Decode(&ans); err != nil {
+	err = dec.Decode(&ans)
+	// It stands in when it says it does and is the process started (not
+	// a wrapper of one, whose exit is the verdict), and it can.
+	if err == nil && ans.Error == "" && ans.Handover == Version && ans.StandIn && ans.PID == cmd.Process.Pid && lk != nil {
+		timer.Stop()
+		kept = true
+		return ans, &StandIn{cmd: cmd, link: lk, cancel: cancel}, nil
+	}
+	if lk != nil {
+		// Ended before it is waited for: a check that would stand in
+		// ends with its control socket.
+		lk.close()
+	}
+	if err != nil {
 		runErr := platform.WaitChild(cmd)
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
 			msg = strings.TrimSpace(out.String())
 		}
-		switch {
-		case ctx.Err() != nil:
+		select {
+		case <-timedOut:
 			runErr = fmt.Errorf("no answer within %v", checkTimeout)
-		case runErr == nil:
-			runErr = errors.New("it answered no handover check")
+		default:
+			if runErr == nil {
+				runErr = errors.New("it answered no handover check")
+			}
 		}
-		return ans, fmt.Errorf("%s cannot take over (is it a tether that knows handover-check?): %v: %.300s", exe, runErr, msg)
+		return ans, nil, fmt.Errorf("%s cannot take over (is it a tether that knows handover-check?): %v: %.300s", exe, runErr, msg)
 	}
+	timer.Stop()
 	if ans.Error != "" {
 		_ = platform.WaitChild(cmd)
-		return ans, fmt.Errorf("%s (tether %s) cannot take over: %s", exe, ans.Version, ans.Error)
+		return ans, nil, fmt.Errorf("%s (tether %s) cannot take over: %s", exe, ans.Version, ans.Error)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- platform.WaitChild(cmd) }()
@@ -186,12 +251,12 @@ func check(ctx context.Context, exe string, globalArgs []string, offer Offer) (A
 		err = fmt.Errorf("it answered, and had not exited %v later", checkExitWait)
 	}
 	if err != nil {
-		return ans, fmt.Errorf("%s: handover check: %v", exe, err)
+		return ans, nil, fmt.Errorf("%s: handover check: %v", exe, err)
 	}
 	if ans.Handover != Version {
-		return ans, fmt.Errorf("%s (tether %s) reads handover records of version %d; this service writes version %d", exe, ans.Version, ans.Handover, Version)
+		return ans, nil, fmt.Errorf("%s (tether %s) reads handover records of version %d; this service writes version %d", exe, ans.Version, ans.Handover, Version)
 	}
-	return ans, nil
+	return ans, nil, nil
 }
 
 type limitedWriter struct {

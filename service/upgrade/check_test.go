@@ -31,7 +31,7 @@ func TestHandoverCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
-		code := HandoverCheck("test", bytes.NewReader(in), &out)
+		code := HandoverCheck("test", bytes.NewReader(in), &out, nil)
 		if bytes.Count(out.Bytes(), []byte("\n")) != 1 {
 			t.Fatalf("%s: the answer %q, want one line", c.name, out.String())
 		}

@@ -3,7 +3,6 @@
 package upgrade
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -29,7 +28,7 @@ func TestCheckLeavesNoChild(t *testing.T) {
 	if err := os.WriteFile(exe, []byte(body), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	_, err := check(context.Background(), exe, nil, Offer{Handover: Version})
+	_, _, err := check(exe, nil, Offer{Handover: Version})
 	if err == nil || !strings.Contains(err.Error(), "had not exited") {
 		t.Fatalf("a check that does not exit: %v, want it refused as such", err)
 	}

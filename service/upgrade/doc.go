@@ -4,13 +4,16 @@
 //  1. check: the new binary is run as "service handover-check" and told
 //     what would be handed over (the record's version, the guardians'
 //     protocol versions, the config); it answers, once it has parsed the
-//     config, whether it can take it and with which build, and exits. A
-//     binary that does not run, cannot take it, rejects the config or
-//     does not exit 0 is refused, and nothing else happens (code
-//     upgrade): the API answers throughout.
+//     config, whether it can take it and with which build, and exits,
+//     or on Unix stays to stand in (StandIn). A binary that does not
+//     run, cannot take it, rejects the config or does not exit 0 is
+//     refused, and nothing else happens (code upgrade): the API answers
+//     throughout.
 //  2. pause: the API stops accepting (clients queue in the listener's
 //     backlog), event streams end with a handover event, and the
-//     requests in progress are waited for.
+//     requests in progress are waited for. A stand-in takes the
+//     listener and answers a status from here until the successor
+//     serves, holding every other request for it.
 //  3. freeze: every actor stops where nothing is in flight and detaches
 //     its session at a message boundary; the warm guardians are let go
 //     and the run records written.

@@ -34,6 +34,10 @@ type Inheritance interface {
 	// Served, in a successor, closes what the service before held for
 	// it to close once it serves.
 	Served()
+	// Recall, in a successor, stops the stand-in that answered during
+	// the handover, if any, and returns the connections it held, their
+	// requests unread: the successor serves them first.
+	Recall() ([]net.Conn, error)
 	// Lock is the service lock, held.
 	Lock() *os.File
 }

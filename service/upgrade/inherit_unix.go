@@ -36,6 +36,9 @@ type inheritance struct {
 	// discard, in a successor, is what it is to close once it has
 	// answered and taken the guardians over (Served).
 	discard []uintptr
+	// standIn, in a successor, is the control socket of the stand-in
+	// answering meanwhile (Recall); zero for none.
+	standIn uintptr
 }
 
 // New is the inheritance of a service that holds lock.
@@ -76,6 +79,12 @@ func (in *inheritance) TakeOver(target string, listener net.Listener, rec *Recor
 		return fmt.Errorf("the API listener: %w", err)
 	}
 	rec.Listener = []uintptr{lfd}
+	if rec.standIn != nil {
+		if rec.StandIn, err = rec.standIn.link.fd(); err != nil {
+			return fmt.Errorf("the stand-in's control socket: %w", err)
+		}
+		rec.Reap = append(rec.Reap, rec.standIn.pid())
+	}
 	if err := eachTether(rec, func(fd uintptr) (uintptr, error) { return fd, nil }); err != nil {
 		return err
 	}
@@ -208,7 +217,30 @@ func Inherited(rec *Record, socket string) (Inheritance, net.Listener, error) {
 	// This service removes the socket when it stops, as the one before
 	// would have.
 	ul.SetUnlinkOnClose(true)
-	return &inheritance{lock: lock, discard: rec.Discard}, ul, nil
+	return &inheritance{lock: lock, discard: rec.Discard, standIn: rec.StandIn}, ul, nil
+}
+
+// Recall stops the stand-in that answered meanwhile, if any, and
+// returns the connections it held, their requests unread.
+func (in *inheritance) Recall() ([]net.Conn, error) {
+	if in.standIn == 0 {
+		return nil, nil
+	}
+	f := os.NewFile(in.standIn, "stand-in")
+	in.standIn = 0
+	c, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("the stand-in's control socket: %w", err)
+	}
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		c.Close()
+		return nil, fmt.Errorf("the stand-in's control socket is a %T", c)
+	}
+	l := &link{c: uc}
+	defer l.close()
+	return l.recall()
 }
 
 // Prepared and TookOver tell the service before nothing: it is this
@@ -248,6 +280,9 @@ func Attachment(id string, t *Tether) (guardian.Attachment, error) {
 // descriptors lists every descriptor the record hands over.
 func (rec *Record) descriptors() []uintptr {
 	out := append([]uintptr{rec.Lock}, rec.Listener...)
+	if rec.StandIn != 0 {
+		out = append(out, rec.StandIn)
+	}
 	out = append(out, rec.Discard...)
 	return append(out, rec.Tethers...)
 }

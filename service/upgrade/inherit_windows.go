@@ -219,6 +219,9 @@ func (in *inheritance) Prepared() error {
 // it held itself.
 func (in *inheritance) Served() {}
 
+// Recall: no stand-in answers on Windows.
+func (in *inheritance) Recall() ([]net.Conn, error) { return nil, nil }
+
 // TookOver waits until every guardian has answered attach (and so
 // watches this process), tells the service before, which exits, and
 // takes the service lock, which Windows releases with its old holder.

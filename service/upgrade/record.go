@@ -80,9 +80,13 @@ type Record struct {
 	// Steps is the timeline of the handover so far, for the log.
 	Steps []StepAt `json:"steps,omitempty"`
 	// Reap lists children of the writer that exit on their own (warm
-	// guardians let go): its successor on Unix, the same process, reaps
-	// them.
+	// guardians let go, a stand-in): its successor on Unix, the same
+	// process, reaps them.
 	Reap []int `json:"reap,omitempty"`
+	// StandIn (Unix) is the descriptor of the control socket of the
+	// stand-in answering meanwhile (see StandIn), which the successor
+	// recalls before it serves; zero for none.
+	StandIn uintptr `json:"stand_in,omitempty"`
 	// Discard (Unix) lists descriptors the writer held for
 	// itself whose close waits on the kernel (its directory watches):
 	// handed over so that the execve does not close them and make the
@@ -92,6 +96,8 @@ type Record struct {
 	// source is the line that holds Config.Source, as read and not yet
 	// decoded: ParseConfig decodes it.
 	source json.RawMessage
+	// standIn is the stand-in, in the writer: TakeOver fills StandIn.
+	standIn *StandIn
 }
 
 // Config is the config a service runs: its path and its exact source.

@@ -17,6 +17,7 @@ type Step string
 const (
 	StepChecked   Step = "checked"   // the new binary passed its check
 	StepPaused    Step = "paused"    // the API stopped accepting
+	StepStandIn   Step = "stand-in"  // a stand-in answers a status from now on
 	StepFrozen    Step = "frozen"    // every actor detached its session
 	StepRecorded  Step = "recorded"  // the record's descriptors filled in
 	StepWritten   Step = "written"   // the record written
@@ -24,6 +25,7 @@ const (
 	StepRunning   Step = "running"   // the successor's first instruction
 	StepRead      Step = "read"      // the successor has read the record
 	StepSuccessor Step = "successor" // the successor holds the descriptors, nothing attached
+	StepRecalled  Step = "recalled"  // the stand-in stopped, what it held taken back
 	StepServing   Step = "serving"   // the successor answers its API, from the record
 	StepConfig    Step = "config and state"
 	StepRunsAll   Step = "controller" // the successor's controller takes every request

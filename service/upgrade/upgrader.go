@@ -34,6 +34,8 @@ type Controller interface {
 	SetUpgrade(api.Upgrade)
 	// Build is the build the service runs (BuildOf).
 	Build() string
+	// Status is what the API answers a status with now.
+	Status() api.Status
 }
 
 // Frozen is a controller stopped for a handover.
@@ -70,9 +72,12 @@ type Upgrader struct {
 	Server   Pauser
 	Inherit  Inheritance         // the descriptors that are not the actors'
 	Listener func() net.Listener // the API's listening socket now
-	Logf     func(string, ...any)
-	Notify   func(string) // tells the service manager, if any
-	Env      []string     // added to the successor's environment
+	// Held takes the connections a stand-in held, when the handover
+	// fails: the API serves them first once it serves again.
+	Held   func([]net.Conn)
+	Logf   func(string, ...any)
+	Notify func(string) // tells the service manager, if any
+	Env    []string     // added to the successor's environment
 }
 
 // Upgrade checks the binary req asks for, answers with answer, and
@@ -97,7 +102,7 @@ func (u *Upgrader) Upgrade(req api.UpgradeRequest, answer func(api.UpgradeAnswer
 		u.Logf("upgrade %s to %s: %v; the service goes on as it was", up.ID, target, err)
 	}
 	Begin(up.ID, began, nil)
-	ans, err := check(context.Background(), target, u.Args, u.Control.Offer())
+	ans, standIn, err := check(target, u.Args, u.Control.Offer())
 	if err != nil {
 		fail(err)
 		answer(api.UpgradeAnswer{}, up.Error)
@@ -108,14 +113,15 @@ func (u *Upgrader) Upgrade(req api.UpgradeRequest, answer func(api.UpgradeAnswer
 	u.Control.SetUpgrade(up)
 	u.Logf("upgrade %s: from tether %s (build %s) to tether %s (build %s, %s; its guardians: %s): handing over", up.ID, u.Version, up.From, ans.Version, ans.Build, target, ans.Guardian)
 	answer(api.UpgradeAnswer{Upgrade: up}, nil)
-	if err := u.handOver(target, up); err != nil {
+	if err := u.handOver(target, up, standIn); err != nil {
 		fail(err)
 	}
 }
 
-// handOver pauses, freezes, records and execs; it returns only on
-// failure, with the service as it was.
-func (u *Upgrader) handOver(target string, up api.Upgrade) (err error) {
+// handOver pauses, freezes, records and execs, with standIn (if any)
+// answering from the pause on; it returns only on failure, with the
+// service as it was.
+func (u *Upgrader) handOver(target string, up api.Upgrade, standIn *StandIn) (err error) {
 	pctx, cancel := context.WithTimeout(context.Background(), pauseTimeout)
 	defer cancel()
 	// A manager shows the service reloading until the successor says it
@@ -128,9 +134,31 @@ func (u *Upgrader) handOver(target string, up api.Upgrade) (err error) {
 		}
 	}()
 	if err := u.Server.Pause(pctx, true); err != nil {
+		standIn.Close()
 		return fmt.Errorf("requests in progress did not end within %v: %w", pauseTimeout, err)
 	}
 	StopAt(StepPaused)
+	if standIn != nil {
+		if err := standIn.Serve(u.Listener(), u.pausedStatus(up)); err != nil {
+			// The successor answers, as without a stand-in.
+			u.Logf("upgrade %s: %v; the API is silent until the successor serves", up.ID, err)
+			standIn.Close()
+			standIn = nil
+		} else {
+			StopAt(StepStandIn)
+		}
+	}
+	defer func() {
+		if err == nil || standIn == nil {
+			return
+		}
+		held, rerr := standIn.Recall()
+		if rerr != nil {
+			u.Logf("upgrade %s: %v; the requests it held are lost", up.ID, rerr)
+		}
+		u.Held(held)
+		standIn.Close()
+	}()
 	fctx, fcancel := context.WithTimeout(context.Background(), FreezeTimeout)
 	defer fcancel()
 	f, err := u.Control.Freeze(fctx)
@@ -144,8 +172,27 @@ func (u *Upgrader) handOver(target string, up api.Upgrade) (err error) {
 	}()
 	StopAt(StepFrozen)
 	rec := &Record{Version: Version, Written: time.Now().UTC(), PID: os.Getpid(),
-		Profile: u.Profile, Upgrade: up, Config: f.Config, Agents: f.Agents, Reap: f.Reap, Lease: f.Lease}
+		Profile: u.Profile, Upgrade: up, Config: f.Config, Agents: f.Agents, Reap: f.Reap, Lease: f.Lease,
+		standIn: standIn}
 	return u.Inherit.TakeOver(target, u.Listener(), rec, u.Env, Path(u.StateDir))
+}
+
+// pausedStatus is the status a stand-in answers: the API's now, with
+// the upgrade under way and paused.
+func (u *Upgrader) pausedStatus(up api.Upgrade) api.Status {
+	st := u.Control.Status()
+	var svc api.Service
+	if st.Service != nil {
+		svc = *st.Service
+	}
+	for _, at := range Steps() {
+		if at.Step == StepPaused {
+			up.Paused = at.At
+		}
+	}
+	svc.Upgrade = &up
+	st.Service = &svc
+	return st
 }
 
 func newID() string {
