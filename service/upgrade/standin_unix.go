@@ -26,6 +26,7 @@ const standInFD = 3
 // more attached to some of them.
 const (
 	msgServe = 's' // to the stand-in: the listener attached, the status after
+	msgReady = 'r' // from it: it accepts
 	msgStop  = 'x' // to the stand-in: stop accepting, hand back what you hold
 	msgHeld  = 'h' // from it: connections it held, attached
 	msgEnd   = 'e' // from it: nothing more held
@@ -79,7 +80,8 @@ func (s *StandIn) pid() int { return s.cmd.Process.Pid }
 // fd is the descriptor of the service's end, for the handover record.
 func (l *link) fd() (uintptr, error) { return fdOf(l.c) }
 
-// serve sends the listener ln and the status st.
+// serve sends the listener ln and the status st, and waits until the
+// stand-in accepts: the freeze that comes next takes the cores.
 func (l *link) serve(ln net.Listener, st api.Status) error {
 	sc, ok := ln.(syscall.Conn)
 	if !ok {
@@ -102,6 +104,10 @@ func (l *link) serve(ln net.Listener, st api.Status) error {
 	msg := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(b)), uint32(len(b)))
 	if _, err := l.c.Write(append(msg, b...)); err != nil {
 		return fmt.Errorf("the stand-in: %w", err)
+	}
+	var ready [1]byte
+	if n, err := l.c.Read(ready[:]); err != nil || n != 1 || ready[0] != msgReady {
+		return fmt.Errorf("the stand-in did not take the listener: %d bytes, %v", n, err)
 	}
 	return nil
 }
@@ -189,6 +195,11 @@ func runStandIn(c *net.UnixConn, serve StatusServer) int {
 	serve(r.status, st)
 	r.wg.Add(1)
 	go r.accept()
+	if _, err := c.Write([]byte{msgReady}); err != nil {
+		r.stopAccepting()
+		r.closeHeld()
+		return 0
+	}
 	var b [1]byte
 	n, err := c.Read(b[:])
 	r.stopAccepting()
