@@ -141,6 +141,7 @@ func (a *actor) awaitSession() {
 		a.holdAgain()
 		return
 	}
+	a.c.setTree(a.id, nil)
 	a.row.PID, a.row.GuardianPID = 0, 0
 	a.pending, a.stopAsked = false, false
 	e := &api.Error{Code: api.CodeInternal, Message: "its guardian could not be taken over at the upgrade: " + r.err.Error()}
@@ -202,6 +203,11 @@ func (c *Controller) resumeAll(cfg *config.Config) {
 		act := newActor(c, a, nil)
 		if r, ok := c.opts.resumed[a.ID]; ok {
 			act.resume(r.state, r.session)
+			if t := r.state.Tether; t != nil {
+				// Known from the record: a status with usage asked
+				// before the session is made again measures the tree.
+				c.trees[a.ID] = treeLed(t.Ready, r.state.Leader)
+			}
 		}
 		c.actors[a.ID] = act
 		c.rows[a.ID] = act.row
