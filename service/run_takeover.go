@@ -37,6 +37,9 @@ func (r *runner) takeOver(path string, began time.Time, beganCPU time.Duration) 
 		logf("%v", err)
 		return 1
 	}
+	// A stand-in answered the statuses meanwhile (D217) and handed back
+	// the rest, which waits for the controller.
+	stoodIn := h.rec.StandIn != 0
 	var early *answering
 	if !upgrade.Separate {
 		// The service before is this process: there is nothing to go
@@ -48,7 +51,7 @@ func (r *runner) takeOver(path string, began time.Time, beganCPU time.Duration) 
 		// agents) wait for the first answer to be out, or answerWait.
 		// Where a stand-in answered them, what it held waits for the
 		// controller: it goes on at once.
-		if !early.stoodIn {
+		if !stoodIn {
 			select {
 			case <-early.srv.Answered():
 			case <-time.After(answerWait):
@@ -81,7 +84,7 @@ func (r *runner) takeOver(path string, began time.Time, beganCPU time.Duration) 
 		// binary an install replaced frees its pages, milliseconds of
 		// a core that the first answers need more.
 		go func() {
-			if !early.stoodIn {
+			if !stoodIn {
 				select {
 				case <-srv.Answered():
 				case <-time.After(attachWait):
@@ -108,9 +111,6 @@ type answering struct {
 	served  chan error // Serve's end
 	upgrade api.Upgrade
 	steps   []upgrade.StepAt // the timeline up to serving
-	// stoodIn: a stand-in answered the statuses meanwhile, and handed
-	// back the rest.
-	stoodIn bool
 }
 
 // answerEarly serves the API on the listener handed over, from the
@@ -119,11 +119,7 @@ type answering struct {
 func (r *runner) answerEarly(h *handover) *answering {
 	up := h.rec.Upgrade
 	up.Took = time.Since(up.Began)
-	for _, st := range upgrade.Steps() {
-		if st.Step == upgrade.StepPaused {
-			up.Paused = st.At
-		}
-	}
+	up.Paused = upgrade.PausedAt()
 	svc := ServiceInfo(r.exe, r.version)
 	svc.Upgrade = &up
 	a := &answering{api: newTakeoverAPI(r.p, svc, h.rows), served: make(chan error, 1), upgrade: up}
@@ -134,7 +130,6 @@ func (r *runner) answerEarly(h *handover) *answering {
 			r.logf("upgrade %s: %v", up.ID, err)
 		}
 		h.listener.hold(held)
-		a.stoodIn = true
 		upgrade.StopAt(upgrade.StepRecalled)
 	}
 	go func() { a.served <- a.srv.Serve() }()

@@ -31,10 +31,6 @@ var (
 	_ localapi.EncodedStatus = standInAPI{}
 )
 
-// handingOver is the answer to every request but a status.
-var handingOver = &api.Error{Code: api.CodeHandingOver,
-	Message: "the service is handing over to another binary: ask again once it answers"}
-
 // StatusBody is the status as the service before encoded it.
 func (s standInAPI) StatusBody() []byte { return s.body }
 
@@ -43,20 +39,24 @@ func (s standInAPI) StatusBody() []byte { return s.body }
 func (s standInAPI) Status() api.Status          { return api.Status{} }
 func (s standInAPI) StatusWithUsage() api.Status { return api.Status{} }
 func (standInAPI) Start(context.Context, string, bool) (api.Agent, error) {
-	return api.Agent{}, handingOver
+	return api.Agent{}, localapi.ErrHandingOver
 }
-func (standInAPI) Stop(context.Context, string) (api.Agent, error) { return api.Agent{}, handingOver }
+func (standInAPI) Stop(context.Context, string) (api.Agent, error) {
+	return api.Agent{}, localapi.ErrHandingOver
+}
 func (standInAPI) Restart(context.Context, string, bool) (api.Agent, error) {
-	return api.Agent{}, handingOver
+	return api.Agent{}, localapi.ErrHandingOver
 }
-func (standInAPI) Reload(context.Context) (api.Reloaded, error) { return api.Reloaded{}, handingOver }
-func (standInAPI) Logs(string, int) ([]string, error)           { return nil, handingOver }
+func (standInAPI) Reload(context.Context) (api.Reloaded, error) {
+	return api.Reloaded{}, localapi.ErrHandingOver
+}
+func (standInAPI) Logs(string, int) ([]string, error) { return nil, localapi.ErrHandingOver }
 func (standInAPI) Subscribe([]string, int) (<-chan api.Event, func()) {
 	ch := make(chan api.Event)
 	close(ch)
 	return ch, func() {}
 }
-func (standInAPI) Quit(context.Context) error { return handingOver }
+func (standInAPI) Quit(context.Context) error { return localapi.ErrHandingOver }
 func (standInAPI) Upgrade(context.Context, api.UpgradeRequest) (api.UpgradeAnswer, error) {
-	return api.UpgradeAnswer{}, handingOver
+	return api.UpgradeAnswer{}, localapi.ErrHandingOver
 }

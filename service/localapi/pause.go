@@ -114,6 +114,11 @@ func (g *generation) quiet(now time.Time) (next time.Time, quiet bool) {
 	return next, len(g.conns) == 0
 }
 
+// ErrHandingOver answers a request that the service cannot take while it
+// hands over to another binary: the client asks again of the successor.
+var ErrHandingOver = &api.Error{Code: api.CodeHandingOver,
+	Message: "the service is handing over to another binary: ask again once it answers"}
+
 // CloseAfterAnswer makes every answer close its connection, for a
 // server that answers once per connection (an upgrade's stand-in). Call
 // it before Serve.
@@ -202,8 +207,7 @@ func (s *Server) upgrade(w http.ResponseWriter, r *http.Request) {
 	ans, err := s.b.Upgrade(ctx, req)
 	if err != nil {
 		if errors.Is(err, context.Canceled) && r.Context().Err() == nil {
-			writeError(w, http.StatusServiceUnavailable, &api.Error{Code: api.CodeHandingOver,
-				Message: "the service is handing over to another binary: ask again once it answers"})
+			writeError(w, http.StatusServiceUnavailable, ErrHandingOver)
 			return
 		}
 		writeBackendError(w, err)

@@ -84,6 +84,18 @@ func StepsOf(id string) []StepAt {
 	return append([]StepAt(nil), timeline.list...)
 }
 
+// PausedAt is when the API paused in the timeline so far, from the
+// request (StepPaused); zero before the pause.
+func PausedAt() time.Duration {
+	var at time.Duration
+	for _, st := range Steps() {
+		if st.Step == StepPaused {
+			at = st.At
+		}
+	}
+	return at
+}
+
 // FormatSteps writes a timeline for the log: each step with its time
 // from the request and, where it and the step before have one, the CPU
 // time the process used between them.

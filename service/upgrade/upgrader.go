@@ -185,11 +185,7 @@ func (u *Upgrader) pausedStatus(up api.Upgrade) api.Status {
 	if st.Service != nil {
 		svc = *st.Service
 	}
-	for _, at := range Steps() {
-		if at.Step == StepPaused {
-			up.Paused = at.At
-		}
-	}
+	up.Paused = PausedAt()
 	svc.Upgrade = &up
 	st.Service = &svc
 	return st
