@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -121,23 +120,14 @@ func inOwnNetns(t *testing.T) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "unshare", "--net", "--", testproc.Executable(),
-		"-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.count=1", "-test.v", "-test.timeout=2m")
+	cmd := exec.CommandContext(ctx, "unshare", append([]string{"--net", "--", testproc.Executable()},
+		testproc.AloneArgs(t.Name(), 2*time.Minute)...)...)
 	cmd.Env = append(testproc.Environ(), netnsEnv+"="+t.Name())
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
-	switch {
-	case err != nil:
-		t.Fatalf("%s in a network namespace of its own: %v\n%s", t.Name(), err, out.Bytes())
-	case bytes.Contains(out.Bytes(), []byte("--- SKIP: "+t.Name()+" ")):
-		t.Skipf("skipped in the network namespace:\n%s", out.Bytes())
-	case !bytes.Contains(out.Bytes(), []byte("--- PASS: "+t.Name()+" ")):
-		t.Fatalf("%s did not run in the network namespace:\n%s", t.Name(), out.Bytes())
-	case testing.Verbose():
-		t.Logf("in the network namespace:\n%s", out.Bytes())
-	}
+	testproc.ReportAlone(t, "in a network namespace of its own", err, out.Bytes())
 	return false
 }
 

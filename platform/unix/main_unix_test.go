@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -416,8 +415,7 @@ func isolated(t *testing.T) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*waitLimit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, testproc.Executable(),
-		"-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.count=1", "-test.v", "-test.timeout=60s")
+	cmd := exec.CommandContext(ctx, testproc.Executable(), testproc.AloneArgs(t.Name(), 60*time.Second)...)
 	cmd.Env = append(childEnviron(), isolatedEnv+"="+t.Name())
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -426,15 +424,6 @@ func isolated(t *testing.T) bool {
 	for _, undo := range afterIsolated {
 		undo(t, cmd.Process.Pid)
 	}
-	switch {
-	case err != nil:
-		t.Fatalf("%s in a subprocess: %v\n%s", t.Name(), err, out.Bytes())
-	case bytes.Contains(out.Bytes(), []byte("--- SKIP: "+t.Name()+" ")):
-		t.Skipf("skipped in the subprocess:\n%s", out.Bytes())
-	case !bytes.Contains(out.Bytes(), []byte("--- PASS: "+t.Name()+" ")):
-		t.Fatalf("%s did not run in the subprocess:\n%s", t.Name(), out.Bytes())
-	case testing.Verbose():
-		t.Logf("subprocess output:\n%s", out.Bytes())
-	}
+	testproc.ReportAlone(t, "in a subprocess", err, out.Bytes())
 	return false
 }
