@@ -91,11 +91,12 @@ func (inv *invocation) printPlan(o install.Options) int {
 // a `service run` answers, through the local API.
 func (inv *invocation) stopService(p service.Paths, o install.Options) int {
 	err := install.Stop(o)
-	_, runs := service.RunningPID(p)
 	// Without a manager, or with one that has no service registered
 	// while a `service run` answers, the service that runs is asked to
-	// quit: it is the one the person means.
-	if errors.Is(err, install.ErrNoServiceManager) || errors.Is(err, install.ErrNotInstalled) && runs {
+	// quit: it is the one the person means. Its lock is looked at only
+	// then.
+	runs := func() bool { _, ok := service.RunningPID(p); return ok }
+	if errors.Is(err, install.ErrNoServiceManager) || errors.Is(err, install.ErrNotInstalled) && runs() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		if qerr := client.New(p.Socket).Quit(ctx); qerr != nil {
